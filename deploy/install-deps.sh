@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every Debian package strata builds, tests and runs with.
+# Idempotent: packages already installed are skipped, and nothing is fetched
+# when all are present. CUDA/NCCL are never installed here: the build detects
+# them under /usr/local/cuda (STRATA_WITH_CUDA=AUTO).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git clang-format
+  # Collectives and launch
+  openmpi-bin libopenmpi-dev
+  # Control plane
+  libzmq3-dev cppzmq-dev
+  # Storage and schemas
+  librocksdb-dev libprotobuf-dev protobuf-compiler
+  # Logging, errors, CLI, config
+  libspdlog-dev libfmt-dev libabsl-dev libcli11-dev libyaml-cpp-dev
+  # Tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # Node probe, trainer GEMMs, checksums, metrics endpoint
+  libhwloc-dev hwloc libopenblas-dev libxxhash-dev libcpp-httplib-dev
+  # Python side (tests, examples): Debian's interpreter and packages only
+  python3 python3-numpy
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
