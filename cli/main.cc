@@ -1,0 +1,38 @@
+// `strata`: the user-facing command. Subcommands are registered from
+// cli/*_command.cc (see commands.h for the exit-code contract).
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "common/logging.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "strata: plans, launches and checkpoints large-model training jobs"};
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level,
+                 "trace|debug|info|warn|error|off (logs go to stderr)")
+      ->capture_default_str();
+  app.parse_complete_callback([&] {
+    if (!strata::SetLogLevel(log_level)) {
+      throw CLI::ValidationError("--log-level", "unknown level " + log_level);
+    }
+  });
+
+  strata::cli::AddPlanCommand(&app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "strata: %s\n", e.what());
+    std::fprintf(stderr, "Run with --help for usage.\n");
+    return strata::cli::kExitBadInput;
+  }
+  return 0;
+}

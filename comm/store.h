@@ -1,0 +1,51 @@
+// Rendezvous key-value store (DESIGN.md §5): how ranks of a job find each
+// other and agree on small facts (addresses, commit votes, counters).
+//
+// Contract shared by every implementation (in-memory, file, TCP server,
+// coordinator-hosted):
+// - Keys are arbitrary byte strings; values are byte strings.
+// - Set overwrites; Get blocks until the key exists or the timeout passes;
+//   Wait blocks until every key exists; Add atomically adds to a decimal
+//   integer stored under the key (absent = 0) and returns the new value.
+// - Timeouts are wall-clock durations; expiry gives DeadlineExceeded naming
+//   the missing keys. An unreachable server gives Unavailable.
+// - Implementations are thread-safe: any thread may call any method.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace strata::comm {
+
+class Store {
+ public:
+  using Duration = std::chrono::milliseconds;
+  static constexpr Duration kDefaultTimeout = std::chrono::seconds(300);
+
+  virtual ~Store() = default;
+
+  virtual Status Set(const std::string& key, const std::string& value) = 0;
+  virtual StatusOr<std::string> Get(const std::string& key,
+                                    Duration timeout) = 0;
+  virtual StatusOr<int64_t> Add(const std::string& key, int64_t delta) = 0;
+  virtual Status Wait(const std::vector<std::string>& keys,
+                      Duration timeout) = 0;
+  // Returns whether `key` is present without blocking.
+  virtual StatusOr<bool> Check(const std::string& key) = 0;
+  virtual Status Delete(const std::string& key) = 0;
+};
+
+// Process-local store for ranks run as threads (tests, single-node tools).
+std::shared_ptr<Store> NewInMemoryStore();
+
+// Prepends "<prefix>/" to every key so groups and jobs share one store
+// without colliding (c10d PrefixStore).
+std::shared_ptr<Store> NewPrefixStore(std::string prefix,
+                                      std::shared_ptr<Store> base);
+
+}  // namespace strata::comm
