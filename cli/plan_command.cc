@@ -1,0 +1,160 @@
+// `strata plan`: ranked parallelisation plans for a model on a cluster.
+//   strata plan --model FILE|PRESET --cluster FILE|PRESET --gpus N
+//     --global-batch B [--seq S] [--top K] [--fix tp=8,pp=16,...]
+//     [--format table|json] [--emit megatron|torchrun] [--explain]
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "cli/commands.h"
+#include "cli/plan_format.h"
+#include "common/config.h"
+#include "coordinator/planner/emit.h"
+#include "coordinator/planner/model.h"
+#include "coordinator/planner/search.h"
+#include "topology/cluster.h"
+
+namespace strata::cli {
+namespace {
+
+struct PlanArgs {
+  std::string model, cluster, fix, format = "table", emit, attention;
+  int64_t gpus = 0, global_batch = 0;
+  int seq = 0, top = 5;
+  bool explain = false;
+};
+
+[[noreturn]] void Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "strata plan: %s\n", message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+// Parses "tp=8,pp=16,recompute=full" into constraints.
+Status ParseFix(const std::string& text, PlanConstraints* fix) {
+  if (text.empty()) return absl::OkStatus();
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(item, '=');
+    if (kv.size() != 2 || kv[1].empty()) {
+      return absl::InvalidArgumentError(
+          "--fix expects key=value pairs separated by commas, got '" +
+          std::string(item) + "'");
+    }
+    const std::string& key = kv[0];
+    const std::string& value = kv[1];
+    if (key == "recompute") {
+      Recompute::Mode mode;
+      if (!Recompute::Mode_Parse(value, &mode)) {
+        return absl::InvalidArgumentError(
+            "--fix recompute must be none, selective or full, got '" + value +
+            "'");
+      }
+      fix->set_recompute(mode);
+      continue;
+    }
+    int v = 0;
+    if (!absl::SimpleAtoi(value, &v)) {
+      return absl::InvalidArgumentError("--fix " + key +
+                                        " expects an integer, got '" + value +
+                                        "'");
+    }
+    if (key == "tp") fix->set_tp(v);
+    else if (key == "pp") fix->set_pp(v);
+    else if (key == "dp") fix->set_dp(v);
+    else if (key == "cp") fix->set_cp(v);
+    else if (key == "vpp") fix->set_vpp(v);
+    else if (key == "mbs") fix->set_micro_batch(v);
+    else if (key == "zero") fix->set_zero_stage(v);
+    else if (key == "distopt") fix->set_distributed_optimizer(v != 0);
+    else if (key == "sp") fix->set_sequence_parallel(v != 0);
+    else {
+      return absl::InvalidArgumentError(
+          "--fix: unknown key '" + key +
+          "' (known: tp, pp, dp, cp, vpp, mbs, zero, distopt, sp, recompute)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RunPlan(const PlanArgs& args) {
+  auto model = planner::LoadModel(args.model);
+  if (!model.ok()) Fail(kExitBadInput, std::string(model.status().message()));
+  auto cluster = topology::LoadCluster(args.cluster);
+  if (!cluster.ok()) Fail(kExitBadInput, std::string(cluster.status().message()));
+  if (!args.attention.empty()) {
+    AttentionKernel::Kind kind;
+    AttentionKernel::Kind_Parse(args.attention, &kind);  // checked by CLI11
+    model->set_attention(kind);
+  }
+  planner::PlanRequest req;
+  req.model = *model;
+  req.cluster = *cluster;
+  req.gpus = args.gpus;
+  req.top_k = args.top;
+  req.job.set_global_batch(args.global_batch);
+  req.job.set_seq_length(args.seq);
+  req.megatron_compatible = args.emit == "megatron";
+  Status st = ParseFix(args.fix, req.job.mutable_constraints());
+  if (!st.ok()) Fail(kExitBadInput, std::string(st.message()));
+  auto report = planner::PlanJob(req);
+  if (!report.ok()) Fail(kExitBadInput, std::string(report.status().message()));
+
+  if (args.emit == "megatron") {
+    std::fputs(planner::EmitMegatron(report->plans(0), *model).c_str(), stdout);
+    return;
+  }
+  if (args.emit == "torchrun") {
+    std::fputs(planner::EmitTorchrun(report->plans(0), *model, *cluster,
+                                     args.gpus)
+                   .c_str(),
+               stdout);
+    return;
+  }
+  if (args.format == "json") {
+    std::fputs((MessageToJson(*report, /*pretty=*/false) + "\n").c_str(),
+               stdout);
+    return;
+  }
+  std::fputs(FormatPlanTable(*report, *cluster, args.explain).c_str(), stdout);
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App* app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app->add_subcommand(
+      "plan", "Rank parallelisation plans (TP/PP/DP/CP, ZeRO, recompute) by "
+              "predicted step time");
+  cmd->add_option("--model", args->model, "model preset or YAML/JSON file")
+      ->required();
+  cmd->add_option("--cluster", args->cluster,
+                  "cluster preset or YAML/JSON file")
+      ->required();
+  cmd->add_option("--gpus", args->gpus, "GPUs the job uses (all of them)")
+      ->required();
+  cmd->add_option("--global-batch", args->global_batch,
+                  "sequences per optimizer step")
+      ->required();
+  cmd->add_option("--seq", args->seq,
+                  "sequence length (default: the model's)");
+  cmd->add_option("--top", args->top, "plans to show")->capture_default_str();
+  cmd->add_option("--fix", args->fix,
+                  "pin dimensions: tp=8,pp=16,dp=..,cp=..,vpp=..,mbs=..,"
+                  "zero=..,distopt=0|1,sp=0|1,recompute=none|selective|full");
+  cmd->add_option("--format", args->format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--emit", args->emit,
+                  "print launch arguments of the best plan instead")
+      ->check(CLI::IsMember({"megatron", "torchrun"}));
+  cmd->add_option("--attention", args->attention,
+                  "attention kernel: flash or unfused (default: the model's)")
+      ->check(CLI::IsMember({"flash", "unfused"}));
+  cmd->add_flag("--explain", args->explain,
+                "time and memory breakdown of each plan, and the placement");
+  cmd->callback([args] { RunPlan(*args); });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,91 @@
+// Memory and time of one training step under a Candidate (DESIGN.md §4).
+// Every formula and constant is cited where it is used and collected in
+// docs/planner.md. Pure, but not thread-safe (scratch buffers): one
+// CostModel evaluates many candidates from one thread.
+#pragma once
+
+#include <vector>
+
+#include "coordinator/planner/candidate.h"
+#include "coordinator/planner/model.h"
+#include "coordinator/planner/network.h"
+#include "proto/job.pb.h"
+
+namespace strata::planner {
+
+// Memory kept free per GPU when the job does not say (CUDA context and
+// cuBLAS workspaces ~1 GiB, NCCL channel buffers ~1-2 GiB, caching-allocator
+// fragmentation); an estimate, overridable per job.
+inline constexpr double kDefaultReserveGib = 4.0;
+// Half-saturation size of a GEMM dimension: a GEMM of M x N x K runs at
+// gemm_efficiency * prod(d / (d + kGemmHalfDim)) of peak, modelling tile
+// quantisation and low occupancy of small matrices (docs/planner.md).
+inline constexpr double kGemmHalfDim = 128;
+// Core attention (QK^T, AV batched GEMMs) runs at this fraction of the GEMM
+// efficiency (calibrated on Megatron SC'21 Table 1; docs/planner.md).
+inline constexpr double kAttentionEfficiency = 0.5;
+// FlashAttention-2 reaches 50-73% of A100 peak and FlashAttention-3 75% of
+// H100 peak forward, ~10% less backward (Dao 2023 §4.1; Shah et al. 2024):
+// about 0.9 of the large-GEMM efficiency.
+inline constexpr double kFlashAttentionEfficiency = 0.9;
+// Memory-bound kernels (norms, softmax, dropout, activation functions) move
+// each stored activation byte this many times per forward pass (written by
+// its producer, read by its consumer).
+inline constexpr double kElementwisePasses = 2.0;
+// Fraction of overlapped communication time that still lands on the step:
+// NCCL runs 8-32 channels, each a thread block on its own SM (~10% of an
+// H100's 132 SMs), and competes for HBM bandwidth (docs/planner.md).
+inline constexpr double kOverlapTax = 0.1;
+
+struct Evaluation {
+  bool valid = false;        // a layer split exists
+  bool fits = false;         // every stage fits in its GPU memory
+  double step_s = 0;
+  double memory_gib = 0;     // the critical (fullest) stage
+  double capacity_gib = 0;   // that stage's GPU memory
+  int critical_stage = 0;
+  int slowest_stage = 0;
+  // Seconds per step on the slowest stage.
+  double compute_s = 0, recompute_s = 0, tp_comm_s = 0, cp_comm_s = 0,
+         pp_comm_s = 0, bubble_s = 0, dp_comm_s = 0, dp_comm_total_s = 0,
+         optimizer_s = 0;
+  // GiB on the critical stage.
+  double weights_gib = 0, gradients_gib = 0, optimizer_state_gib = 0,
+         activations_gib = 0, logits_gib = 0, zero3_buffers_gib = 0,
+         reserve_gib = 0;
+  std::vector<int> layers;   // per pipeline stage
+};
+
+class CostModel {
+ public:
+  // `model` must be normalised (NormalizeModel); `net` describes the job's
+  // nodes. Both must outlive the CostModel.
+  CostModel(const ModelSpec& model, const JobSpec& job, const Network& net);
+
+  void Evaluate(const Candidate& c, Evaluation* out) const;
+
+  int seq_length() const { return seq_; }
+  const ModelSpec& model() const { return model_; }
+  const Network& network() const { return net_; }
+  // Mean peak TFLOP/s of the job's GPUs (MFU denominator).
+  double mean_peak_tflops() const { return mean_peak_tflops_; }
+
+ private:
+  struct LayerCost;   // per micro-batch, per layer, on one GPU type
+  struct StageCost;   // one pipeline stage
+  LayerCost Layer(const Candidate& c, const GpuType& gpu) const;
+  double Gemm(double m, double n, double k, const GpuType& gpu) const;
+
+  const ModelSpec& model_;
+  const Network& net_;
+  int seq_;
+  int64_t global_batch_;
+  double optimizer_bytes_;   // fp32 optimizer state per parameter
+  double reserve_bytes_;
+  double mean_peak_tflops_ = 0;
+  ParamCount params_;
+  double act_coeff_;         // Korthikanti's 34, generalised
+  mutable std::vector<int> scratch_class_;  // stage -> class, per Evaluate
+};
+
+}  // namespace strata::planner

@@ -1,0 +1,117 @@
+#include "coordinator/planner/emit.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace strata::planner {
+namespace {
+
+std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
+                                       std::string* comment) {
+  std::vector<std::string> f;
+  auto add = [&](const std::string& name, auto value) {
+    f.push_back(absl::StrCat(name, " ", value));
+  };
+  add("--tensor-model-parallel-size", plan.tp());
+  add("--pipeline-model-parallel-size", plan.pp());
+  const bool even_chunks = m.num_layers() % (plan.pp() * plan.vpp()) == 0;
+  if (plan.vpp() > 1 && even_chunks) {
+    add("--num-layers-per-virtual-pipeline-stage",
+        m.num_layers() / (plan.pp() * plan.vpp()));
+  } else if (plan.vpp() > 1) {
+    add("--num-virtual-stages-per-pipeline-rank", plan.vpp());
+  }
+  add("--context-parallel-size", plan.cp());
+  if (plan.sequence_parallel()) f.push_back("--sequence-parallel");
+  add("--micro-batch-size", plan.micro_batch());
+  add("--global-batch-size", plan.global_batch());
+  add("--seq-length", plan.seq_length());
+  add("--max-position-embeddings", plan.seq_length());
+  if (plan.distributed_optimizer() || plan.zero_stage() == 1) {
+    f.push_back("--use-distributed-optimizer");
+  }
+  if (plan.recompute() == Recompute::selective) {
+    add("--recompute-granularity", "selective");
+  } else if (plan.recompute() == Recompute::full) {
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", 1);
+  }
+  // Uneven pipeline split: Megatron-core takes the first and last stage's
+  // layer counts, the middle stages share the rest evenly.
+  const auto& layers = plan.layers_per_stage();
+  if (layers.size() > 1) {
+    const int first = layers[0], last = layers[layers.size() - 1];
+    bool uniform = true, middle_equal = true;
+    for (int i = 1; i < layers.size(); ++i) uniform &= layers[i] == layers[0];
+    for (int i = 2; i + 1 < layers.size(); ++i) {
+      middle_equal &= layers[i] == layers[1];
+    }
+    if (!uniform) {
+      if (middle_equal) {
+        add("--decoder-first-pipeline-num-layers", first);
+        add("--decoder-last-pipeline-num-layers", last);
+      } else {
+        std::vector<std::string> parts;
+        for (int l : layers) parts.push_back(std::to_string(l));
+        *comment = absl::StrCat(
+            "# layers per stage [", absl::StrJoin(parts, ","),
+            "] need a custom split (strata-train takes it from STRATA_PLAN)\n");
+      }
+    }
+  }
+  add("--num-layers", m.num_layers());
+  add("--hidden-size", m.hidden_size());
+  add("--ffn-hidden-size", m.ffn_hidden_size());
+  add("--num-attention-heads", m.num_attention_heads());
+  if (m.num_query_groups() != m.num_attention_heads()) {
+    f.push_back("--group-query-attention");
+    add("--num-query-groups", m.num_query_groups());
+  }
+  if (m.activation() == Activation::swiglu) f.push_back("--swiglu");
+  if (m.position_embedding() == PositionEmbedding::rope) {
+    add("--position-embedding-type", "rope");
+  }
+  if (m.norm() == Norm::rmsnorm) add("--normalization", "RMSNorm");
+  if (!m.linear_bias()) f.push_back("--disable-bias-linear");
+  if (!m.tied_embeddings()) {
+    f.push_back("--untie-embeddings-and-output-weights");
+  }
+  f.push_back("--bf16");
+  return f;
+}
+
+}  // namespace
+
+std::string EmitMegatron(const Plan& plan, const ModelSpec& model) {
+  std::string comment;
+  std::vector<std::string> flags = MegatronFlags(plan, model, &comment);
+  return comment + absl::StrJoin(flags, " \\\n") + "\n";
+}
+
+std::string EmitTorchrun(const Plan& plan, const ModelSpec& model,
+                         const ClusterSpec& cluster, int64_t gpus) {
+  const int gpn = cluster.gpus_per_node();
+  const int64_t nodes = (gpus + gpn - 1) / gpn;
+  const int per_node = gpus < gpn ? static_cast<int>(gpus) : gpn;
+  std::string comment;
+  std::vector<std::string> flags = MegatronFlags(plan, model, &comment);
+  std::string out = absl::StrCat(
+      "# strata plan: tp=", plan.tp(), " pp=", plan.pp(), " dp=", plan.dp(),
+      " cp=", plan.cp(), " on ", nodes, " node(s) x ", per_node, " GPUs.\n",
+      "# Run on every node with NODE_RANK (0..", nodes - 1,
+      ") and MASTER_ADDR (node 0's address) set.\n", comment,
+      "export STRATA_TP=", plan.tp(), " STRATA_PP=", plan.pp(),
+      " STRATA_DP=", plan.dp(), " STRATA_CP=", plan.cp(), "\n",
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron: ordered TP/SP "
+      "kernels\n",
+      "torchrun --nnodes=", nodes, " --nproc-per-node=", per_node,
+      " --node-rank=$NODE_RANK --master-addr=$MASTER_ADDR "
+      "--master-port=29500 \\\n  pretrain_gpt.py \\\n  ",
+      absl::StrJoin(flags, " \\\n  "), "\n");
+  return out;
+}
+
+}  // namespace strata::planner

@@ -1,0 +1,123 @@
+#include "coordinator/planner/model.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/preset.h"
+
+namespace strata {
+extern const EmbeddedFile kModelPresets[];
+extern const int kModelPresets_count;
+}  // namespace strata
+
+namespace strata::planner {
+namespace {
+
+Status Require(bool ok, const ModelSpec& m, const std::string& what) {
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("model '", m.name(), "': ", what));
+}
+
+}  // namespace
+
+std::vector<std::string> ModelPresetNames() {
+  return PresetNames(kModelPresets, kModelPresets_count);
+}
+
+Status NormalizeModel(ModelSpec* m) {
+  RETURN_IF_ERROR(Require(m->num_layers() > 0, *m,
+                          absl::StrCat("field 'num_layers' must be > 0, got ",
+                                       m->num_layers())));
+  RETURN_IF_ERROR(Require(m->hidden_size() > 0, *m,
+                          absl::StrCat("field 'hidden_size' must be > 0, got ",
+                                       m->hidden_size())));
+  RETURN_IF_ERROR(Require(
+      m->num_attention_heads() > 0, *m,
+      absl::StrCat("field 'num_attention_heads' must be > 0, got ",
+                   m->num_attention_heads())));
+  RETURN_IF_ERROR(Require(m->vocab_size() > 0, *m,
+                          absl::StrCat("field 'vocab_size' must be > 0, got ",
+                                       m->vocab_size())));
+  RETURN_IF_ERROR(Require(m->seq_length() >= 0 && m->ffn_hidden_size() >= 0 &&
+                              m->num_query_groups() >= 0,
+                          *m,
+                          "fields 'seq_length', 'ffn_hidden_size' and "
+                          "'num_query_groups' must not be negative"));
+  RETURN_IF_ERROR(Require(
+      m->hidden_size() % m->num_attention_heads() == 0, *m,
+      absl::StrCat("hidden_size ", m->hidden_size(),
+                   " is not divisible by num_attention_heads ",
+                   m->num_attention_heads())));
+  if (m->num_query_groups() == 0) {
+    m->set_num_query_groups(m->num_attention_heads());
+  }
+  RETURN_IF_ERROR(Require(
+      m->num_attention_heads() % m->num_query_groups() == 0, *m,
+      absl::StrCat("num_attention_heads ", m->num_attention_heads(),
+                   " is not divisible by num_query_groups ",
+                   m->num_query_groups())));
+  if (m->ffn_hidden_size() == 0) m->set_ffn_hidden_size(4 * m->hidden_size());
+  return absl::OkStatus();
+}
+
+StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset) {
+  ModelSpec model;
+  RETURN_IF_ERROR(LoadConfigOrPreset(file_or_preset, kModelPresets,
+                                     kModelPresets_count, "model", &model));
+  if (model.name().empty()) model.set_name(file_or_preset);
+  RETURN_IF_ERROR(NormalizeModel(&model));
+  return model;
+}
+
+ParamCount CountParameters(const ModelSpec& m, int seq_length) {
+  const double h = m.hidden_size();
+  const double kv = h * m.num_query_groups() / m.num_attention_heads();
+  const double f = m.ffn_hidden_size();
+  const bool bias = m.linear_bias();
+  const double norm = m.norm() == Norm::layernorm ? 2 * h : h;
+  ParamCount p;
+  // Attention: fused QKV (h -> h + 2 kv) and output projection (h -> h).
+  double attn = h * (h + 2 * kv) + h * h + (bias ? (h + 2 * kv) + h : 0);
+  // MLP: GELU has up (h -> f) and down (f -> h); SwiGLU adds a gate (h -> f).
+  double mlp = m.activation() == Activation::swiglu
+                   ? 3 * h * f + (bias ? 2 * f + h : 0)
+                   : 2 * h * f + (bias ? f + h : 0);
+  p.per_layer = attn + mlp + 2 * norm;  // two norms per layer
+  p.embedding = static_cast<double>(m.vocab_size()) * h;
+  p.position =
+      m.position_embedding() == PositionEmbedding::learned ? seq_length * h : 0;
+  p.output = m.tied_embeddings() ? 0 : p.embedding;
+  p.final_norm = norm;
+  return p;
+}
+
+LayerFlops LayerForwardFlopsPerToken(const ModelSpec& m, int seq_length) {
+  const double h = m.hidden_size();
+  const double kv = h * m.num_query_groups() / m.num_attention_heads();
+  const double f = m.ffn_hidden_size();
+  const double mlp_mult = m.activation() == Activation::swiglu ? 6 : 4;
+  LayerFlops lf;
+  // 2 FLOPs per multiply-add: QKV 2h(h+2kv), projection 2h^2, MLP 4hf/6hf.
+  lf.gemm = 2 * h * (h + 2 * kv) + 2 * h * h + mlp_mult * h * f;
+  // QK^T and attention-times-V: 2 s h each per token (Narayanan eq. 3).
+  lf.attention = 4.0 * seq_length * h;
+  return lf;
+}
+
+StepFlops TrainingFlops(const ModelSpec& m, int64_t global_batch,
+                        int seq_length, Recompute::Mode recompute) {
+  const LayerFlops lf = LayerForwardFlopsPerToken(m, seq_length);
+  const double tokens = static_cast<double>(global_batch) * seq_length;
+  const double layers = m.num_layers();
+  const double logits = 2.0 * m.hidden_size() * m.vocab_size();
+  StepFlops f;
+  // Backward costs twice the forward (Narayanan §5.1 / eq. 3).
+  f.model = 3 * tokens * (layers * (lf.gemm + lf.attention) + logits);
+  if (recompute == Recompute::full) {
+    f.recompute = tokens * layers * (lf.gemm + lf.attention);
+  } else if (recompute == Recompute::selective) {
+    f.recompute = tokens * layers * lf.attention;  // Korthikanti §5
+  }
+  return f;
+}
+
+}  // namespace strata::planner

@@ -1,0 +1,95 @@
+#include "coordinator/planner/network.h"
+
+#include <algorithm>
+
+namespace strata::planner {
+namespace {
+
+double Efficiency(Nic::Type type) {
+  switch (type) {
+    case Nic::ib: return kIbEfficiency;
+    case Nic::roce: return kRoceEfficiency;
+    default: return kEthernetEfficiency;
+  }
+}
+
+}  // namespace
+
+Network::Network(const ClusterSpec& cluster,
+                 std::vector<topology::NodeInfo> nodes)
+    : gpus_per_node_(cluster.gpus_per_node()),
+      intra_gbps_(cluster.intra_node_gbps() * kNvlinkEfficiency),
+      oversubscription_(std::max(1.0, cluster.network().oversubscription())),
+      pod_oversubscription_(
+          std::max(1.0, cluster.network().pod_oversubscription())),
+      nodes_(std::move(nodes)) {}
+
+GroupLink Network::Link(int64_t first_rank, int64_t span, int members_per_node,
+                        int group_size) const {
+  GroupLink link;
+  link.intra_gbps = intra_gbps_;
+  const int64_t a = first_rank / gpus_per_node_;
+  const int64_t b = std::min<int64_t>((first_rank + span - 1) / gpus_per_node_,
+                                      static_cast<int64_t>(nodes_.size()) - 1);
+  link.members_per_node = std::max(1, std::min(members_per_node, group_size));
+  link.nodes = std::max(1, group_size / link.members_per_node);
+  const topology::NodeInfo& first = nodes_[a];
+  const topology::NodeInfo& last = nodes_[b];
+  double rate = first.nic_gbytes_per_gpu;
+  link.nic_type = first.nic_type;
+  link.gpu = first.gpu;
+  // Nodes are ordered by class, so scanning class changes is enough; the
+  // loop visits each node at most once and stops early for equal classes.
+  if (first.node_class != last.node_class) {
+    for (int64_t n = a; n <= b; ++n) {
+      rate = std::min(rate, nodes_[n].nic_gbytes_per_gpu);
+      if (nodes_[n].nic_type != link.nic_type) link.mixed_nic_types = true;
+      if (nodes_[n].gpu->peak_bf16_tflops() < link.gpu->peak_bf16_tflops()) {
+        link.gpu = nodes_[n].gpu;
+      }
+    }
+  }
+  link.min_peak_tflops = link.gpu->peak_bf16_tflops();
+  // RDMA does not cross fabrics of different types (Holmes, arXiv
+  // 2312.03549): such traffic takes the Ethernet/TCP path.
+  double eff = link.mixed_nic_types ? kEthernetEfficiency
+                                    : Efficiency(link.nic_type);
+  double oversub = 1;
+  if (first.pod != last.pod) {
+    oversub = oversubscription_ * pod_oversubscription_;
+  } else if (first.leaf != last.leaf) {
+    oversub = oversubscription_;
+  }
+  link.inter_gbps = rate * eff / oversub;
+  return link;
+}
+
+double Network::AllReduce(double bytes, const GroupLink& l) {
+  return 2 * ReduceScatter(bytes, l);
+}
+
+double Network::ReduceScatter(double bytes, const GroupLink& l) {
+  const double r = l.members_per_node, k = l.nodes;
+  double t = 0;
+  if (r > 1) t += (r - 1) / r * bytes / (l.intra_gbps * 1e9) + (r - 1) * kNvlinkLatency;
+  if (k > 1) {
+    // After the intra-node phase each GPU owns bytes/r and runs a ring with
+    // its same-local-rank peers on k nodes, on its own NIC share.
+    t += (k - 1) / k * bytes / r / (l.inter_gbps * 1e9) + (k - 1) * kNicLatency;
+  }
+  return t;
+}
+
+double Network::IntraAllReduce(double bytes, int n) const {
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) / n * bytes / (intra_gbps_ * 1e9) +
+         2.0 * (n - 1) * kNvlinkLatency;
+}
+
+double Network::P2P(double bytes, bool crosses_nodes,
+                    const GroupLink& link) const {
+  if (!crosses_nodes) return bytes / (intra_gbps_ * 1e9) + kNvlinkLatency;
+  return bytes / (link.inter_gbps * 1e9) + kNicLatency;
+}
+
+}  // namespace strata::planner

@@ -1,0 +1,76 @@
+// Collective and point-to-point costs on the cluster's links (DESIGN.md §4).
+//
+// Cost model: the alpha-beta ring model of Thakur et al. (2005) with the
+// bandwidth terms of nccl-tests (all-reduce moves 2(n-1)/n of the buffer per
+// rank, reduce-scatter and all-gather (n-1)/n), extended to the two-level
+// hierarchical algorithm of comm/ (intra-node reduce-scatter, inter-node
+// all-reduce among same-local-rank peers, intra-node all-gather), which is
+// what NCCL's ring/tree over NVLink + NICs achieves.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "topology/cluster.h"
+
+namespace strata::planner {
+
+// Achieved fraction of line rate, by link kind. Sources in docs/planner.md:
+// NDR IB reaches 46-48 of 50 GB/s in nccl-tests (NVIDIA, nccl-tests issue
+// 290); NVSwitch all-reduce reaches ~70% of per-direction NVLink with NCCL
+// rings (calibrated against Megatron SC'21 Table 1, docs/planner.md).
+inline constexpr double kIbEfficiency = 0.93;
+inline constexpr double kRoceEfficiency = 0.90;
+inline constexpr double kEthernetEfficiency = 0.60;
+inline constexpr double kNvlinkEfficiency = 0.65;
+// Per-step latencies (alpha), seconds.
+inline constexpr double kNvlinkLatency = 5e-6;
+inline constexpr double kNicLatency = 10e-6;
+
+// The links one group of ranks uses.
+struct GroupLink {
+  int members_per_node = 1;  // r: group members sharing a node
+  int nodes = 1;             // k: nodes the group spans
+  double intra_gbps = 0;     // effective NVLink GB/s per GPU
+  double inter_gbps = 0;     // effective NIC GB/s per GPU (after oversub.)
+  Nic::Type nic_type = Nic::ib;
+  bool mixed_nic_types = false;
+  double min_peak_tflops = 0;  // slowest GPU among the nodes
+  const GpuType* gpu = nullptr;  // GPU type of the slowest node
+};
+
+class Network {
+ public:
+  // `nodes` are the job's nodes in rank order (topology::SelectNodes).
+  Network(const ClusterSpec& cluster, std::vector<topology::NodeInfo> nodes);
+
+  int gpus_per_node() const { return gpus_per_node_; }
+  const std::vector<topology::NodeInfo>& nodes() const { return nodes_; }
+
+  // Links of a group whose members are the ranks
+  // first, first + stride, ..., first + (size-1) * stride when the ranks
+  // first .. first + span - 1 hold the whole group's nodes. Used for a
+  // stage's DP x CP group (span = the stage's ranks).
+  GroupLink Link(int64_t first_rank, int64_t span, int members_per_node,
+                 int group_size) const;
+
+  // Seconds for collectives of `bytes` per rank over `link`.
+  static double AllReduce(double bytes, const GroupLink& link);
+  static double ReduceScatter(double bytes, const GroupLink& link);
+  static double AllGather(double bytes, const GroupLink& link) {
+    return ReduceScatter(bytes, link);
+  }
+  // Ring collective entirely inside a node among n GPUs.
+  double IntraAllReduce(double bytes, int n) const;
+  // One point-to-point transfer between neighbouring pipeline stages.
+  double P2P(double bytes, bool crosses_nodes, const GroupLink& link) const;
+
+ private:
+  int gpus_per_node_;
+  double intra_gbps_;
+  double oversubscription_;
+  double pod_oversubscription_;
+  std::vector<topology::NodeInfo> nodes_;
+};
+
+}  // namespace strata::planner

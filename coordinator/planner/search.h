@@ -1,0 +1,35 @@
+// The planner's search (DESIGN.md §4): enumerate TP x PP x DP x CP x VPP x
+// micro-batch x ZeRO x recompute, prune by divisibility and memory, score by
+// predicted step time, return the top K as Plans with their placement.
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "proto/job.pb.h"
+#include "proto/model.pb.h"
+#include "proto/plan.pb.h"
+#include "proto/topology.pb.h"
+
+namespace strata::planner {
+
+struct PlanRequest {
+  ModelSpec model;      // normalised (LoadModel / NormalizeModel)
+  ClusterSpec cluster;  // validated (topology::LoadCluster)
+  JobSpec job;          // global batch, sequence, constraints (--fix)
+  int64_t gpus = 0;     // every plan uses exactly this many GPUs
+  int top_k = 5;
+  // Only plans Megatron-LM can run: ZeRO stage 0, or 1 as its distributed
+  // optimizer (used by --emit megatron).
+  bool megatron_compatible = false;
+  // Per-rank placement and group lists for the best plan (can be large).
+  bool with_placement = true;
+};
+
+// Runs the search. InvalidArgument for impossible requests (bad batch or
+// GPU count, a GPU count no layout can use, pinned values that contradict
+// each other); ResourceExhausted when layouts exist but none fits in
+// memory, naming the closest one and what it lacked. Thread-safe.
+StatusOr<PlanReport> PlanJob(const PlanRequest& request);
+
+}  // namespace strata::planner

@@ -1,0 +1,210 @@
+#include "topology/cluster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/preset.h"
+
+namespace strata {
+extern const EmbeddedFile kClusterPresets[];
+extern const int kClusterPresets_count;
+}  // namespace strata
+
+namespace strata::topology {
+namespace {
+
+Status Positive(double v, const std::string& name, const std::string& where) {
+  if (!(v > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": field '", name, "' must be > 0, got ", v));
+  }
+  return absl::OkStatus();
+}
+
+Status ValidateGpu(const GpuType& gpu, const std::string& where) {
+  RETURN_IF_ERROR(Positive(gpu.peak_bf16_tflops(), "gpu.peak_bf16_tflops", where));
+  RETURN_IF_ERROR(Positive(gpu.memory_gib(), "gpu.memory_gib", where));
+  RETURN_IF_ERROR(Positive(gpu.gemm_efficiency(), "gpu.gemm_efficiency", where));
+  RETURN_IF_ERROR(Positive(gpu.hbm_gbps(), "gpu.hbm_gbps", where));
+  if (gpu.gemm_efficiency() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": field 'gpu.gemm_efficiency' is a fraction of peak (0, 1], got ",
+        gpu.gemm_efficiency()));
+  }
+  return absl::OkStatus();
+}
+
+Status ValidateNics(const google::protobuf::RepeatedPtrField<Nic>& nics,
+                    const std::string& where) {
+  for (int i = 0; i < nics.size(); ++i) {
+    const std::string f = absl::StrCat("nics[", i, "]");
+    RETURN_IF_ERROR(Positive(nics[i].count(), f + ".count", where));
+    RETURN_IF_ERROR(Positive(nics[i].gbps(), f + ".gbps", where));
+  }
+  return absl::OkStatus();
+}
+
+// NIC summary of a node: per-GPU line rate (GB/s) and the dominant type.
+std::pair<double, Nic::Type> NicSummary(
+    const google::protobuf::RepeatedPtrField<Nic>& nics, int gpus_per_node) {
+  double total_gbit = 0, best = -1;
+  Nic::Type type = Nic::ib;
+  for (const Nic& n : nics) {
+    double g = n.count() * n.gbps();
+    total_gbit += g;
+    if (g > best) {
+      best = g;
+      type = n.type();
+    }
+  }
+  return {total_gbit / 8.0 / gpus_per_node, type};
+}
+
+}  // namespace
+
+const char* NicTypeName(Nic::Type type) {
+  switch (type) {
+    case Nic::ib: return "ib";
+    case Nic::roce: return "roce";
+    case Nic::ethernet: return "ethernet";
+    default: return "unknown";
+  }
+}
+
+std::vector<std::string> ClusterPresetNames() {
+  return PresetNames(kClusterPresets, kClusterPresets_count);
+}
+
+Status ValidateCluster(const ClusterSpec& c) {
+  const std::string where = absl::StrCat("cluster '", c.name(), "'");
+  if (!c.has_gpu()) {
+    return absl::InvalidArgumentError(where + ": field 'gpu' is missing");
+  }
+  RETURN_IF_ERROR(ValidateGpu(c.gpu(), where));
+  RETURN_IF_ERROR(Positive(c.gpus_per_node(), "gpus_per_node", where));
+  RETURN_IF_ERROR(Positive(c.intra_node_gbps(), "intra_node_gbps", where));
+  if (c.nics_size() == 0 && c.num_nodes() != 1) {
+    return absl::InvalidArgumentError(
+        where + ": field 'nics' is empty; multi-node clusters need NICs");
+  }
+  RETURN_IF_ERROR(ValidateNics(c.nics(), where));
+  if (c.num_nodes() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": field 'num_nodes' must be >= 0, got ", c.num_nodes()));
+  }
+  const Network& n = c.network();
+  if (n.nodes_per_leaf() < 0 || n.leaves_per_pod() < 0 ||
+      n.oversubscription() < 0 || n.pod_oversubscription() < 0) {
+    return absl::InvalidArgumentError(
+        where + ": 'network' fields must not be negative");
+  }
+  for (int i = 0; i < c.overrides_size(); ++i) {
+    const NodeOverride& o = c.overrides(i);
+    const std::string f = absl::StrCat(where, " overrides[", i, "]");
+    if (o.first_node() < 0 || o.num_nodes() <= 0 ||
+        (c.num_nodes() > 0 && o.first_node() + o.num_nodes() > c.num_nodes())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f, ": node range [", o.first_node(), ", ",
+          o.first_node() + o.num_nodes(), ") is empty or outside the cluster's ",
+          c.num_nodes(), " nodes"));
+    }
+    if (c.num_nodes() == 0) {
+      return absl::InvalidArgumentError(
+          f + ": overrides need a fixed 'num_nodes'");
+    }
+    RETURN_IF_ERROR(ValidateNics(o.nics(), f));
+    if (o.has_gpu()) RETURN_IF_ERROR(ValidateGpu(o.gpu(), f));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<ClusterSpec> LoadCluster(const std::string& file_or_preset) {
+  ClusterSpec cluster;
+  RETURN_IF_ERROR(LoadConfigOrPreset(file_or_preset, kClusterPresets,
+                                     kClusterPresets_count, "cluster",
+                                     &cluster));
+  if (cluster.name().empty()) cluster.set_name(file_or_preset);
+  RETURN_IF_ERROR(ValidateCluster(cluster));
+  return cluster;
+}
+
+int64_t ClusterGpus(const ClusterSpec& c) {
+  return static_cast<int64_t>(c.num_nodes()) * c.gpus_per_node();
+}
+
+StatusOr<std::vector<NodeInfo>> SelectNodes(const ClusterSpec& c,
+                                            int num_nodes) {
+  if (num_nodes <= 0) {
+    return absl::InvalidArgumentError("a job needs at least one node");
+  }
+  const int total = c.num_nodes() > 0 ? c.num_nodes() : num_nodes;
+  if (num_nodes > total) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "cluster '", c.name(), "' has ", total, " nodes (",
+        static_cast<int64_t>(total) * c.gpus_per_node(), " GPUs); the job needs ",
+        num_nodes));
+  }
+  const int per_leaf = std::max(1, c.network().nodes_per_leaf());
+  const int per_pod = std::max(1, c.network().leaves_per_pod());
+
+  // Describe every node; classes are keyed by (GPU, NIC rate, NIC type).
+  std::vector<NodeInfo> all(total);
+  std::map<std::tuple<std::string, double, int>, int> class_of;
+  std::vector<int> class_size;
+  for (int i = 0; i < total; ++i) {
+    const GpuType* gpu = &c.gpu();
+    const auto* nics = &c.nics();
+    for (const NodeOverride& o : c.overrides()) {
+      if (i >= o.first_node() && i < o.first_node() + o.num_nodes()) {
+        if (o.has_gpu()) gpu = &o.gpu();
+        if (o.nics_size() > 0) nics = &o.nics();
+      }
+    }
+    auto [rate, type] = NicSummary(*nics, c.gpus_per_node());
+    NodeInfo& n = all[i];
+    n.index = i;
+    n.gpu = gpu;
+    n.nic_type = type;
+    n.nic_gbytes_per_gpu = rate;
+    n.leaf = i / per_leaf;
+    n.pod = n.leaf / per_pod;
+    auto key = std::make_tuple(gpu->name(), rate, static_cast<int>(type));
+    auto [it, inserted] = class_of.emplace(key, static_cast<int>(class_size.size()));
+    if (inserted) class_size.push_back(0);
+    n.node_class = it->second;
+    ++class_size[n.node_class];
+  }
+  if (class_size.size() == 1) {
+    all.resize(num_nodes);
+    return all;
+  }
+  // Largest-remainder apportionment of num_nodes over the classes.
+  const int k = static_cast<int>(class_size.size());
+  std::vector<int> take(k);
+  std::vector<std::pair<double, int>> remainders;
+  int given = 0;
+  for (int j = 0; j < k; ++j) {
+    double exact = static_cast<double>(num_nodes) * class_size[j] / total;
+    take[j] = static_cast<int>(std::floor(exact));
+    given += take[j];
+    remainders.push_back({exact - take[j], -j});
+  }
+  std::sort(remainders.rbegin(), remainders.rend());
+  for (int r = 0; given < num_nodes; ++r, ++given) ++take[-remainders[r].second];
+  std::vector<NodeInfo> out;
+  for (int j = 0; j < k; ++j) {
+    for (const NodeInfo& n : all) {
+      if (take[j] == 0) break;
+      if (n.node_class == j) {
+        out.push_back(n);
+        --take[j];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::topology
