@@ -375,11 +375,13 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
   // Exact cost of every stage under the split.
   out->valid = true;
   out->fits = true;
+  out->mixed_nic_stage = false;
   out->step_s = 0;
   double worst_ratio = -1;
   for (int i = 0; i < p; ++i) {
     const Class& cl = classes[stage_class[i]];
     const StageCost sc = stage_cost(cl, i, layers[i]);
+    if (cl.link.mixed_nic_types) out->mixed_nic_stage = true;
     const double capacity = cl.link.gpu->memory_gib();
     const double mem = sc.Memory(reserve_bytes_) / kGiB;
     if (mem > capacity) out->fits = false;

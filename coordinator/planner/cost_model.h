@@ -40,6 +40,7 @@ inline constexpr double kOverlapTax = 0.1;
 struct Evaluation {
   bool valid = false;        // a layer split exists
   bool fits = false;         // every stage fits in its GPU memory
+  bool mixed_nic_stage = false;  // some stage spans two NIC fabrics
   double step_s = 0;
   double memory_gib = 0;     // the critical (fullest) stage
   double capacity_gib = 0;   // that stage's GPU memory

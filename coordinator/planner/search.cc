@@ -177,6 +177,11 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
   double closest_ratio = 1e300;
   int64_t candidates = 0, feasible = 0;
   Evaluation eval;
+  // On clusters with several NIC fabrics, stages that straddle two are
+  // used only when no layout keeps every stage on one (RDMA does not cross
+  // fabrics; Holmes).
+  bool skipped_mixed = false;
+  auto search = [&](bool allow_mixed) {
   for (int t : tps) {
     if (fix.has_tp() && fix.tp() != t) continue;
     for (int c : cps) {
@@ -235,6 +240,10 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
                     !fix.has_sequence_parallel() || fix.sequence_parallel();
                 cost.Evaluate(cand, &eval);
                 if (!eval.valid) continue;
+                if (eval.mixed_nic_stage && !allow_mixed) {
+                  skipped_mixed = true;
+                  continue;
+                }
                 ++candidates;
                 if (!eval.fits) {
                   const double ratio = eval.memory_gib / eval.capacity_gib;
@@ -258,6 +267,13 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
         }
       }
     }
+  }
+  };
+  search(/*allow_mixed=*/false);
+  if (top.empty() && skipped_mixed) {
+    candidates = feasible = 0;
+    closest_ratio = 1e300;
+    search(/*allow_mixed=*/true);
   }
 
   if (candidates == 0) {

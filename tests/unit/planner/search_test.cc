@@ -1,0 +1,134 @@
+#include "coordinator/planner/search.h"
+
+#include "common/config.h"
+#include "coordinator/planner/model.h"
+#include "gtest/gtest.h"
+#include "topology/cluster.h"
+
+namespace strata::planner {
+namespace {
+
+PlanRequest Request(const char* model, const char* cluster, int gpus,
+                    int batch) {
+  PlanRequest req;
+  req.model = *LoadModel(model);
+  req.cluster = *topology::LoadCluster(cluster);
+  req.gpus = gpus;
+  req.job.set_global_batch(batch);
+  return req;
+}
+
+TEST(SearchTest, TopKIsSortedAndEveryPlanFitsAndUsesAllGpus) {
+  PlanRequest req = Request("llama3-70b", "dgx-h100", 64, 256);
+  req.top_k = 7;
+  auto report = PlanJob(req);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->plans_size(), 7);
+  EXPECT_GT(report->search().candidates(), report->search().feasible());
+  EXPECT_GT(report->search().feasible(), 7);
+  for (int i = 0; i < report->plans_size(); ++i) {
+    const Plan& p = report->plans(i);
+    EXPECT_EQ(p.tp() * p.pp() * p.dp() * p.cp(), 64);
+    EXPECT_EQ(p.micro_batch() * p.num_microbatches() * p.dp(), 256);
+    EXPECT_LE(p.memory_gib_per_gpu(), 80);
+    EXPECT_GT(p.mfu(), 0.1);
+    EXPECT_LT(p.mfu(), 0.8);
+    EXPECT_NEAR(p.tokens_per_s(), 256.0 * 8192 / p.step_time_s(), 1e-6);
+    if (i > 0) EXPECT_GE(p.step_time_s(), report->plans(i - 1).step_time_s());
+  }
+  EXPECT_TRUE(report->plans(0).has_placement());
+  EXPECT_FALSE(report->plans(1).has_placement());
+}
+
+TEST(SearchTest, FixPinsEveryDimension) {
+  PlanRequest req = Request("llama3-70b", "dgx-h100", 64, 256);
+  PlanConstraints* fix = req.job.mutable_constraints();
+  fix->set_tp(8);
+  fix->set_pp(4);
+  fix->set_cp(1);
+  fix->set_vpp(5);
+  fix->set_micro_batch(1);
+  fix->set_zero_stage(1);
+  fix->set_recompute(Recompute::full);
+  auto report = PlanJob(req);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const Plan& p : report->plans()) {
+    EXPECT_EQ(p.tp(), 8);
+    EXPECT_EQ(p.pp(), 4);
+    EXPECT_EQ(p.dp(), 2);
+    EXPECT_EQ(p.vpp(), 5);
+    EXPECT_EQ(p.micro_batch(), 1);
+    EXPECT_EQ(p.zero_stage(), 1);
+    EXPECT_EQ(p.recompute(), Recompute::full);
+  }
+}
+
+TEST(SearchTest, ModelThatFitsNowhereNamesClosestCandidate) {
+  // 405B on 8 GPUs: even ZeRO-3 needs more than 80 GiB per GPU.
+  auto report = PlanJob(Request("llama3-405b", "dgx-h100", 8, 8));
+  ASSERT_EQ(report.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(report.status().message());
+  EXPECT_NE(msg.find("the closest"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("GiB per GPU, has 80"), std::string::npos) << msg;
+}
+
+TEST(SearchTest, ImpossibleRequestsAreInvalidArgument) {
+  // Batch 3 on 64 GPUs: no dp divides it once tp*pp*cp <= ... and heads.
+  auto bad_batch = PlanJob(Request("llama3-8b", "dgx-h100", 64, 0));
+  EXPECT_EQ(bad_batch.status().code(), absl::StatusCode::kInvalidArgument);
+  auto too_many = PlanJob(Request("llama3-8b", "hetero-ib-roce", 1024, 512));
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("has 512 GPUs"), std::string::npos);
+  // 7 GPUs: tp must divide 8 and the heads, pp <= layers; a prime GPU count
+  // larger than the layers leaves nothing once dp must divide the batch.
+  PlanRequest req = Request("llama3-8b", "dgx-h100", 37, 64);
+  auto prime = PlanJob(req);
+  EXPECT_EQ(prime.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(prime.status().message().find("uses exactly 37 GPUs"),
+            std::string::npos)
+      << prime.status();
+  req = Request("llama3-8b", "dgx-h100", 64, 64);
+  req.job.mutable_constraints()->set_tp(3);
+  EXPECT_EQ(PlanJob(req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SearchTest, MegatronCompatibleSearchAvoidsZero2And3) {
+  PlanRequest req = Request("llama3-70b", "dgx-h100", 64, 256);
+  req.megatron_compatible = true;
+  req.top_k = 20;
+  auto report = PlanJob(req);
+  ASSERT_TRUE(report.ok());
+  for (const Plan& p : report->plans()) {
+    EXPECT_TRUE(p.zero_stage() == 0 || p.distributed_optimizer());
+  }
+}
+
+TEST(SearchTest, JsonHasTheDocumentedShape) {
+  PlanRequest req = Request("llama3-8b", "dgx-h100", 16, 64);
+  req.top_k = 2;
+  auto report = PlanJob(req);
+  ASSERT_TRUE(report.ok());
+  const std::string json = MessageToJson(*report);
+  for (const char* key :
+       {"\"plans\"", "\"tp\"", "\"pp\"", "\"dp\"", "\"cp\"", "\"vpp\"",
+        "\"micro_batch\"", "\"zero_stage\"", "\"recompute\"",
+        "\"step_time_s\"", "\"tokens_per_s\"", "\"tflops_per_gpu\"",
+        "\"mfu\"", "\"memory_gib_per_gpu\"", "\"breakdown\"", "\"search\"",
+        "\"candidates\"", "\"feasible\"", "\"elapsed_s\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  }
+}
+
+TEST(SearchTest, SixteenThousandGpuSearchIsFast) {
+  // The benchmark (bench/plan_bench.cc) measures this; here only a loose
+  // bound so a pathological slowdown fails the suite.
+  PlanRequest req = Request("llama3-405b", "dgx-h100", 16384, 2048);
+  req.with_placement = false;
+  auto report = PlanJob(req);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_LT(report->search().elapsed_s(), 5.0);
+  EXPECT_GT(report->search().candidates(), 1000);
+}
+
+}  // namespace
+}  // namespace strata::planner
