@@ -1,0 +1,146 @@
+// Runs the real `strata plan` binary: output shapes, exit codes, messages.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/config.h"
+#include "gtest/gtest.h"
+#include "proto/plan.pb.h"
+
+namespace strata {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result RunStrata(const std::string& args) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  std::string cmd = std::string(bin ? bin : ".") + "/cli/strata " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+constexpr char kBase[] =
+    "plan --model llama3-70b --cluster dgx-h100 --gpus 64 --global-batch 256";
+
+TEST(PlanCliTest, JsonOutputParsesIntoPlanReport) {
+  Result r = RunStrata(std::string(kBase) + " --top 3 --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  PlanReport report;
+  ASSERT_TRUE(ParseConfig(r.out, "stdout", &report).ok()) << r.out;
+  ASSERT_EQ(report.plans_size(), 3);
+  EXPECT_GT(report.search().candidates(), 0);
+  EXPECT_GT(report.plans(0).tokens_per_s(), 0);
+  EXPECT_NE(r.out.find("\"recompute\":\""), std::string::npos);
+}
+
+TEST(PlanCliTest, TableMarksTheWinnerAndExplainShowsBreakdowns) {
+  Result r = RunStrata(std::string(kBase) + " --top 3 --explain");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("  *  1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step (s)"), std::string::npos);
+  EXPECT_NE(r.out.find("memory  weights"), std::string::npos);
+  EXPECT_NE(r.out.find("vs #1"), std::string::npos);
+  EXPECT_NE(r.out.find("placement (order tp-cp-dp-pp, 64 ranks)"),
+            std::string::npos);
+}
+
+TEST(PlanCliTest, EmitMegatronPrintsTheFlags) {
+  Result r = RunStrata(std::string(kBase) +
+                 " --fix tp=8,pp=4,vpp=5,recompute=selective --emit megatron");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* flag :
+       {"--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 4",
+        "--num-layers-per-virtual-pipeline-stage 4", "--micro-batch-size",
+        "--global-batch-size 256", "--recompute-granularity selective",
+        "--sequence-parallel", "--context-parallel-size 1",
+        "--group-query-attention", "--swiglu"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag << "\n" << r.out;
+  }
+}
+
+TEST(PlanCliTest, EmitTorchrunPrintsCommandAndEnvironment) {
+  Result r = RunStrata(std::string(kBase) + " --emit torchrun");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("torchrun --nnodes=8 --nproc-per-node=8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("export STRATA_TP="), std::string::npos);
+}
+
+TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"plan --model llama9 --cluster dgx-h100 --gpus 8 --global-batch 8",
+       "unknown model preset 'llama9'"},
+      {"plan --model llama3-8b --cluster nope --gpus 8 --global-batch 8",
+       "unknown cluster preset 'nope'"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus -8 --global-batch 8",
+       "--gpus must be > 0"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 0",
+       "global batch must be > 0"},
+      {"plan --model llama3-405b --cluster dgx-h100 --gpus 8 --global-batch 8",
+       "GiB per GPU, has 80"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 37 --global-batch 64",
+       "uses exactly 37 GPUs"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix tp=8,bogus=1",
+       "unknown key 'bogus'"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix recompute=sometimes",
+       "none, selective or full"},
+      {"plan --model /nonexistent.yaml --cluster dgx-h100 --gpus 8 "
+       "--global-batch 8",
+       "cannot open /nonexistent.yaml"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8", "global-batch"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--format xml",
+       "--format"},
+  };
+  for (const Case& c : cases) {
+    Result r = RunStrata(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos)
+        << c.args << "\n" << r.out;
+  }
+}
+
+TEST(PlanCliTest, MalformedAndImpossibleModelFiles) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/heads.yaml")
+      << "name: odd\nnum_layers: 4\nhidden_size: 1000\nnum_attention_heads: 7\n"
+         "vocab_size: 100\nseq_length: 128\n";
+  std::ofstream(dir + "/broken.yaml") << "name: [oops\n";
+  std::ofstream(dir + "/typo.yaml") << "num_layer: 4\n";
+  Result heads = RunStrata("plan --model " + dir + "/heads.yaml --cluster dgx-h100 "
+                     "--gpus 8 --global-batch 8");
+  EXPECT_EQ(heads.code, 2);
+  EXPECT_NE(heads.out.find("not divisible by num_attention_heads 7"),
+            std::string::npos)
+      << heads.out;
+  Result broken = RunStrata("plan --model " + dir + "/broken.yaml --cluster "
+                      "dgx-h100 --gpus 8 --global-batch 8");
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_NE(broken.out.find("broken.yaml:"), std::string::npos) << broken.out;
+  Result typo = RunStrata("plan --model " + dir + "/typo.yaml --cluster dgx-h100 "
+                    "--gpus 8 --global-batch 8");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.out.find("'num_layer'"), std::string::npos) << typo.out;
+}
+
+}  // namespace
+}  // namespace strata
