@@ -56,19 +56,27 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
     }
     int v = 0;
     if (!absl::SimpleAtoi(value, &v)) {
-      return absl::InvalidArgumentError("--fix " + key +
-                                        " expects an integer, got '" + value +
-                                        "'");
+      return absl::InvalidArgumentError(
+          "--fix " + key + " expects an integer, got '" + value + "'");
     }
-    if (key == "tp") fix->set_tp(v);
-    else if (key == "pp") fix->set_pp(v);
-    else if (key == "dp") fix->set_dp(v);
-    else if (key == "cp") fix->set_cp(v);
-    else if (key == "vpp") fix->set_vpp(v);
-    else if (key == "mbs") fix->set_micro_batch(v);
-    else if (key == "zero") fix->set_zero_stage(v);
-    else if (key == "distopt") fix->set_distributed_optimizer(v != 0);
-    else if (key == "sp") fix->set_sequence_parallel(v != 0);
+    if (key == "tp")
+      fix->set_tp(v);
+    else if (key == "pp")
+      fix->set_pp(v);
+    else if (key == "dp")
+      fix->set_dp(v);
+    else if (key == "cp")
+      fix->set_cp(v);
+    else if (key == "vpp")
+      fix->set_vpp(v);
+    else if (key == "mbs")
+      fix->set_micro_batch(v);
+    else if (key == "zero")
+      fix->set_zero_stage(v);
+    else if (key == "distopt")
+      fix->set_distributed_optimizer(v != 0);
+    else if (key == "sp")
+      fix->set_sequence_parallel(v != 0);
     else {
       return absl::InvalidArgumentError(
           "--fix: unknown key '" + key +
@@ -82,7 +90,8 @@ void RunPlan(const PlanArgs& args) {
   auto model = planner::LoadModel(args.model);
   if (!model.ok()) Fail(kExitBadInput, std::string(model.status().message()));
   auto cluster = topology::LoadCluster(args.cluster);
-  if (!cluster.ok()) Fail(kExitBadInput, std::string(cluster.status().message()));
+  if (!cluster.ok())
+    Fail(kExitBadInput, std::string(cluster.status().message()));
   if (!args.attention.empty()) {
     AttentionKernel::Kind kind;
     AttentionKernel::Kind_Parse(args.attention, &kind);  // checked by CLI11
@@ -106,10 +115,10 @@ void RunPlan(const PlanArgs& args) {
     return;
   }
   if (args.emit == "torchrun") {
-    std::fputs(planner::EmitTorchrun(report->plans(0), *model, *cluster,
-                                     args.gpus)
-                   .c_str(),
-               stdout);
+    std::fputs(
+        planner::EmitTorchrun(report->plans(0), *model, *cluster, args.gpus)
+            .c_str(),
+        stdout);
     return;
   }
   if (args.format == "json") {
@@ -125,8 +134,9 @@ void RunPlan(const PlanArgs& args) {
 void AddPlanCommand(CLI::App* app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app->add_subcommand(
-      "plan", "Rank parallelisation plans (TP/PP/DP/CP, ZeRO, recompute) by "
-              "predicted step time");
+      "plan",
+      "Rank parallelisation plans (TP/PP/DP/CP, ZeRO, recompute) by "
+      "predicted step time");
   cmd->add_option("--model", args->model, "model preset or YAML/JSON file")
       ->required();
   cmd->add_option("--cluster", args->cluster,
@@ -137,8 +147,7 @@ void AddPlanCommand(CLI::App* app) {
   cmd->add_option("--global-batch", args->global_batch,
                   "sequences per optimizer step")
       ->required();
-  cmd->add_option("--seq", args->seq,
-                  "sequence length (default: the model's)");
+  cmd->add_option("--seq", args->seq, "sequence length (default: the model's)");
   cmd->add_option("--top", args->top, "plans to show")->capture_default_str();
   cmd->add_option("--fix", args->fix,
                   "pin dimensions: tp=8,pp=16,dp=..,cp=..,vpp=..,mbs=..,"

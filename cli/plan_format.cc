@@ -21,10 +21,10 @@ std::string ZeroName(const Plan& p) {
 // The step-time terms, in display order.
 std::vector<std::pair<std::string, double>> TimeTerms(const Plan& p) {
   const Breakdown& b = p.breakdown();
-  return {{"compute", b.compute_s()},     {"recompute", b.recompute_s()},
-          {"TP comm", b.tp_comm_s()},     {"CP comm", b.cp_comm_s()},
-          {"PP p2p", b.pp_comm_s()},      {"bubble", b.bubble_s()},
-          {"DP comm", b.dp_comm_s()},     {"optimizer", b.optimizer_s()}};
+  return {{"compute", b.compute_s()}, {"recompute", b.recompute_s()},
+          {"TP comm", b.tp_comm_s()}, {"CP comm", b.cp_comm_s()},
+          {"PP p2p", b.pp_comm_s()},  {"bubble", b.bubble_s()},
+          {"DP comm", b.dp_comm_s()}, {"optimizer", b.optimizer_s()}};
 }
 
 std::string Ranges(const std::vector<int>& sorted) {
@@ -68,9 +68,9 @@ void Explain(const Plan& p, const Plan& best, bool is_best, std::string* out) {
       b.reserve_gib(), p.memory_gib_per_gpu(), b.critical_stage());
   std::vector<std::string> layers;
   for (int l : p.layers_per_stage()) layers.push_back(absl::StrCat(l));
-  absl::StrAppendFormat(out, "      layers  [%s] per stage, %d micro-batches of %d\n",
-                        absl::StrJoin(layers, ","), p.num_microbatches(),
-                        p.micro_batch());
+  absl::StrAppendFormat(
+      out, "      layers  [%s] per stage, %d micro-batches of %d\n",
+      absl::StrJoin(layers, ","), p.num_microbatches(), p.micro_batch());
   if (!is_best) {
     // The two terms that grew most against the winner say why it lost.
     std::vector<std::pair<double, std::string>> diffs;
@@ -80,8 +80,10 @@ void Explain(const Plan& p, const Plan& best, bool is_best, std::string* out) {
     }
     std::sort(diffs.rbegin(), diffs.rend());
     std::vector<std::string> why;
-    for (size_t i = 0; i < 2 && i < diffs.size() && diffs[i].first > 1e-4; ++i) {
-      why.push_back(absl::StrFormat("%s +%.3f s", diffs[i].second, diffs[i].first));
+    for (size_t i = 0; i < 2 && i < diffs.size() && diffs[i].first > 1e-4;
+         ++i) {
+      why.push_back(
+          absl::StrFormat("%s +%.3f s", diffs[i].second, diffs[i].first));
     }
     absl::StrAppendFormat(out, "      vs #1   %+.3f s per step%s%s\n",
                           p.step_time_s() - best.step_time_s(),
@@ -101,16 +103,17 @@ void ExplainPlacement(const Placement& pl, std::string* out) {
     k.second = g.ranks_size();
     std::set<int> nodes;
     for (int r : g.ranks()) nodes.insert(node_of_rank[r]);
-    max_nodes[g.kind()] = std::max(max_nodes[g.kind()], static_cast<int>(nodes.size()));
+    max_nodes[g.kind()] =
+        std::max(max_nodes[g.kind()], static_cast<int>(nodes.size()));
     if (!example.count(g.kind())) {
       std::vector<int> ranks(g.ranks().begin(), g.ranks().end());
-      example[g.kind()] = ranks.size() <= 8
-                              ? absl::StrJoin(ranks, ",")
-                              : absl::StrCat(absl::StrJoin(
-                                                 std::vector<int>(ranks.begin(),
-                                                                  ranks.begin() + 8),
-                                                 ","),
-                                             ",...");
+      example[g.kind()] =
+          ranks.size() <= 8
+              ? absl::StrJoin(ranks, ",")
+              : absl::StrCat(absl::StrJoin(std::vector<int>(ranks.begin(),
+                                                            ranks.begin() + 8),
+                                           ","),
+                             ",...");
     }
   }
   absl::StrAppend(out, "\n  placement (order ", pl.order(), ", ",

@@ -25,11 +25,21 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -55,8 +65,8 @@ class YamlToJson {
       return absl::OkStatus();
     }
     if (!node.IsMap()) {
-      return Error(node, path, absl::StrCat("expected a mapping for ",
-                                            desc->name()));
+      return Error(node, path,
+                   absl::StrCat("expected a mapping for ", desc->name()));
     }
     out->push_back('{');
     bool first = true;
@@ -70,10 +80,10 @@ class YamlToJson {
         for (int i = 0; i < desc->field_count(); ++i) {
           known.push_back(desc->field(i)->name());
         }
-        return Error(kv.first, field_path,
-                     absl::StrCat("unknown field in ", desc->name(),
-                                  " (known fields: ",
-                                  absl::StrJoin(known, ", "), ")"));
+        return Error(
+            kv.first, field_path,
+            absl::StrCat("unknown field in ", desc->name(),
+                         " (known fields: ", absl::StrJoin(known, ", "), ")"));
       }
       if (kv.second.IsNull()) continue;  // `key:` with no value = unset
       if (!first) out->push_back(',');
@@ -133,20 +143,22 @@ class YamlToJson {
       case FieldDescriptor::CPPTYPE_UINT32:
       case FieldDescriptor::CPPTYPE_UINT64: {
         long long v = 0;
-        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        auto [ptr, ec] =
+            std::from_chars(text.data(), text.data() + text.size(), v);
         if (ec != std::errc() || ptr != text.data() + text.size()) {
-          return Error(node, path, absl::StrCat("expected an integer, got '",
-                                                text, "'"));
+          return Error(node, path,
+                       absl::StrCat("expected an integer, got '", text, "'"));
         }
         bool is32 = field->cpp_type() == FieldDescriptor::CPPTYPE_INT32 ||
                     field->cpp_type() == FieldDescriptor::CPPTYPE_UINT32;
-        bool is_unsigned = field->cpp_type() == FieldDescriptor::CPPTYPE_UINT32 ||
-                           field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64;
+        bool is_unsigned =
+            field->cpp_type() == FieldDescriptor::CPPTYPE_UINT32 ||
+            field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64;
         if ((is32 && (v > std::numeric_limits<int32_t>::max() ||
                       v < std::numeric_limits<int32_t>::min())) ||
             (is_unsigned && v < 0)) {
-          return Error(node, path, absl::StrCat("integer ", text,
-                                                " is out of range"));
+          return Error(node, path,
+                       absl::StrCat("integer ", text, " is out of range"));
         }
         out->append(std::to_string(v));
         return absl::OkStatus();
@@ -174,8 +186,9 @@ class YamlToJson {
         } else if (lower == "false" || lower == "no" || lower == "off") {
           out->append("false");
         } else {
-          return Error(node, path,
-                       absl::StrCat("expected true or false, got '", text, "'"));
+          return Error(
+              node, path,
+              absl::StrCat("expected true or false, got '", text, "'"));
         }
         return absl::OkStatus();
       }
@@ -257,8 +270,7 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return os.str();
 }
 
-Status LoadConfigFile(const std::string& path,
-                      google::protobuf::Message* msg) {
+Status LoadConfigFile(const std::string& path, google::protobuf::Message* msg) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseConfig(text, path, msg);
 }

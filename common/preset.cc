@@ -22,11 +22,10 @@ Status LoadConfigOrPreset(const std::string& file_or_preset,
                           google::protobuf::Message* msg) {
   struct stat st;
   const bool exists = ::stat(file_or_preset.c_str(), &st) == 0;
-  const bool looks_like_path =
-      absl::StrContains(file_or_preset, "/") ||
-      absl::EndsWith(file_or_preset, ".yaml") ||
-      absl::EndsWith(file_or_preset, ".yml") ||
-      absl::EndsWith(file_or_preset, ".json");
+  const bool looks_like_path = absl::StrContains(file_or_preset, "/") ||
+                               absl::EndsWith(file_or_preset, ".yaml") ||
+                               absl::EndsWith(file_or_preset, ".yml") ||
+                               absl::EndsWith(file_or_preset, ".json");
   if (exists || looks_like_path) return LoadConfigFile(file_or_preset, msg);
   for (int i = 0; i < num_presets; ++i) {
     if (file_or_preset == presets[i].name) {
@@ -36,8 +35,8 @@ Status LoadConfigOrPreset(const std::string& file_or_preset,
     }
   }
   return absl::NotFoundError(absl::StrCat(
-      "unknown ", kind, " preset '", file_or_preset, "' (known: ",
-      absl::StrJoin(PresetNames(presets, num_presets), ", "),
+      "unknown ", kind, " preset '", file_or_preset,
+      "' (known: ", absl::StrJoin(PresetNames(presets, num_presets), ", "),
       "); or give the path of a YAML/JSON file"));
 }
 

@@ -37,10 +37,10 @@ std::string CheckOpDetail(const A& a, const B& b) {
 #define STRATA_STATUS_CONCAT(a, b) STRATA_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` yields a non-OK Status.
-#define RETURN_IF_ERROR(expr)                              \
-  do {                                                     \
-    ::absl::Status strata_status_ = (expr);                \
-    if (!strata_status_.ok()) return strata_status_;       \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status strata_status_ = (expr);          \
+    if (!strata_status_.ok()) return strata_status_; \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, Foo())`: assigns the value of a StatusOr or
@@ -54,19 +54,19 @@ std::string CheckOpDetail(const A& a, const B& b) {
   lhs = std::move(tmp).value()
 
 // Invariants: crash loudly with operand values. Never used for bad input.
-#define STRATA_CHECK(cond)                                                \
-  do {                                                                    \
-    if (!(cond))                                                          \
-      ::strata::internal::CheckFailed(__FILE__, __LINE__, #cond, "");     \
+#define STRATA_CHECK(cond)                                            \
+  do {                                                                \
+    if (!(cond))                                                      \
+      ::strata::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
-#define STRATA_CHECK_OP(a, b, op)                                          \
-  do {                                                                     \
-    const auto& strata_a_ = (a);                                           \
-    const auto& strata_b_ = (b);                                           \
-    if (!(strata_a_ op strata_b_))                                         \
-      ::strata::internal::CheckFailed(                                     \
-          __FILE__, __LINE__, #a " " #op " " #b,                           \
-          ::strata::internal::CheckOpDetail(strata_a_, strata_b_));        \
+#define STRATA_CHECK_OP(a, b, op)                                   \
+  do {                                                              \
+    const auto& strata_a_ = (a);                                    \
+    const auto& strata_b_ = (b);                                    \
+    if (!(strata_a_ op strata_b_))                                  \
+      ::strata::internal::CheckFailed(                              \
+          __FILE__, __LINE__, #a " " #op " " #b,                    \
+          ::strata::internal::CheckOpDetail(strata_a_, strata_b_)); \
   } while (0)
 #define STRATA_CHECK_EQ(a, b) STRATA_CHECK_OP(a, b, ==)
 #define STRATA_CHECK_NE(a, b) STRATA_CHECK_OP(a, b, !=)

@@ -25,13 +25,16 @@ Status Positive(double v, const std::string& name, const std::string& where) {
 }
 
 Status ValidateGpu(const GpuType& gpu, const std::string& where) {
-  RETURN_IF_ERROR(Positive(gpu.peak_bf16_tflops(), "gpu.peak_bf16_tflops", where));
+  RETURN_IF_ERROR(
+      Positive(gpu.peak_bf16_tflops(), "gpu.peak_bf16_tflops", where));
   RETURN_IF_ERROR(Positive(gpu.memory_gib(), "gpu.memory_gib", where));
-  RETURN_IF_ERROR(Positive(gpu.gemm_efficiency(), "gpu.gemm_efficiency", where));
+  RETURN_IF_ERROR(
+      Positive(gpu.gemm_efficiency(), "gpu.gemm_efficiency", where));
   RETURN_IF_ERROR(Positive(gpu.hbm_gbps(), "gpu.hbm_gbps", where));
   if (gpu.gemm_efficiency() > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, ": field 'gpu.gemm_efficiency' is a fraction of peak (0, 1], got ",
+        where,
+        ": field 'gpu.gemm_efficiency' is a fraction of peak (0, 1], got ",
         gpu.gemm_efficiency()));
   }
   return absl::OkStatus();
@@ -67,10 +70,14 @@ std::pair<double, Nic::Type> NicSummary(
 
 const char* NicTypeName(Nic::Type type) {
   switch (type) {
-    case Nic::ib: return "ib";
-    case Nic::roce: return "roce";
-    case Nic::ethernet: return "ethernet";
-    default: return "unknown";
+    case Nic::ib:
+      return "ib";
+    case Nic::roce:
+      return "roce";
+    case Nic::ethernet:
+      return "ethernet";
+    default:
+      return "unknown";
   }
 }
 
@@ -108,12 +115,12 @@ Status ValidateCluster(const ClusterSpec& c) {
         (c.num_nodes() > 0 && o.first_node() + o.num_nodes() > c.num_nodes())) {
       return absl::InvalidArgumentError(absl::StrCat(
           f, ": node range [", o.first_node(), ", ",
-          o.first_node() + o.num_nodes(), ") is empty or outside the cluster's ",
-          c.num_nodes(), " nodes"));
+          o.first_node() + o.num_nodes(),
+          ") is empty or outside the cluster's ", c.num_nodes(), " nodes"));
     }
     if (c.num_nodes() == 0) {
-      return absl::InvalidArgumentError(
-          f + ": overrides need a fixed 'num_nodes'");
+      return absl::InvalidArgumentError(f +
+                                        ": overrides need a fixed 'num_nodes'");
     }
     RETURN_IF_ERROR(ValidateNics(o.nics(), f));
     if (o.has_gpu()) RETURN_IF_ERROR(ValidateGpu(o.gpu(), f));
@@ -142,10 +149,10 @@ StatusOr<std::vector<NodeInfo>> SelectNodes(const ClusterSpec& c,
   }
   const int total = c.num_nodes() > 0 ? c.num_nodes() : num_nodes;
   if (num_nodes > total) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "cluster '", c.name(), "' has ", total, " nodes (",
-        static_cast<int64_t>(total) * c.gpus_per_node(), " GPUs); the job needs ",
-        num_nodes));
+    return absl::OutOfRangeError(
+        absl::StrCat("cluster '", c.name(), "' has ", total, " nodes (",
+                     static_cast<int64_t>(total) * c.gpus_per_node(),
+                     " GPUs); the job needs ", num_nodes));
   }
   const int per_leaf = std::max(1, c.network().nodes_per_leaf());
   const int per_pod = std::max(1, c.network().leaves_per_pod());
@@ -172,7 +179,8 @@ StatusOr<std::vector<NodeInfo>> SelectNodes(const ClusterSpec& c,
     n.leaf = i / per_leaf;
     n.pod = n.leaf / per_pod;
     auto key = std::make_tuple(gpu->name(), rate, static_cast<int>(type));
-    auto [it, inserted] = class_of.emplace(key, static_cast<int>(class_size.size()));
+    auto [it, inserted] =
+        class_of.emplace(key, static_cast<int>(class_size.size()));
     if (inserted) class_size.push_back(0);
     n.node_class = it->second;
     ++class_size[n.node_class];
@@ -193,7 +201,8 @@ StatusOr<std::vector<NodeInfo>> SelectNodes(const ClusterSpec& c,
     remainders.push_back({exact - take[j], -j});
   }
   std::sort(remainders.rbegin(), remainders.rend());
-  for (int r = 0; given < num_nodes; ++r, ++given) ++take[-remainders[r].second];
+  for (int r = 0; given < num_nodes; ++r, ++given)
+    ++take[-remainders[r].second];
   std::vector<NodeInfo> out;
   for (int j = 0; j < k; ++j) {
     for (const NodeInfo& n : all) {

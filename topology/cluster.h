@@ -21,13 +21,13 @@ Status ValidateCluster(const ClusterSpec& cluster);
 
 // One node as a plan sees it.
 struct NodeInfo {
-  int index = 0;            // node index in the cluster
-  const GpuType* gpu = nullptr;  // points into the ClusterSpec
-  Nic::Type nic_type = Nic::ib;  // type of the node's fastest NIC group
-  double nic_gbytes_per_gpu = 0; // NIC line rate per GPU, GB/s
-  int leaf = 0;             // leaf switch index
-  int pod = 0;              // pod index
-  int node_class = 0;       // nodes with equal GPU type and NICs share a class
+  int index = 0;                  // node index in the cluster
+  const GpuType* gpu = nullptr;   // points into the ClusterSpec
+  Nic::Type nic_type = Nic::ib;   // type of the node's fastest NIC group
+  double nic_gbytes_per_gpu = 0;  // NIC line rate per GPU, GB/s
+  int leaf = 0;                   // leaf switch index
+  int pod = 0;                    // pod index
+  int node_class = 0;  // nodes with equal GPU type and NICs share a class
 };
 
 // Total GPUs in the cluster, or 0 when it is unbounded (num_nodes == 0).

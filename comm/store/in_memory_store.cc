@@ -22,8 +22,7 @@ class InMemoryStore final : public Store {
     return absl::OkStatus();
   }
 
-  StatusOr<std::string> Get(const std::string& key,
-                            Duration timeout) override {
+  StatusOr<std::string> Get(const std::string& key, Duration timeout) override {
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_for(lock, timeout, [&] { return data_.count(key) > 0; })) {
       return absl::DeadlineExceededError("store: timed out waiting for key '" +
@@ -38,8 +37,8 @@ class InMemoryStore final : public Store {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = data_.find(key);
       if (it != data_.end() && !absl::SimpleAtoi(it->second, &value)) {
-        return absl::FailedPreconditionError(
-            "store: key '" + key + "' holds a non-integer value");
+        return absl::FailedPreconditionError("store: key '" + key +
+                                             "' holds a non-integer value");
       }
       value += delta;
       data_[key] = std::to_string(value);
@@ -48,8 +47,7 @@ class InMemoryStore final : public Store {
     return value;
   }
 
-  Status Wait(const std::vector<std::string>& keys,
-              Duration timeout) override {
+  Status Wait(const std::vector<std::string>& keys, Duration timeout) override {
     std::unique_lock<std::mutex> lock(mu_);
     auto all_present = [&] {
       for (const auto& k : keys) {
@@ -93,15 +91,13 @@ class PrefixStore final : public Store {
   Status Set(const std::string& key, const std::string& value) override {
     return base_->Set(prefix_ + key, value);
   }
-  StatusOr<std::string> Get(const std::string& key,
-                            Duration timeout) override {
+  StatusOr<std::string> Get(const std::string& key, Duration timeout) override {
     return base_->Get(prefix_ + key, timeout);
   }
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
     return base_->Add(prefix_ + key, delta);
   }
-  Status Wait(const std::vector<std::string>& keys,
-              Duration timeout) override {
+  Status Wait(const std::vector<std::string>& keys, Duration timeout) override {
     std::vector<std::string> full;
     full.reserve(keys.size());
     for (const auto& k : keys) full.push_back(prefix_ + k);

@@ -7,8 +7,8 @@ namespace strata::planner {
 std::string Candidate::ToString() const {
   return absl::StrCat("tp=", tp, " pp=", pp, " dp=", dp, " cp=", cp,
                       " vpp=", vpp, " mbs=", micro_batch, " zero=", zero_stage,
-                      distributed_optimizer ? " distopt=1" : "", " recompute=",
-                      Recompute::Mode_Name(recompute),
+                      distributed_optimizer ? " distopt=1" : "",
+                      " recompute=", Recompute::Mode_Name(recompute),
                       sequence_parallel || tp == 1 ? "" : " sp=0");
 }
 

@@ -25,9 +25,7 @@ struct Candidate {
   // search always turns it on, `--fix sp=0` models systems without it.
   bool sequence_parallel = true;
 
-  int64_t Gpus() const {
-    return static_cast<int64_t>(tp) * pp * dp * cp;
-  }
+  int64_t Gpus() const { return static_cast<int64_t>(tp) * pp * dp * cp; }
   // "tp=8 pp=4 dp=2 cp=1 vpp=5 mbs=1 zero=1 recompute=selective"
   std::string ToString() const;
 };

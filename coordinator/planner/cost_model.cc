@@ -34,7 +34,7 @@ struct CostModel::LayerCost {
 
 struct CostModel::StageCost {
   double time_s = 0;
-  double mb_s = 0;          // one micro-batch through this stage
+  double mb_s = 0;  // one micro-batch through this stage
   double pipeline_s = 0;
   double dp_exposed_s = 0, dp_total_s = 0, optimizer_s = 0;
   double weights = 0, grads = 0, optim = 0, acts = 0, logits = 0, z3 = 0;
@@ -73,8 +73,7 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
                (model.activation() == Activation::swiglu ? 6 : 4) * f_over_h;
 }
 
-double CostModel::Gemm(double m, double n, double k,
-                       const GpuType& gpu) const {
+double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
   const double shape = (m / (m + kGemmHalfDim)) * (n / (n + kGemmHalfDim)) *
                        (k / (k + kGemmHalfDim));
   return 2 * m * n * k /
@@ -94,8 +93,8 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   const double hbm = gpu.hbm_gbps() * 1e9;
   LayerCost lc;
   // Megatron's column/row-parallel split (Shoeybi et al. 2019 §3).
-  double gemm = Gemm(tokens, (h + 2 * kv) / t, h, gpu) +
-                Gemm(tokens, h, h / t, gpu);
+  double gemm =
+      Gemm(tokens, (h + 2 * kv) / t, h, gpu) + Gemm(tokens, h, h / t, gpu);
   if (model_.activation() == Activation::swiglu) {
     gemm += Gemm(tokens, 2 * f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
   } else {
@@ -103,20 +102,19 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   }
   // Core attention: each of the rank's queries meets all s keys (ring CP).
   const bool flash = model_.attention() == AttentionKernel::flash;
-  const double attn = 4 * tokens * s * h / t /
-                      (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() *
-                       (flash ? kFlashAttentionEfficiency
-                              : kAttentionEfficiency));
+  const double attn =
+      4 * tokens * s * h / t /
+      (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() *
+       (flash ? kFlashAttentionEfficiency : kAttentionEfficiency));
   // Activation bytes (Korthikanti Table 2, with sequence parallelism so
   // every term divides by t) and the attention-score term 5 a s^2 b / t,
   // which fused attention never writes to HBM (Dao et al. 2022).
   // Without sequence parallelism the norms, dropouts and the inputs of the
   // QKV and MLP GEMMs (10 s b h) are replicated on every TP rank
   // (Korthikanti Table 2: s b h (10 + 24/t + 5 a s/(h t))).
-  const double act_lin =
-      c.sequence_parallel || c.tp == 1
-          ? tokens * h * act_coeff_ / t
-          : tokens * h * (10 + (act_coeff_ - 10) / t);
+  const double act_lin = c.sequence_parallel || c.tp == 1
+                             ? tokens * h * act_coeff_ / t
+                             : tokens * h * (10 + (act_coeff_ - 10) / t);
   const double act_scores = flash ? 0 : 5 * b * (a / t) * (s / cp) * s;
   const double elem_lin = kElementwisePasses * act_lin / hbm;
   const double elem_scores = kElementwisePasses * act_scores / hbm;
@@ -157,9 +155,11 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
     const double steps = (c.cp - 1) * (c.recompute == Recompute::full ? 4 : 3);
     const int gpn = net_.gpus_per_node();
     const bool crosses = c.tp * c.cp > gpn;
-    const GroupLink link = net_.Link(
-        0, static_cast<int64_t>(c.tp) * c.cp,
-        std::max(1, gpn / std::max(1, c.tp)), c.cp);
+    const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
+    const GroupLink link =
+        net_.Link(0, static_cast<int64_t>(c.tp) * c.cp,
+                  std::max(1, gpn / std::max(1, c.tp)), c.cp,
+                  static_cast<int>((stage_ranks + gpn - 1) / gpn));
     const double comm = steps * net_.P2P(chunk, crosses, link);
     const double overlap = attn * (c.recompute == Recompute::full ? 4 : 3);
     lc.cp_s = Exposed(comm, overlap);
@@ -185,6 +185,7 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
   const bool sharded_optimizer = c.zero_stage >= 1 || c.distributed_optimizer;
   const double grad_bytes = c.distributed_optimizer ? 4 : 2;
   const int dp_per_node = std::max(1, gpn / std::max(1, c.tp));
+  const int stage_nodes = static_cast<int>((stage_ranks + gpn - 1) / gpn);
 
   // Links of every stage; stages on equal links and GPUs form a class.
   struct Class {
@@ -205,8 +206,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
     if (last) {
       // Untied output layer, or Megatron's copy of the tied embedding on the
       // last stage when p > 1 (Shoeybi et al. 2019).
-      params += params_.output > 0 ? params_.output
-                                   : (p > 1 ? params_.embedding : 0);
+      params +=
+          params_.output > 0 ? params_.output : (p > 1 ? params_.embedding : 0);
       params += params_.final_norm;
     }
     return params / c.tp;
@@ -216,8 +217,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
     StageCost sc;
     const LayerCost& lc = k.lc;
     const bool crosses = stage_ranks >= gpn;
-    const double p2p = p > 1 ? 2.0 * v * net_.P2P(lc.p2p_bytes, crosses, k.link)
-                             : 0.0;
+    const double p2p =
+        p > 1 ? 2.0 * v * net_.P2P(lc.p2p_bytes, crosses, k.link) : 0.0;
     sc.mb_s = layers * lc.Total() + (k.last ? lc.logits_s : 0) + p2p;
     sc.pipeline_s = steps * sc.mb_s;
     // Data-parallel traffic of this stage's parameters (ZeRO paper §5 and
@@ -263,8 +264,9 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
     // Memory (Rajbhandari et al. SC'20 §3.1 and Table 1; Megatron
     // distributed optimizer: 2 + 4 + 12/d bytes per parameter).
     sc.weights = (c.zero_stage >= 3 ? psi / dshard : psi) * 2;
-    sc.grads = c.distributed_optimizer ? psi * 4
-                                       : (c.zero_stage >= 2 ? psi / dshard : psi) * 2;
+    sc.grads = c.distributed_optimizer
+                   ? psi * 4
+                   : (c.zero_stage >= 2 ? psi / dshard : psi) * 2;
     sc.optim = (sharded_optimizer ? psi / dshard : psi) * optimizer_bytes_;
     // 1F1B: stage i holds min(m, p - i) micro-batches in flight; the
     // interleaved schedule adds (p-1)/(p v) (Korthikanti §4.2.3).
@@ -277,8 +279,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
   };
 
   for (int i = 0; i < p; ++i) {
-    const GroupLink link = net_.Link(i * stage_ranks, stage_ranks,
-                                     dp_per_node, c.dp * c.cp);
+    const GroupLink link = net_.Link(i * stage_ranks, stage_ranks, dp_per_node,
+                                     c.dp * c.cp, stage_nodes);
     const bool first = i == 0, last = i == p - 1;
     int k = 0;
     for (; k < num_classes; ++k) {
@@ -290,7 +292,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
       }
     }
     if (k == num_classes) {
-      if (num_classes == 16) k = num_classes - 1;  // merge the rest
+      if (num_classes == 16)
+        k = num_classes - 1;  // merge the rest
       else {
         Class& cl = classes[num_classes++];
         cl.link = link;
@@ -328,7 +331,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
       for (int k = 0; k < num_classes; ++k) {
         Class& cl = classes[k];
         cl.layers = std::max(
-            1, static_cast<int>(std::floor((target - cl.beta) / cl.alpha + 1e-9)));
+            1,
+            static_cast<int>(std::floor((target - cl.beta) / cl.alpha + 1e-9)));
         sum += static_cast<int64_t>(cl.layers) * cl.count;
       }
       return sum;
@@ -337,7 +341,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
     for (int guard = 0; have < l && guard < 4 * p + 16; ++guard) {
       double next = 1e300;
       for (int k = 0; k < num_classes; ++k) {
-        next = std::min(next, classes[k].beta + classes[k].alpha * (classes[k].layers + 1));
+        next = std::min(
+            next, classes[k].beta + classes[k].alpha * (classes[k].layers + 1));
       }
       target = next;
       have = total_layers();
@@ -407,7 +412,8 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
       out->recompute_s = m * L * lc.recompute_s;
       out->tp_comm_s = m * L * lc.tp_s;
       out->cp_comm_s = m * L * lc.cp_s;
-      out->pp_comm_s = m * (sc.mb_s - L * lc.Total() - (cl.last ? lc.logits_s : 0));
+      out->pp_comm_s =
+          m * (sc.mb_s - L * lc.Total() - (cl.last ? lc.logits_s : 0));
       out->bubble_s = sc.pipeline_s - m * sc.mb_s;
       out->dp_comm_s = sc.dp_exposed_s;
       out->dp_comm_total_s = sc.dp_total_s;

@@ -38,12 +38,12 @@ inline constexpr double kElementwisePasses = 2.0;
 inline constexpr double kOverlapTax = 0.1;
 
 struct Evaluation {
-  bool valid = false;        // a layer split exists
-  bool fits = false;         // every stage fits in its GPU memory
+  bool valid = false;            // a layer split exists
+  bool fits = false;             // every stage fits in its GPU memory
   bool mixed_nic_stage = false;  // some stage spans two NIC fabrics
   double step_s = 0;
-  double memory_gib = 0;     // the critical (fullest) stage
-  double capacity_gib = 0;   // that stage's GPU memory
+  double memory_gib = 0;    // the critical (fullest) stage
+  double capacity_gib = 0;  // that stage's GPU memory
   int critical_stage = 0;
   int slowest_stage = 0;
   // Seconds per step on the slowest stage.
@@ -54,7 +54,7 @@ struct Evaluation {
   double weights_gib = 0, gradients_gib = 0, optimizer_state_gib = 0,
          activations_gib = 0, logits_gib = 0, zero3_buffers_gib = 0,
          reserve_gib = 0;
-  std::vector<int> layers;   // per pipeline stage
+  std::vector<int> layers;  // per pipeline stage
 };
 
 class CostModel {
@@ -72,8 +72,8 @@ class CostModel {
   double mean_peak_tflops() const { return mean_peak_tflops_; }
 
  private:
-  struct LayerCost;   // per micro-batch, per layer, on one GPU type
-  struct StageCost;   // one pipeline stage
+  struct LayerCost;  // per micro-batch, per layer, on one GPU type
+  struct StageCost;  // one pipeline stage
   LayerCost Layer(const Candidate& c, const GpuType& gpu) const;
   double Gemm(double m, double n, double k, const GpuType& gpu) const;
 
@@ -81,11 +81,11 @@ class CostModel {
   const Network& net_;
   int seq_;
   int64_t global_batch_;
-  double optimizer_bytes_;   // fp32 optimizer state per parameter
+  double optimizer_bytes_;  // fp32 optimizer state per parameter
   double reserve_bytes_;
   double mean_peak_tflops_ = 0;
   ParamCount params_;
-  double act_coeff_;         // Korthikanti's 34, generalised
+  double act_coeff_;                        // Korthikanti's 34, generalised
   mutable std::vector<int> scratch_class_;  // stage -> class, per Evaluate
 };
 

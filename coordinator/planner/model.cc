@@ -24,37 +24,37 @@ std::vector<std::string> ModelPresetNames() {
 }
 
 Status NormalizeModel(ModelSpec* m) {
-  RETURN_IF_ERROR(Require(m->num_layers() > 0, *m,
-                          absl::StrCat("field 'num_layers' must be > 0, got ",
-                                       m->num_layers())));
-  RETURN_IF_ERROR(Require(m->hidden_size() > 0, *m,
-                          absl::StrCat("field 'hidden_size' must be > 0, got ",
-                                       m->hidden_size())));
   RETURN_IF_ERROR(Require(
-      m->num_attention_heads() > 0, *m,
-      absl::StrCat("field 'num_attention_heads' must be > 0, got ",
-                   m->num_attention_heads())));
-  RETURN_IF_ERROR(Require(m->vocab_size() > 0, *m,
-                          absl::StrCat("field 'vocab_size' must be > 0, got ",
-                                       m->vocab_size())));
+      m->num_layers() > 0, *m,
+      absl::StrCat("field 'num_layers' must be > 0, got ", m->num_layers())));
+  RETURN_IF_ERROR(Require(
+      m->hidden_size() > 0, *m,
+      absl::StrCat("field 'hidden_size' must be > 0, got ", m->hidden_size())));
+  RETURN_IF_ERROR(
+      Require(m->num_attention_heads() > 0, *m,
+              absl::StrCat("field 'num_attention_heads' must be > 0, got ",
+                           m->num_attention_heads())));
+  RETURN_IF_ERROR(Require(
+      m->vocab_size() > 0, *m,
+      absl::StrCat("field 'vocab_size' must be > 0, got ", m->vocab_size())));
   RETURN_IF_ERROR(Require(m->seq_length() >= 0 && m->ffn_hidden_size() >= 0 &&
                               m->num_query_groups() >= 0,
                           *m,
                           "fields 'seq_length', 'ffn_hidden_size' and "
                           "'num_query_groups' must not be negative"));
-  RETURN_IF_ERROR(Require(
-      m->hidden_size() % m->num_attention_heads() == 0, *m,
-      absl::StrCat("hidden_size ", m->hidden_size(),
-                   " is not divisible by num_attention_heads ",
-                   m->num_attention_heads())));
+  RETURN_IF_ERROR(
+      Require(m->hidden_size() % m->num_attention_heads() == 0, *m,
+              absl::StrCat("hidden_size ", m->hidden_size(),
+                           " is not divisible by num_attention_heads ",
+                           m->num_attention_heads())));
   if (m->num_query_groups() == 0) {
     m->set_num_query_groups(m->num_attention_heads());
   }
-  RETURN_IF_ERROR(Require(
-      m->num_attention_heads() % m->num_query_groups() == 0, *m,
-      absl::StrCat("num_attention_heads ", m->num_attention_heads(),
-                   " is not divisible by num_query_groups ",
-                   m->num_query_groups())));
+  RETURN_IF_ERROR(
+      Require(m->num_attention_heads() % m->num_query_groups() == 0, *m,
+              absl::StrCat("num_attention_heads ", m->num_attention_heads(),
+                           " is not divisible by num_query_groups ",
+                           m->num_query_groups())));
   if (m->ffn_hidden_size() == 0) m->set_ffn_hidden_size(4 * m->hidden_size());
   return absl::OkStatus();
 }

@@ -34,10 +34,10 @@ Status NormalizeModel(ModelSpec* model);
 
 // Parameter counts, in parameters (not bytes).
 struct ParamCount {
-  double per_layer = 0;       // one transformer layer
-  double embedding = 0;       // word embedding V h
-  double position = 0;        // learned position table s h (0 for RoPE)
-  double output = 0;          // untied output projection V h (0 when tied)
+  double per_layer = 0;  // one transformer layer
+  double embedding = 0;  // word embedding V h
+  double position = 0;   // learned position table s h (0 for RoPE)
+  double output = 0;     // untied output projection V h (0 when tied)
   double final_norm = 0;
   double Total(int num_layers) const {
     return per_layer * num_layers + embedding + position + output + final_norm;

@@ -7,9 +7,12 @@ namespace {
 
 double Efficiency(Nic::Type type) {
   switch (type) {
-    case Nic::ib: return kIbEfficiency;
-    case Nic::roce: return kRoceEfficiency;
-    default: return kEthernetEfficiency;
+    case Nic::ib:
+      return kIbEfficiency;
+    case Nic::roce:
+      return kRoceEfficiency;
+    default:
+      return kEthernetEfficiency;
   }
 }
 
@@ -22,10 +25,31 @@ Network::Network(const ClusterSpec& cluster,
       oversubscription_(std::max(1.0, cluster.network().oversubscription())),
       pod_oversubscription_(
           std::max(1.0, cluster.network().pod_oversubscription())),
-      nodes_(std::move(nodes)) {}
+      nodes_per_leaf_(std::max(1, cluster.network().nodes_per_leaf())),
+      leaves_per_pod_(std::max(1, cluster.network().leaves_per_pod())),
+      cluster_nodes_(cluster.num_nodes()),
+      nodes_(std::move(nodes)) {
+  homogeneous_ = true;
+  for (const auto& n : nodes_) homogeneous_ &= n.node_class == 0;
+}
+
+int Network::PhysicalNode(int64_t j, int stage_nodes) const {
+  const int leaf = nodes_per_leaf_;
+  if (!homogeneous_ || stage_nodes <= 0 || stage_nodes >= leaf ||
+      leaf % stage_nodes == 0) {
+    return nodes_[j].index;
+  }
+  const int used = leaf / stage_nodes * stage_nodes;  // whole stages per leaf
+  const int64_t last = static_cast<int64_t>(nodes_.size()) - 1;
+  const int64_t last_physical = last / used * leaf + last % used;
+  if (cluster_nodes_ > 0 && last_physical >= cluster_nodes_) {
+    return nodes_[j].index;  // no spare nodes: contiguous
+  }
+  return static_cast<int>(j / used * leaf + j % used);
+}
 
 GroupLink Network::Link(int64_t first_rank, int64_t span, int members_per_node,
-                        int group_size) const {
+                        int group_size, int stage_nodes) const {
   GroupLink link;
   link.intra_gbps = intra_gbps_;
   const int64_t a = first_rank / gpus_per_node_;
@@ -52,12 +76,14 @@ GroupLink Network::Link(int64_t first_rank, int64_t span, int members_per_node,
   link.min_peak_tflops = link.gpu->peak_bf16_tflops();
   // RDMA does not cross fabrics of different types (Holmes, arXiv
   // 2312.03549): such traffic takes the Ethernet/TCP path.
-  double eff = link.mixed_nic_types ? kEthernetEfficiency
-                                    : Efficiency(link.nic_type);
+  double eff =
+      link.mixed_nic_types ? kEthernetEfficiency : Efficiency(link.nic_type);
   double oversub = 1;
-  if (first.pod != last.pod) {
+  const int leaf_a = PhysicalNode(a, stage_nodes) / nodes_per_leaf_;
+  const int leaf_b = PhysicalNode(b, stage_nodes) / nodes_per_leaf_;
+  if (leaf_a / leaves_per_pod_ != leaf_b / leaves_per_pod_) {
     oversub = oversubscription_ * pod_oversubscription_;
-  } else if (first.leaf != last.leaf) {
+  } else if (leaf_a != leaf_b) {
     oversub = oversubscription_;
   }
   link.inter_gbps = rate * eff / oversub;
@@ -71,7 +97,8 @@ double Network::AllReduce(double bytes, const GroupLink& l) {
 double Network::ReduceScatter(double bytes, const GroupLink& l) {
   const double r = l.members_per_node, k = l.nodes;
   double t = 0;
-  if (r > 1) t += (r - 1) / r * bytes / (l.intra_gbps * 1e9) + (r - 1) * kNvlinkLatency;
+  if (r > 1)
+    t += (r - 1) / r * bytes / (l.intra_gbps * 1e9) + (r - 1) * kNvlinkLatency;
   if (k > 1) {
     // After the intra-node phase each GPU owns bytes/r and runs a ring with
     // its same-local-rank peers on k nodes, on its own NIC share.

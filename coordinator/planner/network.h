@@ -35,7 +35,7 @@ struct GroupLink {
   double inter_gbps = 0;     // effective NIC GB/s per GPU (after oversub.)
   Nic::Type nic_type = Nic::ib;
   bool mixed_nic_types = false;
-  double min_peak_tflops = 0;  // slowest GPU among the nodes
+  double min_peak_tflops = 0;    // slowest GPU among the nodes
   const GpuType* gpu = nullptr;  // GPU type of the slowest node
 };
 
@@ -47,12 +47,19 @@ class Network {
   int gpus_per_node() const { return gpus_per_node_; }
   const std::vector<topology::NodeInfo>& nodes() const { return nodes_; }
 
-  // Links of a group whose members are the ranks
-  // first, first + stride, ..., first + (size-1) * stride when the ranks
-  // first .. first + span - 1 hold the whole group's nodes. Used for a
-  // stage's DP x CP group (span = the stage's ranks).
+  // Links of a group of `group_size` ranks, `members_per_node` of them per
+  // node, whose nodes are those of the ranks first .. first + span - 1
+  // (for a stage's DP x CP group, span = the stage's ranks).
+  // `stage_nodes` is the number of nodes per pipeline stage (PhysicalNode).
   GroupLink Link(int64_t first_rank, int64_t span, int members_per_node,
-                 int group_size) const;
+                 int group_size, int stage_nodes) const;
+
+  // Cluster index of the job's `j`-th node when each pipeline stage spans
+  // `stage_nodes` nodes. On a homogeneous cluster with nodes to spare, each
+  // leaf switch takes only whole stages, so no stage (and no DP group)
+  // straddles two leaves (MegaScale, Jiang et al. NSDI'24 §3.4); otherwise
+  // the nodes of SelectNodes in order.
+  int PhysicalNode(int64_t j, int stage_nodes) const;
 
   // Seconds for collectives of `bytes` per rank over `link`.
   static double AllReduce(double bytes, const GroupLink& link);
@@ -70,6 +77,10 @@ class Network {
   double intra_gbps_;
   double oversubscription_;
   double pod_oversubscription_;
+  int nodes_per_leaf_;
+  int leaves_per_pod_;
+  int cluster_nodes_;  // 0 = unbounded
+  bool homogeneous_;
   std::vector<topology::NodeInfo> nodes_;
 };
 

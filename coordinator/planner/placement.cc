@@ -45,11 +45,13 @@ Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
   pl.set_order("tp-cp-dp-pp");
   const int gpn = net.gpus_per_node();
   const int64_t n = c.Gpus();
+  const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
+  const int stage_nodes = static_cast<int>((stage_ranks + gpn - 1) / gpn);
   for (int64_t r = 0; r < n; ++r) {
     RankCoord rc = CoordOf(c, r);
     RankPlacement* rp = pl.add_ranks();
     rp->set_rank(static_cast<int>(r));
-    rp->set_node(net.nodes()[r / gpn].index);
+    rp->set_node(net.PhysicalNode(r / gpn, stage_nodes));
     rp->set_local_gpu(static_cast<int>(r % gpn));
     rp->set_tp_rank(rc.tp);
     rp->set_cp_rank(rc.cp);
@@ -84,7 +86,6 @@ Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
   add_groups("pp", c.pp, [&](int tp, int cp, int dp, int, int i) {
     return RankOf(c, tp, cp, dp, i);
   });
-  const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
   for (int s = 0; s < c.pp; ++s) {
     StageInfo* st = pl.add_stages();
     st->set_pp_rank(s);
@@ -93,7 +94,7 @@ Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
     std::set<std::string> types;
     for (int64_t r = s * stage_ranks; r < (s + 1) * stage_ranks; r += 1) {
       const auto& node = net.nodes()[r / gpn];
-      nodes.insert(node.index);
+      nodes.insert(net.PhysicalNode(r / gpn, stage_nodes));
       types.insert(topology::NicTypeName(node.nic_type));
     }
     for (int nd : nodes) st->add_nodes(nd);

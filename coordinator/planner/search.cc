@@ -91,8 +91,8 @@ Status ValidateRequest(const PlanRequest& req) {
         absl::StrCat("--gpus must be > 0, got ", req.gpus));
   }
   if (req.job.global_batch() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "global batch must be > 0, got ", req.job.global_batch()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("global batch must be > 0, got ", req.job.global_batch()));
   }
   if (req.job.seq_length() < 0 ||
       (req.job.seq_length() == 0 && req.model.seq_length() <= 0)) {
@@ -104,9 +104,9 @@ Status ValidateRequest(const PlanRequest& req) {
   }
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster '", req.cluster.name(), "' has ", capacity,
-        " GPUs; --gpus ", req.gpus, " asks for more"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster '", req.cluster.name(), "' has ", capacity,
+                     " GPUs; --gpus ", req.gpus, " asks for more"));
   }
   const PlanConstraints& k = req.job.constraints();
   auto positive = [](bool has, int v, const char* name) -> Status {
@@ -182,84 +182,88 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
   // fabrics; Holmes).
   bool skipped_mixed = false;
   auto search = [&](bool allow_mixed) {
-  for (int t : tps) {
-    if (fix.has_tp() && fix.tp() != t) continue;
-    for (int c : cps) {
-      if (fix.has_cp() && fix.cp() != c) continue;
-      if (n % (static_cast<int64_t>(t) * c) != 0) continue;
-      const int64_t rest = n / (static_cast<int64_t>(t) * c);
-      for (int p : Divisors(rest, layers)) {
-        if (fix.has_pp() && fix.pp() != p) continue;
-        const int64_t d = rest / p;
-        if (fix.has_dp() && fix.dp() != d) continue;
-        if (batch % d != 0) continue;
-        for (int b : Divisors(batch / d, batch / d)) {
-          if (fix.has_micro_batch() && fix.micro_batch() != b) continue;
-          const int64_t m = batch / d / b;
-          for (int v = 1; v <= std::max(1, layers / p); ++v) {
-            if (fix.has_vpp() && fix.vpp() != v) continue;
-            // Interleaving needs p > 1, a layer per virtual stage and
-            // m % p == 0 (Megatron-LM schedules.py).
-            if (v > 1 && (p == 1 || layers < p * v || m % p != 0)) {
-              continue;
-            }
-            for (const ZeroOption& z : zero_options) {
-              if (fix.has_zero_stage() && fix.zero_stage() != z.stage) continue;
-              if (fix.has_distributed_optimizer() &&
-                  fix.distributed_optimizer() != z.distopt) {
+    for (int t : tps) {
+      if (fix.has_tp() && fix.tp() != t) continue;
+      for (int c : cps) {
+        if (fix.has_cp() && fix.cp() != c) continue;
+        if (n % (static_cast<int64_t>(t) * c) != 0) continue;
+        const int64_t rest = n / (static_cast<int64_t>(t) * c);
+        for (int p : Divisors(rest, layers)) {
+          if (fix.has_pp() && fix.pp() != p) continue;
+          const int64_t d = rest / p;
+          if (fix.has_dp() && fix.dp() != d) continue;
+          if (batch % d != 0) continue;
+          for (int b : Divisors(batch / d, batch / d)) {
+            if (fix.has_micro_batch() && fix.micro_batch() != b) continue;
+            const int64_t m = batch / d / b;
+            for (int v = 1; v <= std::max(1, layers / p); ++v) {
+              if (fix.has_vpp() && fix.vpp() != v) continue;
+              // Interleaving needs p > 1, a layer per virtual stage and
+              // m % p == 0 (Megatron-LM schedules.py).
+              if (v > 1 && (p == 1 || layers < p * v || m % p != 0)) {
                 continue;
               }
-              if (z.stage > 0 && d * c == 1) continue;  // nothing to shard
-              // DeepSpeed: ZeRO-2/3 are incompatible with pipeline
-              // parallelism (PipelineEngine asserts zero stage < 2).
-              if (z.stage >= 2 && p > 1) continue;
-              // Megatron-LM shards optimizer state only as its distributed
-              // optimizer (ZeRO-1); it has no ZeRO-2/3 in this sense.
-              if (req.megatron_compatible && z.stage >= 1 && !z.distopt) {
-                continue;
-              }
-              for (Recompute::Mode rc : recomputes) {
-                if (fix.has_recompute() && fix.recompute() != rc) continue;
-                // Under fused attention selective recompute equals none.
-                if (rc == Recompute::selective && !fix.has_recompute() &&
-                    model.attention() == AttentionKernel::flash) {
+              for (const ZeroOption& z : zero_options) {
+                if (fix.has_zero_stage() && fix.zero_stage() != z.stage)
+                  continue;
+                if (fix.has_distributed_optimizer() &&
+                    fix.distributed_optimizer() != z.distopt) {
                   continue;
                 }
-                Candidate cand;
-                cand.tp = t;
-                cand.cp = c;
-                cand.pp = p;
-                cand.dp = static_cast<int>(d);
-                cand.micro_batch = b;
-                cand.num_microbatches = static_cast<int>(m);
-                cand.vpp = v;
-                cand.zero_stage = z.stage;
-                cand.distributed_optimizer = z.distopt;
-                cand.recompute = rc;
-                cand.sequence_parallel =
-                    !fix.has_sequence_parallel() || fix.sequence_parallel();
-                cost.Evaluate(cand, &eval);
-                if (!eval.valid) continue;
-                if (eval.mixed_nic_stage && !allow_mixed) {
-                  skipped_mixed = true;
+                if (z.stage > 0 && d * c == 1) continue;  // nothing to shard
+                // DeepSpeed: ZeRO-2/3 are incompatible with pipeline
+                // parallelism (PipelineEngine asserts zero stage < 2).
+                if (z.stage >= 2 && p > 1) continue;
+                // Megatron-LM shards optimizer state only as its distributed
+                // optimizer (ZeRO-1); it has no ZeRO-2/3 in this sense.
+                if (req.megatron_compatible && z.stage >= 1 && !z.distopt) {
                   continue;
                 }
-                ++candidates;
-                if (!eval.fits) {
-                  const double ratio = eval.memory_gib / eval.capacity_gib;
-                  if (ratio < closest_ratio) {
-                    closest_ratio = ratio;
-                    closest = {cand, eval};
+                for (Recompute::Mode rc : recomputes) {
+                  if (fix.has_recompute() && fix.recompute() != rc) continue;
+                  // Under fused attention selective recompute equals none.
+                  if (rc == Recompute::selective && !fix.has_recompute() &&
+                      model.attention() == AttentionKernel::flash) {
+                    continue;
                   }
-                  continue;
-                }
-                ++feasible;
-                if (static_cast<int>(top.size()) < req.top_k ||
-                    eval.step_s < top.back().e.step_s) {
-                  Scored s{cand, eval};
-                  auto pos = std::upper_bound(top.begin(), top.end(), s, Better);
-                  top.insert(pos, std::move(s));
-                  if (static_cast<int>(top.size()) > req.top_k) top.pop_back();
+                  Candidate cand;
+                  cand.tp = t;
+                  cand.cp = c;
+                  cand.pp = p;
+                  cand.dp = static_cast<int>(d);
+                  cand.micro_batch = b;
+                  cand.num_microbatches = static_cast<int>(m);
+                  cand.vpp = v;
+                  cand.zero_stage = z.stage;
+                  cand.distributed_optimizer = z.distopt;
+                  cand.recompute = rc;
+                  cand.sequence_parallel =
+                      !fix.has_sequence_parallel() || fix.sequence_parallel();
+                  cost.Evaluate(cand, &eval);
+                  if (!eval.valid) continue;
+                  if (eval.mixed_nic_stage && !allow_mixed) {
+                    skipped_mixed = true;
+                    continue;
+                  }
+                  ++candidates;
+                  if (!eval.fits) {
+                    const double ratio = eval.memory_gib / eval.capacity_gib;
+                    if (ratio < closest_ratio) {
+                      closest_ratio = ratio;
+                      closest = {cand, eval};
+                    }
+                    continue;
+                  }
+                  ++feasible;
+                  if (static_cast<int>(top.size()) < req.top_k ||
+                      eval.step_s < top.back().e.step_s) {
+                    Scored s{cand, eval};
+                    auto pos =
+                        std::upper_bound(top.begin(), top.end(), s, Better);
+                    top.insert(pos, std::move(s));
+                    if (static_cast<int>(top.size()) > req.top_k)
+                      top.pop_back();
+                  }
                 }
               }
             }
@@ -267,7 +271,6 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
         }
       }
     }
-  }
   };
   search(/*allow_mixed=*/false);
   if (top.empty() && skipped_mixed) {
@@ -283,7 +286,8 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
         (fix.ByteSizeLong() > 0 ? " and the pinned --fix values" : ""),
         ": tp must divide ", gpn,
         " (GPUs per node) and the attention heads, pp must be at most the ",
-        layers, " layers, and dp = gpus/(tp pp cp) must divide the global "
+        layers,
+        " layers, and dp = gpus/(tp pp cp) must divide the global "
         "batch"));
   }
   if (top.empty()) {
@@ -306,15 +310,16 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
     Plan* plan = report.add_plans();
     *plan = ToPlan(top[i], cost, req);
     if (i == 0 && req.with_placement) {
-      *plan->mutable_placement() = BuildPlacement(top[i].c, top[i].e.layers, net);
+      *plan->mutable_placement() =
+          BuildPlacement(top[i].c, top[i].e.layers, net);
     }
   }
   SearchStats* stats = report.mutable_search();
   stats->set_candidates(candidates);
   stats->set_feasible(feasible);
-  stats->set_elapsed_s(std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count());
+  stats->set_elapsed_s(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   GetLogger("PLAN")->info("searched {} candidates ({} fit) in {:.3f} s",
                           candidates, feasible, stats->elapsed_s());
   return report;

@@ -21,13 +21,15 @@ struct Result {
 
 Result RunStrata(const std::string& args) {
   const char* bin = std::getenv("STRATA_BINARY_DIR");
-  std::string cmd = std::string(bin ? bin : ".") + "/cli/strata " + args + " 2>&1";
+  std::string cmd =
+      std::string(bin ? bin : ".") + "/cli/strata " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf;
   size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
@@ -59,8 +61,9 @@ TEST(PlanCliTest, TableMarksTheWinnerAndExplainShowsBreakdowns) {
 }
 
 TEST(PlanCliTest, EmitMegatronPrintsTheFlags) {
-  Result r = RunStrata(std::string(kBase) +
-                 " --fix tp=8,pp=4,vpp=5,recompute=selective --emit megatron");
+  Result r =
+      RunStrata(std::string(kBase) +
+                " --fix tp=8,pp=4,vpp=5,recompute=selective --emit megatron");
   ASSERT_EQ(r.code, 0) << r.out;
   for (const char* flag :
        {"--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 4",
@@ -114,8 +117,8 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
   for (const Case& c : cases) {
     Result r = RunStrata(c.args);
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
-    EXPECT_NE(r.out.find(c.message), std::string::npos)
-        << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n"
+                                                        << r.out;
   }
 }
 
@@ -126,18 +129,21 @@ TEST(PlanCliTest, MalformedAndImpossibleModelFiles) {
          "vocab_size: 100\nseq_length: 128\n";
   std::ofstream(dir + "/broken.yaml") << "name: [oops\n";
   std::ofstream(dir + "/typo.yaml") << "num_layer: 4\n";
-  Result heads = RunStrata("plan --model " + dir + "/heads.yaml --cluster dgx-h100 "
-                     "--gpus 8 --global-batch 8");
+  Result heads = RunStrata("plan --model " + dir +
+                           "/heads.yaml --cluster dgx-h100 "
+                           "--gpus 8 --global-batch 8");
   EXPECT_EQ(heads.code, 2);
   EXPECT_NE(heads.out.find("not divisible by num_attention_heads 7"),
             std::string::npos)
       << heads.out;
-  Result broken = RunStrata("plan --model " + dir + "/broken.yaml --cluster "
-                      "dgx-h100 --gpus 8 --global-batch 8");
+  Result broken = RunStrata("plan --model " + dir +
+                            "/broken.yaml --cluster "
+                            "dgx-h100 --gpus 8 --global-batch 8");
   EXPECT_EQ(broken.code, 2);
   EXPECT_NE(broken.out.find("broken.yaml:"), std::string::npos) << broken.out;
-  Result typo = RunStrata("plan --model " + dir + "/typo.yaml --cluster dgx-h100 "
-                    "--gpus 8 --global-batch 8");
+  Result typo = RunStrata("plan --model " + dir +
+                          "/typo.yaml --cluster dgx-h100 "
+                          "--gpus 8 --global-batch 8");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.out.find("'num_layer'"), std::string::npos) << typo.out;
 }

@@ -16,7 +16,9 @@ nics:
   - {count: 8, gbps: 200, type: ib}
   - {count: 1, gbps: 100, type: ETHERNET}
 network: {oversubscription: 1.5}
-)", "lab.yaml", &c).ok());
+)",
+                          "lab.yaml", &c)
+                  .ok());
   EXPECT_EQ(c.name(), "lab");
   EXPECT_DOUBLE_EQ(c.gpu().peak_bf16_tflops(), 312);
   EXPECT_EQ(c.gpus_per_node(), 8);
@@ -27,7 +29,8 @@ network: {oversubscription: 1.5}
 
 TEST(ConfigTest, ParsesJson) {
   ClusterSpec c;
-  ASSERT_TRUE(ParseConfig(R"({"name": "j", "gpus_per_node": 4})", "c.json", &c).ok());
+  ASSERT_TRUE(
+      ParseConfig(R"({"name": "j", "gpus_per_node": 4})", "c.json", &c).ok());
   EXPECT_EQ(c.gpus_per_node(), 4);
 }
 

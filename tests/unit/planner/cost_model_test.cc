@@ -89,12 +89,13 @@ TEST_F(CostModelTest, ActivationsFollowKorthikantiTable2) {
   // working set of the one layer being recomputed.
   c.sequence_parallel = true;
   c.recompute = Recompute::full;
-  EXPECT_NEAR(Eval(c).activations_gib * kGiB,
-              l * 2 * s * b * h / t + s * b * h * (34 / t + 5 * a * s / (h * t)),
-              1);
+  EXPECT_NEAR(
+      Eval(c).activations_gib * kGiB,
+      l * 2 * s * b * h / t + s * b * h * (34 / t + 5 * a * s / (h * t)), 1);
 }
 
-TEST_F(CostModelTest, PipelineStageZeroHoldsPMicroBatchesAndInterleavingAddsMore) {
+TEST_F(CostModelTest,
+       PipelineStageZeroHoldsPMicroBatchesAndInterleavingAddsMore) {
   const double s = 2048, h = 6144, l = 40, t = 8, p = 4, v = 2;
   Candidate c;
   c.tp = 8;
@@ -121,8 +122,8 @@ TEST_F(CostModelTest, BubbleIsPMinusOneOverVmOfThePipelineWork) {
   for (int v : {1, 2, 5}) {
     c.vpp = v;
     Evaluation e = Eval(c);
-    const double work = e.compute_s + e.recompute_s + e.tp_comm_s +
-                        e.cp_comm_s + e.pp_comm_s;
+    const double work =
+        e.compute_s + e.recompute_s + e.tp_comm_s + e.cp_comm_s + e.pp_comm_s;
     EXPECT_NEAR(e.bubble_s / work, 3.0 / (v * 16), 1e-9) << v;
   }
 }
@@ -174,7 +175,8 @@ TEST_F(CostModelTest, HierarchicalDataParallelTimeUsesEachGpusNicShare) {
   // carries 1/8 of the data across the network.
   link.members_per_node = 8;
   EXPECT_NEAR(Network::ReduceScatter(bytes, link),
-              7.0 / 8 * bytes / (300e9 * kNvlinkEfficiency) + 7 * kNvlinkLatency +
+              7.0 / 8 * bytes / (300e9 * kNvlinkEfficiency) +
+                  7 * kNvlinkLatency +
                   0.75 * bytes / 8 / (25e9 * kIbEfficiency) + 3 * kNicLatency,
               1e-12);
 }

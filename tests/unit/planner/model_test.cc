@@ -14,13 +14,16 @@ struct Row {
   double billions;  // Narayanan et al. SC'21 Table 1
   int heads, hidden, layers;
 };
-const Row kTable1[] = {
-    {"gpt-1.7b", 1.7, 24, 2304, 24},      {"gpt-3.6b", 3.6, 32, 3072, 30},
-    {"gpt-7.5b", 7.5, 32, 4096, 36},      {"gpt-18.4b", 18.4, 48, 6144, 40},
-    {"gpt-39.1b", 39.1, 64, 8192, 48},    {"gpt-76.1b", 76.1, 80, 10240, 60},
-    {"gpt-145.6b", 145.6, 96, 12288, 80}, {"gpt-310.1b", 310.1, 128, 16384, 96},
-    {"gpt-529.6b", 529.6, 128, 20480, 105},
-    {"gpt-1t", 1008.0, 160, 25600, 128}};
+const Row kTable1[] = {{"gpt-1.7b", 1.7, 24, 2304, 24},
+                       {"gpt-3.6b", 3.6, 32, 3072, 30},
+                       {"gpt-7.5b", 7.5, 32, 4096, 36},
+                       {"gpt-18.4b", 18.4, 48, 6144, 40},
+                       {"gpt-39.1b", 39.1, 64, 8192, 48},
+                       {"gpt-76.1b", 76.1, 80, 10240, 60},
+                       {"gpt-145.6b", 145.6, 96, 12288, 80},
+                       {"gpt-310.1b", 310.1, 128, 16384, 96},
+                       {"gpt-529.6b", 529.6, 128, 20480, 105},
+                       {"gpt-1t", 1008.0, 160, 25600, 128}};
 
 // Within 1%, or within the table's rounding to 0.1B for the two smallest
 // rows (eq. 2 gives 1.652B and 3.562B, printed as 1.7 and 3.6).
@@ -43,7 +46,8 @@ TEST(ModelTest, GptCountEqualsNarayananEquation2) {
   auto m = LoadModel("gpt-145.6b");
   ASSERT_TRUE(m.ok());
   const double l = 80, h = 12288, V = 51200, s = 2048;
-  const double eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+  const double eq2 =
+      12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
   EXPECT_DOUBLE_EQ(CountParameters(*m, 2048).Total(80), eq2 + 2 * h);
 }
 
@@ -53,9 +57,8 @@ TEST(ModelTest, Llama3ParameterCountsMatchModelCards) {
               8.03, 0.01 * 8.03);
   EXPECT_NEAR(CountParameters(*LoadModel("llama3-70b"), 8192).Total(80) / 1e9,
               70.6, 0.01 * 70.6);
-  EXPECT_NEAR(
-      CountParameters(*LoadModel("llama3-405b"), 8192).Total(126) / 1e9,
-      405.9, 0.01 * 405.9);
+  EXPECT_NEAR(CountParameters(*LoadModel("llama3-405b"), 8192).Total(126) / 1e9,
+              405.9, 0.01 * 405.9);
 }
 
 TEST(ModelTest, FullRecomputeFlopsEqualNarayananEquation3) {
@@ -63,11 +66,13 @@ TEST(ModelTest, FullRecomputeFlopsEqualNarayananEquation3) {
   auto m = LoadModel("gpt-1t");
   ASSERT_TRUE(m.ok());
   const double B = 3072, s = 2048, l = 128, h = 25600, V = 51200;
-  const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  const double eq3 =
+      96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   StepFlops f = TrainingFlops(*m, 3072, 2048, Recompute::full);
   EXPECT_NEAR(f.Hardware() / eq3, 1.0, 1e-12);
   // Without recompute: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
-  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  const double model =
+      72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
   EXPECT_NEAR(f.model / model, 1.0, 1e-12);
   EXPECT_NEAR(TrainingFlops(*m, 3072, 2048, Recompute::none).Hardware() / model,
               1.0, 1e-12);
@@ -99,8 +104,9 @@ TEST(ModelTest, BadShapesAreRejectedNamingTheField) {
             std::string::npos);
   m.set_num_query_groups(0);
   m.set_num_layers(-2);
-  EXPECT_NE(NormalizeModel(&m).message().find("'num_layers' must be > 0, got -2"),
-            std::string::npos);
+  EXPECT_NE(
+      NormalizeModel(&m).message().find("'num_layers' must be > 0, got -2"),
+      std::string::npos);
 }
 
 TEST(ModelTest, DefaultsAreFilled) {

@@ -91,8 +91,8 @@ TEST(PlacementTest, HeteroClusterStagesNeverMixNicTypes) {
   for (const char* model : {"llama3-8b", "llama3-70b", "gpt3-175b"}) {
     for (int gpus : {64, 256, 512}) {
       auto report = Plan(model, "hetero-ib-roce", gpus, 512, 5);
-      ASSERT_TRUE(report.ok()) << model << " " << gpus << ": "
-                               << report.status();
+      ASSERT_TRUE(report.ok())
+          << model << " " << gpus << ": " << report.status();
       const strata::Plan& best = report->plans(0);
       CheckConsistent(best, 8);
       std::set<std::string> stage_types;
@@ -104,7 +104,8 @@ TEST(PlacementTest, HeteroClusterStagesNeverMixNicTypes) {
       // Half the GPUs are on each fabric, so both types carry stages.
       EXPECT_EQ(stage_types.size(), 2u) << model << " " << gpus;
       for (const Group& g : best.placement().groups()) {
-        if (g.kind() == "dp" || g.kind() == "tp") EXPECT_NE(g.nic_type(), "mixed");
+        if (g.kind() == "dp" || g.kind() == "tp")
+          EXPECT_NE(g.nic_type(), "mixed");
       }
     }
   }
@@ -126,6 +127,38 @@ TEST(PlacementTest, SlowerFabricGetsNoMoreLayersPerStage) {
     EXPECT_GE(static_cast<double>(ib) / ib_stages,
               static_cast<double>(roce) / roce_stages);
   }
+}
+
+TEST(PlacementTest, StagesStayUnderOneLeafWhenTheClusterHasSpareNodes) {
+  // Leaves of 4 nodes with 3:1 uplinks; stages of 3 nodes. Contiguous
+  // placement would split stages 1 and 2 across leaves; MegaScale-style
+  // packing leaves one node per leaf idle instead.
+  PlanRequest req;
+  req.model = *LoadModel("gpt-18.4b");
+  req.cluster = *topology::LoadCluster("dgx-a100");
+  req.cluster.set_num_nodes(0);
+  req.cluster.mutable_network()->set_nodes_per_leaf(4);
+  req.cluster.mutable_network()->set_oversubscription(3);
+  req.gpus = 96;
+  req.job.set_global_batch(96);
+  PlanConstraints* fix = req.job.mutable_constraints();
+  fix->set_tp(8);
+  fix->set_dp(3);
+  fix->set_pp(4);
+  auto report = PlanJob(req);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const strata::Plan& best = report->plans(0);
+  CheckConsistent(best, 8);
+  for (const StageInfo& s : best.placement().stages()) {
+    ASSERT_EQ(s.nodes_size(), 3);
+    for (int n : s.nodes()) EXPECT_EQ(n / 4, s.nodes(0) / 4) << s.pp_rank();
+    EXPECT_EQ(s.nodes(0), 4 * s.pp_rank());
+  }
+  // On a full cluster with no spare nodes the layout stays contiguous.
+  req.cluster.set_num_nodes(12);
+  report = PlanJob(req);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->plans(0).placement().stages(1).nodes(0), 3);
 }
 
 TEST(PlacementTest, CoordinatesFollowTpCpDpPpOrder) {

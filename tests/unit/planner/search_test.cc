@@ -78,7 +78,8 @@ TEST(SearchTest, ImpossibleRequestsAreInvalidArgument) {
   EXPECT_EQ(bad_batch.status().code(), absl::StatusCode::kInvalidArgument);
   auto too_many = PlanJob(Request("llama3-8b", "hetero-ib-roce", 1024, 512));
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(too_many.status().message().find("has 512 GPUs"), std::string::npos);
+  EXPECT_NE(too_many.status().message().find("has 512 GPUs"),
+            std::string::npos);
   // 7 GPUs: tp must divide 8 and the heads, pp <= layers; a prime GPU count
   // larger than the layers leaves nothing once dp must divide the batch.
   PlanRequest req = Request("llama3-8b", "dgx-h100", 37, 64);
@@ -111,9 +112,9 @@ TEST(SearchTest, JsonHasTheDocumentedShape) {
   const std::string json = MessageToJson(*report);
   for (const char* key :
        {"\"plans\"", "\"tp\"", "\"pp\"", "\"dp\"", "\"cp\"", "\"vpp\"",
-        "\"micro_batch\"", "\"zero_stage\"", "\"recompute\"",
-        "\"step_time_s\"", "\"tokens_per_s\"", "\"tflops_per_gpu\"",
-        "\"mfu\"", "\"memory_gib_per_gpu\"", "\"breakdown\"", "\"search\"",
+        "\"micro_batch\"", "\"zero_stage\"", "\"recompute\"", "\"step_time_s\"",
+        "\"tokens_per_s\"", "\"tflops_per_gpu\"", "\"mfu\"",
+        "\"memory_gib_per_gpu\"", "\"breakdown\"", "\"search\"",
         "\"candidates\"", "\"feasible\"", "\"elapsed_s\""}) {
     EXPECT_NE(json.find(key), std::string::npos) << key;
   }

@@ -19,17 +19,16 @@ struct Row {
   int tp, pp, gpus, batch, mbs;
   double tflops;  // per GPU, counting recompute (eq. 3)
 };
-const Row kTable1[] = {
-    {"gpt-1.7b", 1, 1, 32, 512, 16, 137},
-    {"gpt-3.6b", 2, 1, 64, 512, 16, 138},
-    {"gpt-7.5b", 4, 1, 128, 512, 16, 142},
-    {"gpt-18.4b", 8, 1, 256, 1024, 8, 135},
-    {"gpt-39.1b", 8, 2, 512, 1536, 4, 138},
-    {"gpt-76.1b", 8, 4, 1024, 1792, 2, 140},
-    {"gpt-145.6b", 8, 8, 1536, 2304, 2, 148},
-    {"gpt-310.1b", 8, 16, 1920, 2160, 1, 155},
-    {"gpt-529.6b", 8, 35, 2520, 2520, 1, 163},
-    {"gpt-1t", 8, 64, 3072, 3072, 1, 163}};
+const Row kTable1[] = {{"gpt-1.7b", 1, 1, 32, 512, 16, 137},
+                       {"gpt-3.6b", 2, 1, 64, 512, 16, 138},
+                       {"gpt-7.5b", 4, 1, 128, 512, 16, 142},
+                       {"gpt-18.4b", 8, 1, 256, 1024, 8, 135},
+                       {"gpt-39.1b", 8, 2, 512, 1536, 4, 138},
+                       {"gpt-76.1b", 8, 4, 1024, 1792, 2, 140},
+                       {"gpt-145.6b", 8, 8, 1536, 2304, 2, 148},
+                       {"gpt-310.1b", 8, 16, 1920, 2160, 1, 155},
+                       {"gpt-529.6b", 8, 35, 2520, 2520, 1, 163},
+                       {"gpt-1t", 8, 64, 3072, 3072, 1, 163}};
 
 PlanRequest Request(const char* preset, int gpus, int batch) {
   PlanRequest req;
@@ -43,9 +42,10 @@ PlanRequest Request(const char* preset, int gpus, int batch) {
 }
 
 double PaperStepTime(const ModelSpec& m, const Row& row) {
-  const double B = row.batch, s = 2048, l = m.num_layers(),
-               h = m.hidden_size(), V = m.vocab_size();
-  const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  const double B = row.batch, s = 2048, l = m.num_layers(), h = m.hidden_size(),
+               V = m.vocab_size();
+  const double eq3 =
+      96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   return eq3 / (row.tflops * 1e12 * row.gpus);
 }
 
