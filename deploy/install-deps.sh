@@ -20,7 +20,7 @@ PACKAGES=(
   # Node probe, trainer GEMMs, checksums, metrics endpoint
   libhwloc-dev hwloc libopenblas-dev libxxhash-dev libcpp-httplib-dev
   # Python side (tests, examples): Debian's interpreter and packages only
-  python3 python3-numpy
+  python3
 )
 
 missing=()
