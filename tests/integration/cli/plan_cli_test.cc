@@ -14,16 +14,16 @@
 namespace strata {
 namespace {
 
-struct Result {
+struct RunResult {
   int code = -1;
   std::string out;  // stdout and stderr together
 };
 
-Result RunStrata(const std::string& args) {
+RunResult RunStrata(const std::string& args) {
   const char* bin = std::getenv("STRATA_BINARY_DIR");
   std::string cmd =
       std::string(bin ? bin : ".") + "/cli/strata " + args + " 2>&1";
-  Result r;
+  RunResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf;
@@ -39,7 +39,7 @@ constexpr char kBase[] =
     "plan --model llama3-70b --cluster dgx-h100 --gpus 64 --global-batch 256";
 
 TEST(PlanCliTest, JsonOutputParsesIntoPlanReport) {
-  Result r = RunStrata(std::string(kBase) + " --top 3 --format json");
+  RunResult r = RunStrata(std::string(kBase) + " --top 3 --format json");
   ASSERT_EQ(r.code, 0) << r.out;
   PlanReport report;
   ASSERT_TRUE(ParseConfig(r.out, "stdout", &report).ok()) << r.out;
@@ -50,7 +50,7 @@ TEST(PlanCliTest, JsonOutputParsesIntoPlanReport) {
 }
 
 TEST(PlanCliTest, TableMarksTheWinnerAndExplainShowsBreakdowns) {
-  Result r = RunStrata(std::string(kBase) + " --top 3 --explain");
+  RunResult r = RunStrata(std::string(kBase) + " --top 3 --explain");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("  *  1 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("step (s)"), std::string::npos);
@@ -61,7 +61,7 @@ TEST(PlanCliTest, TableMarksTheWinnerAndExplainShowsBreakdowns) {
 }
 
 TEST(PlanCliTest, EmitMegatronPrintsTheFlags) {
-  Result r =
+  RunResult r =
       RunStrata(std::string(kBase) +
                 " --fix tp=8,pp=4,vpp=5,recompute=selective --emit megatron");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -76,7 +76,7 @@ TEST(PlanCliTest, EmitMegatronPrintsTheFlags) {
 }
 
 TEST(PlanCliTest, EmitTorchrunPrintsCommandAndEnvironment) {
-  Result r = RunStrata(std::string(kBase) + " --emit torchrun");
+  RunResult r = RunStrata(std::string(kBase) + " --emit torchrun");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("torchrun --nnodes=8 --nproc-per-node=8"),
             std::string::npos)
@@ -115,7 +115,7 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
        "--format"},
   };
   for (const Case& c : cases) {
-    Result r = RunStrata(c.args);
+    RunResult r = RunStrata(c.args);
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n"
                                                         << r.out;
@@ -129,23 +129,49 @@ TEST(PlanCliTest, MalformedAndImpossibleModelFiles) {
          "vocab_size: 100\nseq_length: 128\n";
   std::ofstream(dir + "/broken.yaml") << "name: [oops\n";
   std::ofstream(dir + "/typo.yaml") << "num_layer: 4\n";
-  Result heads = RunStrata("plan --model " + dir +
+  RunResult heads = RunStrata("plan --model " + dir +
                            "/heads.yaml --cluster dgx-h100 "
                            "--gpus 8 --global-batch 8");
   EXPECT_EQ(heads.code, 2);
   EXPECT_NE(heads.out.find("not divisible by num_attention_heads 7"),
             std::string::npos)
       << heads.out;
-  Result broken = RunStrata("plan --model " + dir +
+  RunResult broken = RunStrata("plan --model " + dir +
                             "/broken.yaml --cluster "
                             "dgx-h100 --gpus 8 --global-batch 8");
   EXPECT_EQ(broken.code, 2);
   EXPECT_NE(broken.out.find("broken.yaml:"), std::string::npos) << broken.out;
-  Result typo = RunStrata("plan --model " + dir +
+  RunResult typo = RunStrata("plan --model " + dir +
                           "/typo.yaml --cluster dgx-h100 "
                           "--gpus 8 --global-batch 8");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.out.find("'num_layer'"), std::string::npos) << typo.out;
+}
+
+TEST(PlanCliTest, ClusterFilesWorkAndMissingFieldsAreNamed) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/lab.yaml")
+      << "name: lab\n"
+         "gpu: {name: L40S, peak_bf16_tflops: 362, memory_gib: 48,\n"
+         "      gemm_efficiency: 0.7, hbm_gbps: 864}\n"
+         "gpus_per_node: 4\nintra_node_gbps: 32\n"
+         "nics: [{count: 2, gbps: 100, type: roce}]\n"
+         "network: {nodes_per_leaf: 8, leaves_per_pod: 1, oversubscription: 1}\n"
+         "num_nodes: 4\n";
+  std::ofstream(dir + "/nogpu.yaml") << "name: nogpu\ngpus_per_node: 8\n";
+  RunResult ok = RunStrata("plan --model llama3-8b --cluster " + dir +
+                           "/lab.yaml --gpus 16 --global-batch 64 --top 2");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("16 x L40S (lab)"), std::string::npos) << ok.out;
+  RunResult too_big = RunStrata("plan --model llama3-8b --cluster " + dir +
+                                "/lab.yaml --gpus 32 --global-batch 64");
+  EXPECT_EQ(too_big.code, 2);
+  EXPECT_NE(too_big.out.find("has 16 GPUs"), std::string::npos) << too_big.out;
+  RunResult missing = RunStrata("plan --model llama3-8b --cluster " + dir +
+                                "/nogpu.yaml --gpus 8 --global-batch 8");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("field 'gpu' is missing"), std::string::npos)
+      << missing.out;
 }
 
 }  // namespace
