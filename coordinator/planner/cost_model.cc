@@ -65,11 +65,12 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   // mask 1) + MLP 19 (input 2, up 8, activation 8, mask 1) + norms 4.
   // Generalised: K and V shrink to kv/h under GQA, the MLP terms scale with
   // f/h, and SwiGLU keeps gate and up outputs (4 f/h) plus the product
-  // (2 f/h): 14 + 4 kv/h + (4 or 6) f/h.
+  // (2 f/h): 14 + 4 kv/h + (4 or 6) f/h. Models trained without dropout
+  // (Llama) keep neither 1-byte mask: 12 + ...
   const double h = model.hidden_size();
   const double kv = h * model.num_query_groups() / model.num_attention_heads();
   const double f_over_h = model.ffn_hidden_size() / h;
-  act_coeff_ = 14 + 4 * kv / h +
+  act_coeff_ = (model.dropout() ? 14 : 12) + 4 * kv / h +
                (model.activation() == Activation::swiglu ? 6 : 4) * f_over_h;
 }
 
@@ -115,7 +116,10 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   const double act_lin = c.sequence_parallel || c.tp == 1
                              ? tokens * h * act_coeff_ / t
                              : tokens * h * (10 + (act_coeff_ - 10) / t);
-  const double act_scores = flash ? 0 : 5 * b * (a / t) * (s / cp) * s;
+  // Scores: softmax output (2), dropout mask (1) and output (2) per score;
+  // without dropout only the softmax output.
+  const double act_scores =
+      flash ? 0 : (model_.dropout() ? 5 : 2) * b * (a / t) * (s / cp) * s;
   const double elem_lin = kElementwisePasses * act_lin / hbm;
   const double elem_scores = kElementwisePasses * act_scores / hbm;
   lc.fwd_s = gemm + attn + elem_lin + elem_scores;
