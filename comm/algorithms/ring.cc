@@ -1,0 +1,79 @@
+// Ring reduce-scatter and all-gather (Patarasuk & Yuan 2009; the NCCL and
+// gloo ring). Each step moves one block to the right neighbour while the
+// left neighbour's block arrives; blocks are cut into segments so that the
+// reduction of one segment overlaps the transfer of the next.
+#include <algorithm>
+#include <vector>
+
+#include "comm/algorithms/algorithms.h"
+
+namespace strata::comm::algorithms {
+namespace {
+
+// Bytes per SendRecv inside a step: large enough to amortise per-call cost,
+// small enough to stay in L2 while being reduced.
+constexpr size_t kSegmentBytes = 256 * 1024;
+
+int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
+                         ReduceOp op, Deadline deadline) {
+  const int n = t.size(), r = t.rank();
+  if (n == 1 || count == 0) return absl::OkStatus();
+  const size_t es = ElementSize(type);
+  char* base = static_cast<char*>(buf);
+  const int right = Mod(r + 1, n), left = Mod(r - 1, n);
+  const size_t seg_elems = std::max<size_t>(1, kSegmentBytes / es);
+  std::vector<char> scratch(std::min(count, seg_elems) * es + es);
+  for (int step = 0; step < n - 1; ++step) {
+    // Send the block reduced in the previous step; receive the one to the
+    // left of it. After n-1 steps rank r owns block r.
+    const int send_block = Mod(r - step - 1, n);
+    const int recv_block = Mod(r - step - 2, n);
+    const size_t s0 = BlockBegin(count, n, send_block);
+    const size_t s1 = BlockBegin(count, n, send_block + 1);
+    const size_t r0 = BlockBegin(count, n, recv_block);
+    const size_t r1 = BlockBegin(count, n, recv_block + 1);
+    size_t so = s0, ro = r0;
+    while (so < s1 || ro < r1) {
+      const size_t sn = std::min(seg_elems, s1 - so);
+      const size_t rn = std::min(seg_elems, r1 - ro);
+      RETURN_IF_ERROR(t.SendRecv(right, base + so * es, sn * es, left,
+                                 scratch.data(), rn * es, deadline));
+      if (rn > 0) ReduceInto(base + ro * es, scratch.data(), rn, type, op);
+      so += sn;
+      ro += rn;
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status RingAllGather(Transport& t, void* buf, size_t count, DataType type,
+                     Deadline deadline) {
+  const int n = t.size(), r = t.rank();
+  if (n == 1 || count == 0) return absl::OkStatus();
+  const size_t es = ElementSize(type);
+  char* base = static_cast<char*>(buf);
+  const int right = Mod(r + 1, n), left = Mod(r - 1, n);
+  for (int step = 0; step < n - 1; ++step) {
+    const int send_block = Mod(r - step, n);
+    const int recv_block = Mod(r - step - 1, n);
+    const size_t s0 = BlockBegin(count, n, send_block);
+    const size_t s1 = BlockBegin(count, n, send_block + 1);
+    const size_t r0 = BlockBegin(count, n, recv_block);
+    const size_t r1 = BlockBegin(count, n, recv_block + 1);
+    RETURN_IF_ERROR(t.SendRecv(right, base + s0 * es, (s1 - s0) * es, left,
+                               base + r0 * es, (r1 - r0) * es, deadline));
+  }
+  return absl::OkStatus();
+}
+
+Status RingAllReduce(Transport& t, void* buf, size_t count, DataType type,
+                     ReduceOp op, Deadline deadline) {
+  RETURN_IF_ERROR(RingReduceScatter(t, buf, count, type, op, deadline));
+  return RingAllGather(t, buf, count, type, deadline);
+}
+
+}  // namespace strata::comm::algorithms

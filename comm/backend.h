@@ -1,0 +1,85 @@
+// The collective interface every rank uses (DESIGN.md §5). Operations are
+// asynchronous: each returns a Work handle; operations of one Backend run
+// one at a time in submission order (like a CUDA/NCCL stream), so every rank
+// must submit the same sequence. Buffers must stay valid until the Work
+// completes.
+//
+// Errors (STYLE.md): DeadlineExceeded when the operation's timeout passes,
+// naming the peer that did not answer; Unavailable when a peer is gone;
+// Aborted after Abort(); InvalidArgument for bad arguments. After any error
+// the group is broken: later operations fail with FailedPrecondition and the
+// caller rebuilds the group (groups are immutable).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "comm/types.h"
+#include "common/status.h"
+
+namespace strata::comm {
+
+enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kHierarchical };
+const char* AlgorithmName(Algorithm a);
+
+struct OpOptions {
+  // 0 = the backend's default timeout.
+  std::chrono::milliseconds timeout{0};
+  // kAuto lets the tuner choose (all-reduce only); others force it.
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the operation finishes or `timeout` passes (then
+  // DeadlineExceeded for the wait, the operation keeps running).
+  virtual Status Wait(std::chrono::milliseconds timeout =
+                          std::chrono::milliseconds::max()) = 0;
+  virtual bool IsCompleted() = 0;
+  // Aborts the whole group: this and every pending operation return Aborted.
+  virtual void Abort() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* name() const = 0;
+
+  // In place over `count` elements; kAvg divides by size().
+  virtual std::shared_ptr<Work> AllReduce(void* buf, size_t count,
+                                          DataType type, ReduceOp op,
+                                          const OpOptions& opts = {}) = 0;
+  // `in` holds `count` elements; `out` receives this rank's block
+  // [count*r/n, count*(r+1)/n) of the reduction (any count, 0 included).
+  virtual std::shared_ptr<Work> ReduceScatter(const void* in, void* out,
+                                              size_t count, DataType type,
+                                              ReduceOp op,
+                                              const OpOptions& opts = {}) = 0;
+  // `in` holds this rank's block of `count` elements (see ReduceScatter);
+  // `out` receives all `count`.
+  virtual std::shared_ptr<Work> AllGather(const void* in, void* out,
+                                          size_t count, DataType type,
+                                          const OpOptions& opts = {}) = 0;
+  virtual std::shared_ptr<Work> Broadcast(void* buf, size_t count,
+                                          DataType type, int root,
+                                          const OpOptions& opts = {}) = 0;
+  // `in` and `out` hold size() blocks of `count_per_rank` elements.
+  virtual std::shared_ptr<Work> AllToAll(const void* in, void* out,
+                                         size_t count_per_rank, DataType type,
+                                         const OpOptions& opts = {}) = 0;
+  virtual std::shared_ptr<Work> Send(const void* buf, size_t count,
+                                     DataType type, int peer,
+                                     const OpOptions& opts = {}) = 0;
+  virtual std::shared_ptr<Work> Recv(void* buf, size_t count, DataType type,
+                                     int peer, const OpOptions& opts = {}) = 0;
+  virtual std::shared_ptr<Work> Barrier(const OpOptions& opts = {}) = 0;
+
+  // Unblocks every pending operation with Aborted; thread-safe.
+  virtual void Abort() = 0;
+};
+
+}  // namespace strata::comm

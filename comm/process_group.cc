@@ -1,0 +1,263 @@
+#include "comm/process_group.h"
+
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "comm/algorithms/algorithms.h"
+
+namespace strata::comm {
+
+const char* AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kRecursiveDoubling: return "recursive_doubling";
+    case Algorithm::kHierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+class ProcessGroup::OpWork final : public Work {
+ public:
+  explicit OpWork(ProcessGroup* group) : group_(group) {}
+
+  Status Wait(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto done = [&] { return done_; };
+    if (timeout == std::chrono::milliseconds::max()) {
+      cv_.wait(lock, done);
+    } else if (!cv_.wait_for(lock, timeout, done)) {
+      return absl::DeadlineExceededError("Work::Wait timed out");
+    }
+    return status_;
+  }
+
+  bool IsCompleted() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+
+  void Abort() override { group_->Abort(); }
+
+  void Finish(Status st) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = std::move(st);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  ProcessGroup* group_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mu_
+  Status status_;      // guarded by mu_
+};
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
+                           GroupOptions options, Logger logger)
+    : transport_(std::move(transport)),
+      options_(std::move(options)),
+      logger_(std::move(logger)) {
+  const int n = transport_->size();
+  if (static_cast<int>(options_.node_of.size()) != n) {
+    options_.node_of.resize(n);
+    for (int r = 0; r < n; ++r) options_.node_of[r] = r;
+  }
+  std::map<int, int> per_node;
+  for (int node : options_.node_of) ++per_node[node];
+  hierarchical_ok_ = per_node.size() > 1 && per_node.size() < static_cast<size_t>(n);
+  for (const auto& [node, count] : per_node) {
+    hierarchical_ok_ &= count == per_node.begin()->second;
+  }
+  worker_ = std::thread([this] { Loop(); });
+}
+
+ProcessGroup::~ProcessGroup() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+Algorithm ProcessGroup::ChooseAllReduce(size_t bytes) const {
+  if (bytes <= options_.small_message_bytes) return Algorithm::kRecursiveDoubling;
+  if (hierarchical_ok_) return Algorithm::kHierarchical;
+  return Algorithm::kRing;
+}
+
+void ProcessGroup::Abort() {
+  transport_->Abort();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = absl::AbortedError("process group aborted");
+}
+
+std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
+                                            const OpOptions& opts, Op op) {
+  auto work = std::make_shared<OpWork>(this);
+  const auto timeout =
+      opts.timeout.count() > 0 ? opts.timeout : options_.timeout;
+  Op timed = [op = std::move(op), timeout, what, this](Deadline) {
+    Status st = op(Clock::now() + timeout);
+    if (!st.ok()) {
+      return Status(st.code(), absl::StrCat(what, " on rank ", rank(), "/",
+                                            size(), ": ", st.message()));
+    }
+    return st;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace_back(work, std::move(timed));
+  }
+  cv_.notify_all();
+  return work;
+}
+
+void ProcessGroup::Loop() {
+  for (;;) {
+    std::shared_ptr<OpWork> work;
+    Op op;
+    Status broken;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      work = std::move(queue_.front().first);
+      op = std::move(queue_.front().second);
+      queue_.pop_front();
+      broken = broken_;
+    }
+    if (!broken.ok()) {
+      work->Finish(absl::FailedPreconditionError(absl::StrCat(
+          "process group is broken after an earlier error: ",
+          broken.message())));
+      continue;
+    }
+    Status st = op(Deadline{});
+    if (!st.ok()) {
+      logger_->error("{}", std::string(st.message()));
+      std::lock_guard<std::mutex> lock(mu_);
+      if (broken_.ok()) broken_ = st;
+    }
+    work->Finish(std::move(st));
+  }
+}
+
+std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
+                                              DataType type, ReduceOp op,
+                                              const OpOptions& opts) {
+  Algorithm algo = opts.algorithm == Algorithm::kAuto
+                       ? ChooseAllReduce(count * ElementSize(type))
+                       : opts.algorithm;
+  return Enqueue("all_reduce", opts, [=, this](Deadline d) -> Status {
+    Transport& t = *transport_;
+    switch (algo) {
+      case Algorithm::kRecursiveDoubling:
+        RETURN_IF_ERROR(algorithms::RecursiveDoublingAllReduce(t, buf, count,
+                                                               type, op, d));
+        break;
+      case Algorithm::kHierarchical:
+        RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
+            t, options_.node_of, buf, count, type, op, d));
+        break;
+      default:
+        RETURN_IF_ERROR(algorithms::RingAllReduce(t, buf, count, type, op, d));
+    }
+    if (op == ReduceOp::kAvg) Divide(buf, count, type, size());
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
+                                                  size_t count, DataType type,
+                                                  ReduceOp op,
+                                                  const OpOptions& opts) {
+  return Enqueue("reduce_scatter", opts, [=, this](Deadline d) -> Status {
+    const size_t es = ElementSize(type);
+    std::vector<char> tmp(static_cast<const char*>(in),
+                          static_cast<const char*>(in) + count * es);
+    RETURN_IF_ERROR(algorithms::RingReduceScatter(*transport_, tmp.data(),
+                                                  count, type, op, d));
+    const size_t b0 = algorithms::BlockBegin(count, size(), rank());
+    const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
+    std::memcpy(out, tmp.data() + b0 * es, (b1 - b0) * es);
+    if (op == ReduceOp::kAvg) Divide(out, b1 - b0, type, size());
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::AllGather(const void* in, void* out,
+                                              size_t count, DataType type,
+                                              const OpOptions& opts) {
+  return Enqueue("all_gather", opts, [=, this](Deadline d) -> Status {
+    const size_t es = ElementSize(type);
+    const size_t b0 = algorithms::BlockBegin(count, size(), rank());
+    const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
+    std::memmove(static_cast<char*>(out) + b0 * es, in, (b1 - b0) * es);
+    return algorithms::RingAllGather(*transport_, out, count, type, d);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::Broadcast(void* buf, size_t count,
+                                              DataType type, int root,
+                                              const OpOptions& opts) {
+  if (root < 0 || root >= size()) {
+    auto w = std::make_shared<OpWork>(this);
+    w->Finish(absl::InvalidArgumentError(
+        absl::StrCat("broadcast root ", root, " outside group of ", size())));
+    return w;
+  }
+  return Enqueue("broadcast", opts, [=, this](Deadline d) {
+    return algorithms::BinomialBroadcast(*transport_, buf,
+                                         count * ElementSize(type), root, d);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::AllToAll(const void* in, void* out,
+                                             size_t count_per_rank,
+                                             DataType type,
+                                             const OpOptions& opts) {
+  return Enqueue("all_to_all", opts, [=, this](Deadline d) {
+    return algorithms::PairwiseAllToAll(*transport_, in, out,
+                                        count_per_rank * ElementSize(type), d);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::Send(const void* buf, size_t count,
+                                         DataType type, int peer,
+                                         const OpOptions& opts) {
+  if (peer < 0 || peer >= size() || peer == rank()) {
+    auto w = std::make_shared<OpWork>(this);
+    w->Finish(absl::InvalidArgumentError(absl::StrCat("bad send peer ", peer)));
+    return w;
+  }
+  return Enqueue("send", opts, [=, this](Deadline d) {
+    return transport_->Send(peer, buf, count * ElementSize(type), d);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count,
+                                         DataType type, int peer,
+                                         const OpOptions& opts) {
+  if (peer < 0 || peer >= size() || peer == rank()) {
+    auto w = std::make_shared<OpWork>(this);
+    w->Finish(absl::InvalidArgumentError(absl::StrCat("bad recv peer ", peer)));
+    return w;
+  }
+  return Enqueue("recv", opts, [=, this](Deadline d) {
+    return transport_->Recv(peer, buf, count * ElementSize(type), d);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::Barrier(const OpOptions& opts) {
+  return Enqueue("barrier", opts, [this](Deadline d) {
+    return algorithms::DisseminationBarrier(*transport_, d);
+  });
+}
+
+}  // namespace strata::comm

@@ -1,0 +1,84 @@
+// ProcessGroup: the Backend that runs comm/algorithms over a Transport
+// (shm, tcp, in-process). One worker thread per group executes operations
+// in submission order; Work handles complete from that thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/backend.h"
+#include "comm/transport.h"
+#include "common/logging.h"
+
+namespace strata::comm {
+
+struct GroupOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // node_of[r]: node index of rank r (hierarchical algorithm, tuner). Empty
+  // means every rank on its own node.
+  std::vector<int> node_of;
+  // Tuner thresholds: all-reduces up to this size use recursive doubling
+  // (latency-bound); larger ones the ring, or the hierarchical algorithm
+  // when the group spans several nodes with equal ranks per node.
+  size_t small_message_bytes = 64 * 1024;
+};
+
+class ProcessGroup final : public Backend {
+ public:
+  ProcessGroup(std::unique_ptr<Transport> transport, GroupOptions options,
+               Logger logger = GetLogger("COMM"));
+  ~ProcessGroup() override;
+
+  int rank() const override { return transport_->rank(); }
+  int size() const override { return transport_->size(); }
+  const char* name() const override { return transport_->name(); }
+
+  // The algorithm the tuner picks for an all-reduce of `bytes`.
+  Algorithm ChooseAllReduce(size_t bytes) const;
+
+  std::shared_ptr<Work> AllReduce(void* buf, size_t count, DataType type,
+                                  ReduceOp op,
+                                  const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> ReduceScatter(const void* in, void* out, size_t count,
+                                      DataType type, ReduceOp op,
+                                      const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> AllGather(const void* in, void* out, size_t count,
+                                  DataType type,
+                                  const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType type,
+                                  int root,
+                                  const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> AllToAll(const void* in, void* out,
+                                 size_t count_per_rank, DataType type,
+                                 const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> Send(const void* buf, size_t count, DataType type,
+                             int peer, const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> Recv(void* buf, size_t count, DataType type, int peer,
+                             const OpOptions& opts = {}) override;
+  std::shared_ptr<Work> Barrier(const OpOptions& opts = {}) override;
+  void Abort() override;
+
+ private:
+  class OpWork;
+  using Op = std::function<Status(Deadline)>;
+  std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts, Op op);
+  void Loop();
+
+  std::unique_ptr<Transport> transport_;
+  GroupOptions options_;
+  Logger logger_;
+  bool hierarchical_ok_ = false;  // > 1 node, equal ranks per node
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::shared_ptr<OpWork>, Op>> queue_;  // guarded by mu_
+  bool stopping_ = false;                                    // guarded by mu_
+  Status broken_;                                            // guarded by mu_
+  std::thread worker_;
+};
+
+}  // namespace strata::comm

@@ -1,0 +1,78 @@
+// Point-to-point byte transport among the ranks of one group: the only thing
+// collective algorithms see (gloo's Pair/Context split, STYLE.md). Each
+// ordered pair of ranks is an in-order byte stream; a message's length is
+// known to both sides, so there is no framing.
+//
+// Threading: one thread (the group's worker) drives a transport; Abort() may
+// be called from any thread and makes every pending and later call return
+// Aborted.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace strata::comm {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Transport name for messages and benchmarks ("shm", "tcp", "inproc").
+  virtual const char* name() const = 0;
+
+  // Sends `send_bytes` to `send_peer` while receiving `recv_bytes` from
+  // `recv_peer`, progressing both at once so two ranks exchanging large
+  // buffers cannot deadlock. A peer of -1 (or 0 bytes) disables that side.
+  // Errors name the peer: DeadlineExceeded when `deadline` passes,
+  // Unavailable when the peer is gone (closed socket, dead process),
+  // Aborted after Abort().
+  virtual Status SendRecv(int send_peer, const void* send, size_t send_bytes,
+                          int recv_peer, void* recv, size_t recv_bytes,
+                          Deadline deadline) = 0;
+
+  Status Send(int peer, const void* data, size_t bytes, Deadline deadline) {
+    return SendRecv(peer, data, bytes, -1, nullptr, 0, deadline);
+  }
+  Status Recv(int peer, void* data, size_t bytes, Deadline deadline) {
+    return SendRecv(-1, nullptr, 0, peer, data, bytes, deadline);
+  }
+
+  virtual void Abort() = 0;
+};
+
+// A sub-group view: rank i of the view is rank members[i] of `base`.
+// Used by hierarchical algorithms (intra-node and inter-node groups) and by
+// group construction from a plan. `base` must outlive the view.
+class SubTransport final : public Transport {
+ public:
+  SubTransport(Transport* base, std::vector<int> members);
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  const char* name() const override { return base_->name(); }
+  Status SendRecv(int send_peer, const void* send, size_t send_bytes,
+                  int recv_peer, void* recv, size_t recv_bytes,
+                  Deadline deadline) override;
+  void Abort() override { base_->Abort(); }
+
+ private:
+  Transport* base_;
+  std::vector<int> members_;
+  int rank_ = -1;
+};
+
+// Ranks as threads of one process: `size` transports sharing in-memory
+// pipes. Sends never block (they copy into the pipe). For tests and for
+// single-process tools.
+std::vector<std::unique_ptr<Transport>> NewInProcessTransports(int size);
+
+}  // namespace strata::comm
