@@ -43,6 +43,25 @@ class Store {
 // Process-local store for ranks run as threads (tests, single-node tools).
 std::shared_ptr<Store> NewInMemoryStore();
 
+// A directory of files, one per key, shared by processes on one host or a
+// shared file system (gloo FileStore). Set writes a temporary file and
+// renames it; Add takes an flock on the directory's lock file.
+StatusOr<std::shared_ptr<Store>> NewFileStore(const std::string& dir);
+
+// TCP store: a server thread owning an in-memory store, for a launcher or
+// rank 0 to host; clients from any process. Wire format in docs/comm.md.
+class TcpStoreServer {
+ public:
+  virtual ~TcpStoreServer() = default;
+  virtual int port() const = 0;
+  virtual void Stop() = 0;
+};
+StatusOr<std::unique_ptr<TcpStoreServer>> StartTcpStoreServer(
+    const std::string& bind_addr, int port);
+StatusOr<std::shared_ptr<Store>> ConnectTcpStore(
+    const std::string& host, int port,
+    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 // Prepends "<prefix>/" to every key so groups and jobs share one store
 // without colliding (c10d PrefixStore).
 std::shared_ptr<Store> NewPrefixStore(std::string prefix,

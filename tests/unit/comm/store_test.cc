@@ -1,5 +1,10 @@
 #include "comm/store.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -53,6 +58,85 @@ TEST(PrefixStoreTest, KeysAreIsolatedByPrefix) {
   EXPECT_TRUE(*a->Check("k"));
   EXPECT_FALSE(*b->Check("k"));
   EXPECT_TRUE(*base->Check("job1/k"));
+}
+
+}  // namespace
+}  // namespace strata::comm
+
+namespace strata::comm {
+namespace {
+
+int tcp_test_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  return fd;
+}
+
+void ExerciseStore(Store& a, Store& b) {
+  ASSERT_TRUE(a.Set("k/1", std::string("v\0x", 3)).ok());
+  auto v = b.Get("k/1", std::chrono::milliseconds(1000));
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, std::string("v\0x", 3));
+  EXPECT_EQ(*a.Add("n", 2), 2);
+  EXPECT_EQ(*b.Add("n", 3), 5);
+  EXPECT_TRUE(*b.Check("k/1"));
+  EXPECT_FALSE(*b.Check("nope"));
+  Status st = b.Wait({"k/1", "missing"}, std::chrono::milliseconds(20));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(st.message().find("missing"), std::string::npos) << st;
+  ASSERT_TRUE(a.Delete("k/1").ok());
+  EXPECT_FALSE(*b.Check("k/1"));
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ASSERT_TRUE(a.Set("late", "x").ok());
+  });
+  EXPECT_TRUE(b.Get("late", std::chrono::milliseconds(5000)).ok());
+  later.join();
+}
+
+TEST(FileStoreTest, SharedThroughADirectory) {
+  const std::string dir = ::testing::TempDir() + "/filestore_test";
+  auto a = NewFileStore(dir);
+  auto b = NewFileStore(dir);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ExerciseStore(**a, **b);
+}
+
+TEST(TcpStoreTest, ClientsShareTheServersState) {
+  auto server = StartTcpStoreServer("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto a = ConnectTcpStore("127.0.0.1", (*server)->port());
+  auto b = ConnectTcpStore("127.0.0.1", (*server)->port());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ExerciseStore(**a, **b);
+}
+
+TEST(TcpStoreTest, GarbageFromAClientDoesNotHurtTheServer) {
+  auto server = StartTcpStoreServer("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok());
+  {
+    auto fd = tcp_test_connect((*server)->port());
+    const uint32_t huge[2] = {1, 0xffffffffu};  // one part of 4 GiB
+    ASSERT_EQ(write(fd, huge, sizeof(huge)), static_cast<ssize_t>(sizeof(huge)));
+    close(fd);
+  }
+  auto c = ConnectTcpStore("127.0.0.1", (*server)->port());
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE((*c)->Set("still", "alive").ok());
+  EXPECT_EQ(*(*c)->Get("still", std::chrono::milliseconds(100)), "alive");
+}
+
+TEST(TcpStoreTest, DeadServerIsUnavailable) {
+  auto server = StartTcpStoreServer("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok());
+  auto c = ConnectTcpStore("127.0.0.1", (*server)->port());
+  ASSERT_TRUE(c.ok());
+  (*server)->Stop();
+  EXPECT_EQ((*c)->Set("k", "v").code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -1,0 +1,84 @@
+#include "comm/tcp/tcp_transport.h"
+
+#include <thread>
+
+#include "comm/process_group.h"
+#include "gtest/gtest.h"
+
+namespace strata::comm {
+namespace {
+
+// Connects `n` TCP transports over loopback, ranks as threads.
+std::vector<std::unique_ptr<Transport>> Mesh(int n, int streams) {
+  auto store = NewInMemoryStore();
+  std::vector<std::unique_ptr<Transport>> out(n);
+  std::vector<std::thread> threads;
+  TcpOptions opts;
+  opts.streams = streams;
+  opts.stripe_threshold = 64 * 1024;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto t = ConnectTcpTransport(store, r, n, opts);
+      ASSERT_TRUE(t.ok()) << t.status();
+      out[r] = std::move(*t);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(TcpTransportTest, AllReduceOverLoopbackWithStripedStreams) {
+  for (int n : {2, 3, 4}) {
+    auto mesh = Mesh(n, 3);
+    std::vector<std::unique_ptr<ProcessGroup>> groups;
+    for (auto& t : mesh) groups.push_back(std::make_unique<ProcessGroup>(std::move(t), GroupOptions{}));
+    const size_t count = (1 << 20) + 5;  // 4 MiB: striped over 3 streams
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        std::vector<int32_t> buf(count);
+        for (size_t i = 0; i < count; ++i) buf[i] = static_cast<int32_t>(r * 1000 + i % 1000);
+        for (Algorithm a : {Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+          std::vector<int32_t> b = buf;
+          OpOptions o;
+          o.algorithm = a;
+          ASSERT_TRUE(groups[r]->AllReduce(b.data(), count, DataType::kI32, ReduceOp::kSum, o)->Wait().ok());
+          for (size_t i = 0; i < count; i += 4099) {
+            ASSERT_EQ(b[i], static_cast<int32_t>(1000 * n * (n - 1) / 2 + n * (i % 1000)));
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
+TEST(TcpTransportTest, ClosedPeerIsUnavailableNamingIt) {
+  auto mesh = Mesh(2, 1);
+  mesh[1].reset();  // rank 1 goes away: its sockets close
+  std::vector<char> buf(1 << 20);
+  Status st = mesh[0]->Recv(1, buf.data(), buf.size(),
+                            Clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st;
+}
+
+TEST(TcpTransportTest, SilentPeerTimesOutNamingIt) {
+  auto mesh = Mesh(2, 1);
+  char c;
+  Status st = mesh[0]->Recv(1, &c, 1, Clock::now() + std::chrono::milliseconds(50));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st;
+}
+
+TEST(TcpTransportTest, MissingRankFailsConnectWithItsName) {
+  auto store = NewInMemoryStore();
+  TcpOptions opts;
+  opts.connect_timeout = std::chrono::milliseconds(100);
+  auto t = ConnectTcpTransport(store, 0, 2, opts);  // rank 1 never comes
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(t.status().message().find("1"), std::string::npos) << t.status();
+}
+
+}  // namespace
+}  // namespace strata::comm
