@@ -1,0 +1,199 @@
+#include "comm/shm/shm_transport.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata::comm {
+namespace {
+
+constexpr size_t kLine = 64;
+
+struct alignas(kLine) Cursor {
+  std::atomic<uint64_t> value{0};
+};
+
+// Segment layout: an abort flag and `size` pids (HeaderBytes), then
+// size*size RingHeaders, then the ring data.
+struct RingHeader {
+  Cursor head;  // bytes written by the sender
+  Cursor tail;  // bytes consumed by the receiver
+};
+
+size_t HeaderBytes(int size) {
+  return (sizeof(std::atomic<uint32_t>) + sizeof(std::atomic<int32_t>) * size +
+          kLine - 1) / kLine * kLine;
+}
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport(int rank, int size, size_t ring_bytes, void* base, size_t len)
+      : rank_(rank), size_(size), ring_bytes_(ring_bytes), base_(base), len_(len) {
+    char* p = static_cast<char*>(base);
+    aborted_ = reinterpret_cast<std::atomic<uint32_t>*>(p);
+    pids_ = reinterpret_cast<std::atomic<int32_t>*>(p + sizeof(std::atomic<uint32_t>));
+    rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size));
+    data_ = p + HeaderBytes(size) + sizeof(RingHeader) * size * size;
+  }
+  ~ShmTransport() override { munmap(base_, len_); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return "shm"; }
+  std::atomic<int32_t>* pids() { return pids_; }
+
+  void Abort() override { aborted_->store(1, std::memory_order_release); }
+
+  Status SendRecv(int send_peer, const void* send, size_t send_bytes,
+                  int recv_peer, void* recv, size_t recv_bytes,
+                  Deadline deadline) override {
+    const char* src = static_cast<const char*>(send);
+    char* dst = static_cast<char*>(recv);
+    size_t to_send = send_peer >= 0 ? send_bytes : 0;
+    size_t to_recv = recv_peer >= 0 ? recv_bytes : 0;
+    RingHeader* out = to_send ? &Ring(rank_, send_peer) : nullptr;
+    RingHeader* in = to_recv ? &Ring(recv_peer, rank_) : nullptr;
+    char* out_data = to_send ? RingData(rank_, send_peer) : nullptr;
+    char* in_data = to_recv ? RingData(recv_peer, rank_) : nullptr;
+    const uint64_t mask = ring_bytes_ - 1;
+    uint64_t idle = 0;
+    while (to_send > 0 || to_recv > 0) {
+      bool progress = false;
+      if (to_send > 0) {
+        const uint64_t head = out->head.value.load(std::memory_order_relaxed);
+        const uint64_t tail = out->tail.value.load(std::memory_order_acquire);
+        size_t room = ring_bytes_ - static_cast<size_t>(head - tail);
+        size_t n = std::min(room, to_send);
+        if (n > 0) {
+          const size_t off = head & mask, first = std::min(n, ring_bytes_ - off);
+          std::memcpy(out_data + off, src, first);
+          std::memcpy(out_data, src + first, n - first);
+          out->head.value.store(head + n, std::memory_order_release);
+          src += n;
+          to_send -= n;
+          progress = true;
+        }
+      }
+      if (to_recv > 0) {
+        const uint64_t tail = in->tail.value.load(std::memory_order_relaxed);
+        const uint64_t head = in->head.value.load(std::memory_order_acquire);
+        size_t n = std::min(static_cast<size_t>(head - tail), to_recv);
+        if (n > 0) {
+          const size_t off = tail & mask, first = std::min(n, ring_bytes_ - off);
+          std::memcpy(dst, in_data + off, first);
+          std::memcpy(dst + first, in_data, n - first);
+          in->tail.value.store(tail + n, std::memory_order_release);
+          dst += n;
+          to_recv -= n;
+          progress = true;
+        }
+      }
+      if (progress) {
+        idle = 0;
+        continue;
+      }
+      ++idle;
+      if (idle < 2000) continue;  // spin: the peer is usually mid-copy
+      if ((idle & 63) == 0) {
+        if (aborted_->load(std::memory_order_acquire)) {
+          return absl::AbortedError("shm transport aborted");
+        }
+        const int peer = to_recv > 0 ? recv_peer : send_peer;
+        if (Clock::now() >= deadline) {
+          return absl::DeadlineExceededError(absl::StrCat(
+              "rank ", rank_, ": timed out ",
+              to_recv > 0 ? "receiving from" : "sending to", " rank ", peer));
+        }
+        for (int p : {send_peer, recv_peer}) {
+          const int pid = p >= 0 ? pids_[p].load() : 0;
+          if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+            return absl::UnavailableError(absl::StrCat(
+                "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
+          }
+        }
+      }
+      if (idle < 20000) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    if (aborted_->load(std::memory_order_acquire)) {
+      return absl::AbortedError("shm transport aborted");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  RingHeader& Ring(int from, int to) { return rings_[from * size_ + to]; }
+  char* RingData(int from, int to) {
+    return data_ + (static_cast<size_t>(from) * size_ + to) * ring_bytes_;
+  }
+
+  int rank_, size_;
+  size_t ring_bytes_;
+  void* base_;
+  size_t len_;
+  std::atomic<uint32_t>* aborted_;
+  std::atomic<int32_t>* pids_;
+  RingHeader* rings_;
+  char* data_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
+    std::shared_ptr<Store> store, int rank, int size, const ShmOptions& opts) {
+  if (rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(absl::StrCat("bad shm rank ", rank, " of ", size));
+  }
+  if (opts.ring_bytes == 0 || (opts.ring_bytes & (opts.ring_bytes - 1)) != 0) {
+    return absl::InvalidArgumentError("shm ring_bytes must be a power of two");
+  }
+  const size_t len = HeaderBytes(size) + sizeof(RingHeader) * size * size +
+                     opts.ring_bytes * size * size;
+  std::string name;
+  int fd = -1;
+  if (rank == 0) {
+    std::random_device rd;
+    name = absl::StrCat("/strata-shm-", getpid(), "-", rd());
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) return ErrnoToStatus(errno, "shm_open " + name);
+    if (ftruncate(fd, static_cast<off_t>(len)) != 0) {
+      Status st = ErrnoToStatus(errno, "ftruncate " + name);
+      close(fd);
+      shm_unlink(name.c_str());
+      return st;
+    }
+    RETURN_IF_ERROR(store->Set("shm/name", name));
+  } else {
+    ASSIGN_OR_RETURN(name, store->Get("shm/name", opts.connect_timeout));
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) return ErrnoToStatus(errno, "shm_open " + name);
+  }
+  void* base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) return ErrnoToStatus(errno, "mmap " + name);
+  auto t = std::make_unique<ShmTransport>(rank, size, opts.ring_bytes, base, len);
+  t->pids()[rank].store(getpid());
+  RETURN_IF_ERROR(store->Set(absl::StrCat("shm/attached/", rank), "1"));
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r) keys.push_back(absl::StrCat("shm/attached/", r));
+  Status st = store->Wait(keys, opts.connect_timeout);
+  if (rank == 0) shm_unlink(name.c_str());  // mapped by all (or given up)
+  RETURN_IF_ERROR(st);
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace strata::comm
