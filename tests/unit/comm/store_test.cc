@@ -99,7 +99,9 @@ void ExerciseStore(Store& a, Store& b) {
 }
 
 TEST(FileStoreTest, SharedThroughADirectory) {
-  const std::string dir = ::testing::TempDir() + "/filestore_test";
+  std::string tmpl = ::testing::TempDir() + "/filestore_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string dir = tmpl;
   auto a = NewFileStore(dir);
   auto b = NewFileStore(dir);
   ASSERT_TRUE(a.ok() && b.ok());
