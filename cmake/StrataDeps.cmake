@@ -33,3 +33,8 @@ if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "strata: CUDA ${STRATA_HAVE_CUDA}, NCCL ${STRATA_HAVE_NCCL}")
+
+# Open MPI: the mpi backend and the comm benchmark's peer.
+find_package(MPI COMPONENTS CXX)
+set(STRATA_HAVE_MPI ${MPI_CXX_FOUND})
+message(STATUS "strata: MPI ${STRATA_HAVE_MPI}")
