@@ -1,0 +1,153 @@
+// strata-bench comm: all-reduce bandwidth of strata next to Open MPI's
+// MPI_Allreduce, in the same processes on the same buffers, like
+// nccl-tests: algbw = S / t, busbw = algbw * 2(n-1)/n.
+//
+// Run as `strata-bench comm` (it re-launches itself under mpirun for 2 and
+// 4 ranks) or directly under `mpirun -np N strata-bench comm`.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "bench/registry.h"
+#include "comm/process_group.h"
+#include "comm/shm/shm_transport.h"
+#include "comm/tcp/tcp_transport.h"
+
+namespace strata::bench {
+namespace {
+
+using comm::Algorithm;
+
+struct Row {
+  std::string algo;
+  double seconds;
+};
+
+int Relaunch(const std::string& self, const std::vector<int>& ranks,
+             const std::string& args) {
+  int rc = 0;
+  for (int n : ranks) {
+    std::string cmd = "OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun "
+                      "--oversubscribe --allow-run-as-root -np " +
+                      std::to_string(n) + " " + self + " comm" + args;
+    rc |= std::system(cmd.c_str());
+  }
+  return rc == 0 ? 0 : 1;
+}
+
+int CommBench(int argc, char** argv) {
+  CLI::App app{"strata-bench comm: all-reduce busbw, strata vs MPI_Allreduce"};
+  std::string format = "table", transport = "shm";
+  size_t min_bytes = 1 << 10, max_bytes = 256u << 20;
+  std::vector<int> ranks = {2, 4};
+  app.add_option("--format", format)->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--transport", transport)->check(CLI::IsMember({"shm", "tcp"}));
+  app.add_option("--min-bytes", min_bytes);
+  app.add_option("--max-bytes", max_bytes);
+  app.add_option("--ranks", ranks, "rank counts when launching mpirun itself");
+  CLI11_PARSE(app, argc, argv);
+
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) return 1;
+    self[n] = 0;
+    std::string args = " --format " + format + " --transport " + transport +
+                       " --min-bytes " + std::to_string(min_bytes) +
+                       " --max-bytes " + std::to_string(max_bytes);
+    return Relaunch(self, ranks, args);
+  }
+
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Rendezvous for strata through a file store in a fresh directory.
+  char dir[256] = "/tmp/strata-bench-XXXXXX";
+  if (rank == 0 && mkdtemp(dir) == nullptr) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+  auto store = comm::NewFileStore(dir);
+  StatusOr<std::unique_ptr<comm::Transport>> t =
+      transport == "shm"
+          ? comm::ConnectShmTransport(*store, rank, size, comm::ShmOptions{})
+          : comm::ConnectTcpTransport(*store, rank, size, comm::TcpOptions{});
+  if (!t.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, t.status().ToString().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  comm::ProcessGroup group(std::move(*t), comm::GroupOptions{});
+  const double bus = 2.0 * (size - 1) / size;
+
+  if (rank == 0 && format == "table") {
+    std::printf("# all-reduce f32 sum, %d ranks, strata transport %s, peer Open MPI\n", size,
+                transport.c_str());
+    std::printf("%12s  %-20s %10s %10s %10s\n", "bytes", "algo", "time_us", "algbw", "busbw");
+  }
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+    const size_t count = bytes / 4;
+    std::vector<float> buf(count, 1.0f);
+    const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 28) / bytes, 3, 200));
+    std::vector<Row> rows;
+    auto time_it = [&](const std::string& name, auto&& fn) {
+      for (int w = 0; w < 2; ++w) fn();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      for (int i = 0; i < iters; ++i) fn();
+      double dt = (MPI_Wtime() - t0) / iters, worst = 0;
+      MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      rows.push_back({name, worst});
+    };
+    time_it("mpi", [&] {
+      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+    });
+    for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+      if (a == Algorithm::kRecursiveDoubling && bytes > (16u << 20)) continue;
+      comm::OpOptions o;
+      o.algorithm = a;
+      const std::string name =
+          std::string("strata/") +
+          (a == Algorithm::kAuto ? std::string("auto:") + comm::AlgorithmName(group.ChooseAllReduce(bytes))
+                                 : comm::AlgorithmName(a));
+      time_it(name, [&] {
+        Status st = group.AllReduce(buf.data(), count, comm::DataType::kF32, comm::ReduceOp::kSum, o)->Wait();
+        if (!st.ok()) MPI_Abort(MPI_COMM_WORLD, 1);
+      });
+    }
+    if (rank != 0) continue;
+    const double mpi = rows[0].seconds;
+    for (const Row& r : rows) {
+      const double algbw = bytes / r.seconds / 1e9;
+      if (format == "json") {
+        std::printf("{\"op\":\"all_reduce\",\"algo\":\"%s\",\"backend\":\"%s\",\"ranks\":%d,"
+                    "\"bytes\":%zu,\"time_us\":%.2f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f,"
+                    "\"speedup_vs_mpi\":%.3f}\n",
+                    r.algo.c_str(), r.algo == "mpi" ? "mpi" : transport.c_str(), size, bytes,
+                    r.seconds * 1e6, algbw, algbw * bus, mpi / r.seconds);
+      } else {
+        std::printf("%12zu  %-20s %10.1f %10.3f %10.3f  x%.2f vs mpi\n", bytes, r.algo.c_str(),
+                    r.seconds * 1e6, algbw, algbw * bus, mpi / r.seconds);
+      }
+    }
+    std::fflush(stdout);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::string cmd = std::string("rm -rf ") + dir;
+    (void)!std::system(cmd.c_str());
+  }
+  MPI_Finalize();
+  return 0;
+}
+
+}  // namespace
+STRATA_BENCH("comm", "all-reduce busbw: strata vs Open MPI (re-launches under mpirun)",
+             CommBench);
+}  // namespace strata::bench
