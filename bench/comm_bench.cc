@@ -112,6 +112,7 @@ int CommBench(int argc, char** argv) {
       if (a == Algorithm::kRecursiveDoubling && bytes > (16u << 20)) continue;
       comm::OpOptions o;
       o.algorithm = a;
+      o.synchronous = true;  // blocking, like MPI_Allreduce
       const std::string name =
           std::string("strata/") +
           (a == Algorithm::kAuto ? std::string("auto:") + comm::AlgorithmName(group.ChooseAllReduce(bytes))

@@ -28,6 +28,10 @@ struct OpOptions {
   std::chrono::milliseconds timeout{0};
   // kAuto lets the tuner choose (all-reduce only); others force it.
   Algorithm algorithm = Algorithm::kAuto;
+  // Run on the calling thread (after any queued operations) and return a
+  // completed Work, like a blocking MPI call: no thread hand-offs, for
+  // latency-bound calls whose result is needed at once.
+  bool synchronous = false;
 };
 
 class Work {

@@ -23,6 +23,10 @@ class ProcessGroup::OpWork final : public Work {
   explicit OpWork(ProcessGroup* group) : group_(group) {}
 
   Status Wait(std::chrono::milliseconds timeout) override {
+    // If this operation is next in line and nothing runs, execute it on the
+    // waiting thread: saves the worker's wake-up and the completion hand-off
+    // (latency-bound small collectives) without making the call blocking.
+    if (!IsCompleted()) group_->RunIfHead(this);
     std::unique_lock<std::mutex> lock(mu_);
     auto done = [&] { return done_; };
     if (timeout == std::chrono::milliseconds::max()) {
@@ -98,7 +102,8 @@ void ProcessGroup::Abort() {
 }
 
 std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
-                                            const OpOptions& opts, Op op) {
+                                            const OpOptions& opts,
+                                            size_t bytes, Op op) {
   auto work = std::make_shared<OpWork>(this);
   const auto timeout =
       opts.timeout.count() > 0 ? opts.timeout : options_.timeout;
@@ -110,42 +115,61 @@ std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
     }
     return st;
   };
+  (void)bytes;
+  bool wake = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace_back(work, std::move(timed));
+    // A synchronous op at the head runs on this thread: leave the worker
+    // asleep (waking it costs a context switch on a busy core).
+    wake = !opts.synchronous || queue_.size() > 1 || running_;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
+  if (opts.synchronous) (void)work->Wait(std::chrono::milliseconds::max());
   return work;
 }
 
 void ProcessGroup::Loop() {
   for (;;) {
-    std::shared_ptr<OpWork> work;
-    Op op;
-    Status broken;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
+    if (queue_.empty()) return;
+    RunHead(lock);
+  }
+}
+
+bool ProcessGroup::RunIfHead(const Work* work) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty() || running_ || queue_.front().first.get() != work) {
+    return false;
+  }
+  RunHead(lock);
+  return true;
+}
+
+void ProcessGroup::RunHead(std::unique_lock<std::mutex>& lock) {
+  running_ = true;
+  std::shared_ptr<OpWork> work = std::move(queue_.front().first);
+  Op op = std::move(queue_.front().second);
+  queue_.pop_front();
+  const Status broken = broken_;
+  lock.unlock();
+  {
+    Status st = broken.ok()
+                    ? op(Deadline{})
+                    : absl::FailedPreconditionError(absl::StrCat(
+                          "process group is broken after an earlier error: ",
+                          broken.message()));
+    if (!st.ok() && broken.ok()) logger_->error("{}", std::string(st.message()));
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      work = std::move(queue_.front().first);
-      op = std::move(queue_.front().second);
-      queue_.pop_front();
-      broken = broken_;
+      std::lock_guard<std::mutex> guard(mu_);
+      running_ = false;
+      if (!st.ok() && broken_.ok()) broken_ = st;
     }
-    if (!broken.ok()) {
-      work->Finish(absl::FailedPreconditionError(absl::StrCat(
-          "process group is broken after an earlier error: ",
-          broken.message())));
-      continue;
-    }
-    Status st = op(Deadline{});
-    if (!st.ok()) {
-      logger_->error("{}", std::string(st.message()));
-      std::lock_guard<std::mutex> lock(mu_);
-      if (broken_.ok()) broken_ = st;
-    }
+    cv_.notify_all();
     work->Finish(std::move(st));
   }
+  lock.lock();
 }
 
 std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
@@ -154,7 +178,7 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
   Algorithm algo = opts.algorithm == Algorithm::kAuto
                        ? ChooseAllReduce(count * ElementSize(type))
                        : opts.algorithm;
-  return Enqueue("all_reduce", opts, [=, this](Deadline d) -> Status {
+  return Enqueue("all_reduce", opts, count * ElementSize(type), [=, this](Deadline d) -> Status {
     Transport& t = *transport_;
     switch (algo) {
       case Algorithm::kRecursiveDoubling:
@@ -177,7 +201,7 @@ std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
                                                   size_t count, DataType type,
                                                   ReduceOp op,
                                                   const OpOptions& opts) {
-  return Enqueue("reduce_scatter", opts, [=, this](Deadline d) -> Status {
+  return Enqueue("reduce_scatter", opts, count * ElementSize(type), [=, this](Deadline d) -> Status {
     const size_t es = ElementSize(type);
     std::vector<char> tmp(static_cast<const char*>(in),
                           static_cast<const char*>(in) + count * es);
@@ -194,7 +218,7 @@ std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
 std::shared_ptr<Work> ProcessGroup::AllGather(const void* in, void* out,
                                               size_t count, DataType type,
                                               const OpOptions& opts) {
-  return Enqueue("all_gather", opts, [=, this](Deadline d) -> Status {
+  return Enqueue("all_gather", opts, count * ElementSize(type), [=, this](Deadline d) -> Status {
     const size_t es = ElementSize(type);
     const size_t b0 = algorithms::BlockBegin(count, size(), rank());
     const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
@@ -212,7 +236,7 @@ std::shared_ptr<Work> ProcessGroup::Broadcast(void* buf, size_t count,
         absl::StrCat("broadcast root ", root, " outside group of ", size())));
     return w;
   }
-  return Enqueue("broadcast", opts, [=, this](Deadline d) {
+  return Enqueue("broadcast", opts, count * ElementSize(type), [=, this](Deadline d) {
     return algorithms::BinomialBroadcast(*transport_, buf,
                                          count * ElementSize(type), root, d);
   });
@@ -222,7 +246,7 @@ std::shared_ptr<Work> ProcessGroup::AllToAll(const void* in, void* out,
                                              size_t count_per_rank,
                                              DataType type,
                                              const OpOptions& opts) {
-  return Enqueue("all_to_all", opts, [=, this](Deadline d) {
+  return Enqueue("all_to_all", opts, count_per_rank * ElementSize(type) * size(), [=, this](Deadline d) {
     return algorithms::PairwiseAllToAll(*transport_, in, out,
                                         count_per_rank * ElementSize(type), d);
   });
@@ -236,7 +260,7 @@ std::shared_ptr<Work> ProcessGroup::Send(const void* buf, size_t count,
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad send peer ", peer)));
     return w;
   }
-  return Enqueue("send", opts, [=, this](Deadline d) {
+  return Enqueue("send", opts, SIZE_MAX, [=, this](Deadline d) {
     return transport_->Send(peer, buf, count * ElementSize(type), d);
   });
 }
@@ -249,13 +273,13 @@ std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count,
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad recv peer ", peer)));
     return w;
   }
-  return Enqueue("recv", opts, [=, this](Deadline d) {
+  return Enqueue("recv", opts, SIZE_MAX, [=, this](Deadline d) {
     return transport_->Recv(peer, buf, count * ElementSize(type), d);
   });
 }
 
 std::shared_ptr<Work> ProcessGroup::Barrier(const OpOptions& opts) {
-  return Enqueue("barrier", opts, [this](Deadline d) {
+  return Enqueue("barrier", opts, 1, [this](Deadline d) {
     return algorithms::DisseminationBarrier(*transport_, d);
   });
 }

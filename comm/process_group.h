@@ -65,8 +65,15 @@ class ProcessGroup final : public Backend {
  private:
   class OpWork;
   using Op = std::function<Status(Deadline)>;
-  std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts, Op op);
+  std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts,
+                                size_t bytes, Op op);
   void Loop();
+  // Runs the queue's head (lock held on entry and exit, released while the
+  // op runs).
+  void RunHead(std::unique_lock<std::mutex>& lock);
+  // Runs `work` on the calling thread if it is the queue's head and nothing
+  // is running; returns whether it did.
+  bool RunIfHead(const Work* work);
 
   std::unique_ptr<Transport> transport_;
   GroupOptions options_;
@@ -77,6 +84,7 @@ class ProcessGroup final : public Backend {
   std::condition_variable cv_;
   std::deque<std::pair<std::shared_ptr<OpWork>, Op>> queue_;  // guarded by mu_
   bool stopping_ = false;                                    // guarded by mu_
+  bool running_ = false;  // an op is executing (worker or inline); mu_
   Status broken_;                                            // guarded by mu_
   std::thread worker_;
 };

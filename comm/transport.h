@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/types.h"
 #include "common/status.h"
 
 namespace strata::comm {
@@ -40,6 +41,15 @@ class Transport {
                           int recv_peer, void* recv, size_t recv_bytes,
                           Deadline deadline) = 0;
 
+  // Like SendRecv, but the `count` received elements of `type` are reduced
+  // into `acc` (acc[i] = acc[i] op in[i]) instead of stored. The default
+  // receives into a scratch buffer; transports that can read the peer's
+  // bytes in place (shm) reduce straight out of them.
+  virtual Status SendRecvReduce(int send_peer, const void* send,
+                                size_t send_bytes, int recv_peer, void* acc,
+                                size_t count, DataType type, ReduceOp op,
+                                Deadline deadline);
+
   Status Send(int peer, const void* data, size_t bytes, Deadline deadline) {
     return SendRecv(peer, data, bytes, -1, nullptr, 0, deadline);
   }
@@ -62,6 +72,9 @@ class SubTransport final : public Transport {
   Status SendRecv(int send_peer, const void* send, size_t send_bytes,
                   int recv_peer, void* recv, size_t recv_bytes,
                   Deadline deadline) override;
+  Status SendRecvReduce(int send_peer, const void* send, size_t send_bytes,
+                        int recv_peer, void* acc, size_t count, DataType type,
+                        ReduceOp op, Deadline deadline) override;
   void Abort() override { base_->Abort(); }
 
  private:

@@ -17,7 +17,8 @@ Status RecursiveDoublingAllReduce(Transport& t, void* buf, size_t count,
   const size_t bytes = count * ElementSize(type);
   int p = 1;
   while (p * 2 <= n) p *= 2;
-  std::vector<char> scratch(bytes);
+  thread_local std::vector<char> scratch;
+  if (scratch.size() < bytes) scratch.resize(bytes);
   if (r >= p) {  // extra rank: give data to r - p, wait for the result
     RETURN_IF_ERROR(t.Send(r - p, buf, bytes, deadline));
     return t.Recv(r - p, buf, bytes, deadline);
@@ -34,7 +35,7 @@ Status RecursiveDoublingAllReduce(Transport& t, void* buf, size_t count,
     // non-associative floating-point sums.
     if (peer < r) {
       ReduceInto(scratch.data(), buf, count, type, op);
-      std::copy(scratch.begin(), scratch.end(), static_cast<char*>(buf));
+      std::copy(scratch.begin(), scratch.begin() + bytes, static_cast<char*>(buf));
     } else {
       ReduceInto(buf, scratch.data(), count, type, op);
     }

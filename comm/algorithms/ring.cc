@@ -3,7 +3,6 @@
 // left neighbour's block arrives; blocks are cut into segments so that the
 // reduction of one segment overlaps the transfer of the next.
 #include <algorithm>
-#include <vector>
 
 #include "comm/algorithms/algorithms.h"
 
@@ -26,7 +25,6 @@ Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
   char* base = static_cast<char*>(buf);
   const int right = Mod(r + 1, n), left = Mod(r - 1, n);
   const size_t seg_elems = std::max<size_t>(1, kSegmentBytes / es);
-  std::vector<char> scratch(std::min(count, seg_elems) * es + es);
   for (int step = 0; step < n - 1; ++step) {
     // Send the block reduced in the previous step; receive the one to the
     // left of it. After n-1 steps rank r owns block r.
@@ -40,9 +38,9 @@ Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
     while (so < s1 || ro < r1) {
       const size_t sn = std::min(seg_elems, s1 - so);
       const size_t rn = std::min(seg_elems, r1 - ro);
-      RETURN_IF_ERROR(t.SendRecv(right, base + so * es, sn * es, left,
-                                 scratch.data(), rn * es, deadline));
-      if (rn > 0) ReduceInto(base + ro * es, scratch.data(), rn, type, op);
+      RETURN_IF_ERROR(t.SendRecvReduce(right, base + so * es, sn * es, left,
+                                       base + ro * es, rn, type, op,
+                                       deadline));
       so += sn;
       ro += rn;
     }

@@ -109,6 +109,29 @@ SubTransport::SubTransport(Transport* base, std::vector<int> members)
   }
 }
 
+Status Transport::SendRecvReduce(int send_peer, const void* send,
+                                 size_t send_bytes, int recv_peer, void* acc,
+                                 size_t count, DataType type, ReduceOp op,
+                                 Deadline deadline) {
+  thread_local std::vector<char> scratch;
+  const size_t bytes = recv_peer >= 0 ? count * ElementSize(type) : 0;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  RETURN_IF_ERROR(SendRecv(send_peer, send, send_bytes, recv_peer,
+                           scratch.data(), bytes, deadline));
+  if (bytes > 0) ReduceInto(acc, scratch.data(), count, type, op);
+  return absl::OkStatus();
+}
+
+Status SubTransport::SendRecvReduce(int send_peer, const void* send,
+                                    size_t send_bytes, int recv_peer,
+                                    void* acc, size_t count, DataType type,
+                                    ReduceOp op, Deadline deadline) {
+  return base_->SendRecvReduce(send_peer >= 0 ? members_[send_peer] : -1, send,
+                               send_bytes,
+                               recv_peer >= 0 ? members_[recv_peer] : -1, acc,
+                               count, type, op, deadline);
+}
+
 Status SubTransport::SendRecv(int send_peer, const void* send,
                               size_t send_bytes, int recv_peer, void* recv,
                               size_t recv_bytes, Deadline deadline) {

@@ -58,8 +58,63 @@ class ShmTransport final : public Transport {
   Status SendRecv(int send_peer, const void* send, size_t send_bytes,
                   int recv_peer, void* recv, size_t recv_bytes,
                   Deadline deadline) override {
-    const char* src = static_cast<const char*>(send);
     char* dst = static_cast<char*>(recv);
+    return Exchange(send_peer, send, send_bytes, recv_peer, recv_bytes,
+                    deadline, [&](const char* p, size_t n) {
+                      std::memcpy(dst, p, n);
+                      dst += n;
+                    });
+  }
+
+  // Reduces straight out of the ring: no scratch copy. An element split by
+  // the ring's end (or by the sender's progress) waits in `carry`.
+  Status SendRecvReduce(int send_peer, const void* send, size_t send_bytes,
+                        int recv_peer, void* acc, size_t count, DataType type,
+                        ReduceOp op, Deadline deadline) override {
+    const size_t es = ElementSize(type);
+    char* out = static_cast<char*>(acc);
+    alignas(8) char carry[8];
+    size_t carried = 0;
+    alignas(64) char aligned[4096];
+    return Exchange(
+        send_peer, send, send_bytes, recv_peer, count * es, deadline,
+        [&](const char* p, size_t n) {
+          if (carried > 0) {
+            const size_t k = std::min(es - carried, n);
+            std::memcpy(carry + carried, p, k);
+            carried += k;
+            p += k;
+            n -= k;
+            if (carried < es) return;
+            ReduceInto(out, carry, 1, type, op);
+            out += es;
+            carried = 0;
+          }
+          size_t whole = n / es;
+          if (reinterpret_cast<uintptr_t>(p) % es == 0) {
+            ReduceInto(out, p, whole, type, op);
+            out += whole * es;
+            p += whole * es;
+          } else {  // misaligned stream position: bounce through a buffer
+            while (whole > 0) {
+              const size_t m = std::min(whole, sizeof(aligned) / es);
+              std::memcpy(aligned, p, m * es);
+              ReduceInto(out, aligned, m, type, op);
+              out += m * es;
+              p += m * es;
+              whole -= m;
+            }
+          }
+          carried = n % es;
+          std::memcpy(carry, p, carried);
+        });
+  }
+
+  template <typename Consume>
+  Status Exchange(int send_peer, const void* send, size_t send_bytes,
+                  int recv_peer, size_t recv_bytes, Deadline deadline,
+                  Consume&& consume) {
+    const char* src = static_cast<const char*>(send);
     size_t to_send = send_peer >= 0 ? send_bytes : 0;
     size_t to_recv = recv_peer >= 0 ? recv_bytes : 0;
     RingHeader* out = to_send ? &Ring(rank_, send_peer) : nullptr;
@@ -91,10 +146,9 @@ class ShmTransport final : public Transport {
         size_t n = std::min(static_cast<size_t>(head - tail), to_recv);
         if (n > 0) {
           const size_t off = tail & mask, first = std::min(n, ring_bytes_ - off);
-          std::memcpy(dst, in_data + off, first);
-          std::memcpy(dst + first, in_data, n - first);
+          consume(in_data + off, first);
+          if (n > first) consume(in_data, n - first);
           in->tail.value.store(tail + n, std::memory_order_release);
-          dst += n;
           to_recv -= n;
           progress = true;
         }
