@@ -93,10 +93,11 @@ int CommBench(int argc, char** argv) {
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
     std::vector<float> buf(count, 1.0f);
-    const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 28) / bytes, 3, 200));
+    // About 1 GiB moved per measurement, 20k iterations at most.
+    const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 4, 20000));
     std::vector<Row> rows;
     auto time_it = [&](const std::string& name, auto&& fn) {
-      for (int w = 0; w < 2; ++w) fn();
+      for (int w = 0; w < std::max(2, iters / 10); ++w) fn();
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       for (int i = 0; i < iters; ++i) fn();
