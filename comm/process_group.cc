@@ -61,6 +61,55 @@ class ProcessGroup::OpWork final : public Work {
   Status status_;      // guarded by mu_
 };
 
+class ProcessGroup::DoneWork final : public Work {
+ public:
+  DoneWork(ProcessGroup* group, Status st) : group_(group), st_(std::move(st)) {}
+  Status Wait(std::chrono::milliseconds) override { return st_; }
+  bool IsCompleted() override { return true; }
+  void Abort() override { group_->Abort(); }
+
+ private:
+  ProcessGroup* group_;
+  Status st_;
+};
+
+Status ProcessGroup::Annotate(const char* what, Status st) const {
+  if (st.ok()) return st;
+  return Status(st.code(), absl::StrCat(what, " on rank ", rank(), "/", size(),
+                                        ": ", st.message()));
+}
+
+template <typename F>
+std::shared_ptr<Work> ProcessGroup::Submit(const char* what,
+                                           const OpOptions& opts, F&& f) {
+  const auto timeout =
+      opts.timeout.count() > 0 ? opts.timeout : options_.timeout;
+  if (opts.synchronous) {
+    bool idle;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      idle = queue_.empty() && !running_ && broken_.ok();
+      running_ = running_ || idle;
+    }
+    if (idle) {
+      Status st = Annotate(what, f(Clock::now() + timeout));
+      bool queued;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_ = false;
+        if (!st.ok() && broken_.ok()) broken_ = st;
+        queued = !queue_.empty();
+      }
+      if (!st.ok()) logger_->error("{}", std::string(st.message()));
+      // Wake the worker only for ops other threads queued meanwhile (a
+      // needless wake-up costs a context switch per call).
+      if (queued) cv_.notify_all();
+      return std::make_shared<DoneWork>(this, std::move(st));
+    }
+  }
+  return Enqueue(what, opts, Op(std::forward<F>(f)));
+}
+
 ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
                            GroupOptions options, Logger logger)
     : transport_(std::move(transport)),
@@ -102,20 +151,13 @@ void ProcessGroup::Abort() {
 }
 
 std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
-                                            const OpOptions& opts,
-                                            size_t bytes, Op op) {
+                                            const OpOptions& opts, Op op) {
   auto work = std::make_shared<OpWork>(this);
   const auto timeout =
       opts.timeout.count() > 0 ? opts.timeout : options_.timeout;
   Op timed = [op = std::move(op), timeout, what, this](Deadline) {
-    Status st = op(Clock::now() + timeout);
-    if (!st.ok()) {
-      return Status(st.code(), absl::StrCat(what, " on rank ", rank(), "/",
-                                            size(), ": ", st.message()));
-    }
-    return st;
+    return Annotate(what, op(Clock::now() + timeout));
   };
-  (void)bytes;
   bool wake = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -178,7 +220,7 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
   Algorithm algo = opts.algorithm == Algorithm::kAuto
                        ? ChooseAllReduce(count * ElementSize(type))
                        : opts.algorithm;
-  return Enqueue("all_reduce", opts, count * ElementSize(type), [=, this](Deadline d) -> Status {
+  return Submit("all_reduce", opts, [=, this](Deadline d) -> Status {
     Transport& t = *transport_;
     switch (algo) {
       case Algorithm::kRecursiveDoubling:
@@ -201,7 +243,7 @@ std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
                                                   size_t count, DataType type,
                                                   ReduceOp op,
                                                   const OpOptions& opts) {
-  return Enqueue("reduce_scatter", opts, count * ElementSize(type), [=, this](Deadline d) -> Status {
+  return Submit("reduce_scatter", opts, [=, this](Deadline d) -> Status {
     const size_t es = ElementSize(type);
     std::vector<char> tmp(static_cast<const char*>(in),
                           static_cast<const char*>(in) + count * es);
@@ -218,7 +260,7 @@ std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
 std::shared_ptr<Work> ProcessGroup::AllGather(const void* in, void* out,
                                               size_t count, DataType type,
                                               const OpOptions& opts) {
-  return Enqueue("all_gather", opts, count * ElementSize(type), [=, this](Deadline d) -> Status {
+  return Submit("all_gather", opts, [=, this](Deadline d) -> Status {
     const size_t es = ElementSize(type);
     const size_t b0 = algorithms::BlockBegin(count, size(), rank());
     const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
@@ -236,7 +278,7 @@ std::shared_ptr<Work> ProcessGroup::Broadcast(void* buf, size_t count,
         absl::StrCat("broadcast root ", root, " outside group of ", size())));
     return w;
   }
-  return Enqueue("broadcast", opts, count * ElementSize(type), [=, this](Deadline d) {
+  return Submit("broadcast", opts, [=, this](Deadline d) {
     return algorithms::BinomialBroadcast(*transport_, buf,
                                          count * ElementSize(type), root, d);
   });
@@ -246,7 +288,7 @@ std::shared_ptr<Work> ProcessGroup::AllToAll(const void* in, void* out,
                                              size_t count_per_rank,
                                              DataType type,
                                              const OpOptions& opts) {
-  return Enqueue("all_to_all", opts, count_per_rank * ElementSize(type) * size(), [=, this](Deadline d) {
+  return Submit("all_to_all", opts, [=, this](Deadline d) {
     return algorithms::PairwiseAllToAll(*transport_, in, out,
                                         count_per_rank * ElementSize(type), d);
   });
@@ -260,7 +302,7 @@ std::shared_ptr<Work> ProcessGroup::Send(const void* buf, size_t count,
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad send peer ", peer)));
     return w;
   }
-  return Enqueue("send", opts, SIZE_MAX, [=, this](Deadline d) {
+  return Submit("send", opts, [=, this](Deadline d) {
     return transport_->Send(peer, buf, count * ElementSize(type), d);
   });
 }
@@ -273,13 +315,13 @@ std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count,
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad recv peer ", peer)));
     return w;
   }
-  return Enqueue("recv", opts, SIZE_MAX, [=, this](Deadline d) {
+  return Submit("recv", opts, [=, this](Deadline d) {
     return transport_->Recv(peer, buf, count * ElementSize(type), d);
   });
 }
 
 std::shared_ptr<Work> ProcessGroup::Barrier(const OpOptions& opts) {
-  return Enqueue("barrier", opts, 1, [this](Deadline d) {
+  return Submit("barrier", opts, [this](Deadline d) {
     return algorithms::DisseminationBarrier(*transport_, d);
   });
 }

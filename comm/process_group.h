@@ -24,7 +24,7 @@ struct GroupOptions {
   // Tuner thresholds: all-reduces up to this size use recursive doubling
   // (latency-bound); larger ones the ring, or the hierarchical algorithm
   // when the group spans several nodes with equal ranks per node.
-  size_t small_message_bytes = 64 * 1024;
+  size_t small_message_bytes = 8 * 1024;
 };
 
 class ProcessGroup final : public Backend {
@@ -64,9 +64,17 @@ class ProcessGroup final : public Backend {
 
  private:
   class OpWork;
+  class DoneWork;
   using Op = std::function<Status(Deadline)>;
+  // Runs `f` at once on the calling thread when `opts.synchronous` and the
+  // group is idle (no queue, no std::function, no hand-off); otherwise
+  // queues it like Enqueue.
+  template <typename F>
+  std::shared_ptr<Work> Submit(const char* what, const OpOptions& opts,
+                               F&& f);
+  Status Annotate(const char* what, Status st) const;
   std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts,
-                                size_t bytes, Op op);
+                                Op op);
   void Loop();
   // Runs the queue's head (lock held on entry and exit, released while the
   // op runs).

@@ -1,17 +1,14 @@
 // Ring reduce-scatter and all-gather (Patarasuk & Yuan 2009; the NCCL and
 // gloo ring). Each step moves one block to the right neighbour while the
-// left neighbour's block arrives; blocks are cut into segments so that the
-// reduction of one segment overlaps the transfer of the next.
+// left neighbour's block arrives and is reduced as it streams in: the
+// transport's SendRecvReduce consumes the incoming bytes in chunks (for shm
+// straight out of the ring), so reduction overlaps the transfer.
 #include <algorithm>
 
 #include "comm/algorithms/algorithms.h"
 
 namespace strata::comm::algorithms {
 namespace {
-
-// Bytes per SendRecv inside a step: large enough to amortise per-call cost,
-// small enough to stay in L2 while being reduced.
-constexpr size_t kSegmentBytes = 256 * 1024;
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 
@@ -24,7 +21,6 @@ Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
   const size_t es = ElementSize(type);
   char* base = static_cast<char*>(buf);
   const int right = Mod(r + 1, n), left = Mod(r - 1, n);
-  const size_t seg_elems = std::max<size_t>(1, kSegmentBytes / es);
   for (int step = 0; step < n - 1; ++step) {
     // Send the block reduced in the previous step; receive the one to the
     // left of it. After n-1 steps rank r owns block r.
@@ -34,16 +30,9 @@ Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
     const size_t s1 = BlockBegin(count, n, send_block + 1);
     const size_t r0 = BlockBegin(count, n, recv_block);
     const size_t r1 = BlockBegin(count, n, recv_block + 1);
-    size_t so = s0, ro = r0;
-    while (so < s1 || ro < r1) {
-      const size_t sn = std::min(seg_elems, s1 - so);
-      const size_t rn = std::min(seg_elems, r1 - ro);
-      RETURN_IF_ERROR(t.SendRecvReduce(right, base + so * es, sn * es, left,
-                                       base + ro * es, rn, type, op,
-                                       deadline));
-      so += sn;
-      ro += rn;
-    }
+    RETURN_IF_ERROR(t.SendRecvReduce(right, base + s0 * es, (s1 - s0) * es,
+                                     left, base + r0 * es, r1 - r0, type, op,
+                                     deadline));
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,9 @@ namespace strata::comm {
 namespace {
 
 constexpr size_t kLine = 64;
+// Bytes moved per push or pop: sending and receiving alternate in chunks
+// that stay in L2, so a reduction reads data that was just written.
+constexpr size_t kChunkBytes = 64 * 1024;
 
 struct alignas(kLine) Cursor {
   std::atomic<uint64_t> value{0};
@@ -129,7 +132,7 @@ class ShmTransport final : public Transport {
         const uint64_t head = out->head.value.load(std::memory_order_relaxed);
         const uint64_t tail = out->tail.value.load(std::memory_order_acquire);
         size_t room = ring_bytes_ - static_cast<size_t>(head - tail);
-        size_t n = std::min(room, to_send);
+        size_t n = std::min({room, to_send, kChunkBytes});
         if (n > 0) {
           const size_t off = head & mask, first = std::min(n, ring_bytes_ - off);
           std::memcpy(out_data + off, src, first);
@@ -143,7 +146,7 @@ class ShmTransport final : public Transport {
       if (to_recv > 0) {
         const uint64_t tail = in->tail.value.load(std::memory_order_relaxed);
         const uint64_t head = in->head.value.load(std::memory_order_acquire);
-        size_t n = std::min(static_cast<size_t>(head - tail), to_recv);
+        size_t n = std::min({static_cast<size_t>(head - tail), to_recv, kChunkBytes});
         if (n > 0) {
           const size_t off = tail & mask, first = std::min(n, ring_bytes_ - off);
           consume(in_data + off, first);

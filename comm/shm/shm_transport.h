@@ -18,7 +18,7 @@
 namespace strata::comm {
 
 struct ShmOptions {
-  size_t ring_bytes = 4 << 20;  // per ordered pair; a power of two
+  size_t ring_bytes = 512 << 10;  // per ordered pair; a power of two
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
 };
 
