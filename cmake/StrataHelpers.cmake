@@ -6,6 +6,8 @@ function(strata_add_tests)
     return()
   endif()
   file(GLOB tests CONFIGURE_DEPENDS ${ARG_DIR}/*_test.cc)
+  # Tests of optional backends are registered by their own module.
+  list(FILTER tests EXCLUDE REGEX "(nccl|mpi)_[a-z_]*_test\\.cc$")
   foreach(src ${tests})
     get_filename_component(name ${src} NAME_WE)
     add_executable(${name} ${src})
