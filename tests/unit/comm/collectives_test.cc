@@ -148,10 +148,16 @@ INSTANTIATE_TEST_SUITE_P(
                           DataTypeName(info.param.type));
     });
 
-TEST(HierarchicalTest, TwoByTwoEqualsRing) {
+class HierarchicalTest : public ::testing::TestWithParam<size_t> {};
+
+// 1 MiB runs the three phases once; 20 MiB pipelines five 4 MiB segments.
+INSTANTIATE_TEST_SUITE_P(Sizes, HierarchicalTest,
+                         ::testing::Values((1 << 18) + 3, (5 << 20) + 3));
+
+TEST_P(HierarchicalTest, TwoByTwoEqualsRing) {
   GroupOptions options;
   options.node_of = {0, 0, 1, 1};
-  const size_t count = (1 << 18) + 3;
+  const size_t count = GetParam();
   std::vector<std::vector<float>> ring(4), hier(4);
   testing::RunRanks(4, [&](int r, Backend& g) {
     std::vector<float> a(count), b(count);
