@@ -86,3 +86,30 @@ StatusOr<std::unique_ptr<Transport>> ConnectHybridTransport(
 }
 
 }  // namespace strata::comm
+
+#include <set>
+
+#include "comm/process_group.h"
+
+namespace strata::comm {
+
+StatusOr<std::unique_ptr<ProcessGroup>> NewProcessGroup(
+    std::shared_ptr<Store> store, int rank, const std::vector<int>& node_of,
+    const GroupOptions& options, const TcpOptions& tcp, const ShmOptions& shm) {
+  const int size = static_cast<int>(node_of.size());
+  const std::set<int> nodes(node_of.begin(), node_of.end());
+  StatusOr<std::unique_ptr<Transport>> t = absl::UnknownError("");
+  if (nodes.size() == 1) {
+    t = ConnectShmTransport(store, rank, size, shm);
+  } else if (static_cast<int>(nodes.size()) == size) {
+    t = ConnectTcpTransport(store, rank, size, tcp);
+  } else {
+    t = ConnectHybridTransport(store, rank, node_of, tcp, shm);
+  }
+  if (!t.ok()) return t.status();
+  GroupOptions opts = options;
+  opts.node_of = node_of;
+  return std::make_unique<ProcessGroup>(std::move(*t), opts);
+}
+
+}  // namespace strata::comm

@@ -49,20 +49,26 @@ int main(int argc, char** argv) {
   }
   auto store = NewFileStore(dir);
   if (!store.ok()) return 2;
-  StatusOr<std::unique_ptr<Transport>> t = absl::UnknownError("no transport");
-  if (kind == "shm") t = ConnectShmTransport(*store, rank, size, ShmOptions{});
-  if (kind == "tcp") t = ConnectTcpTransport(*store, rank, size, TcpOptions{});
-  if (kind == "hybrid") {
-    t = ConnectHybridTransport(*store, rank, nodes, TcpOptions{}, ShmOptions{});
-  }
-  if (!t.ok()) {
-    std::printf("SETUP %s\n", t.status().ToString().c_str());
-    return 2;
-  }
   GroupOptions opts;
   opts.timeout = std::chrono::milliseconds(timeout_ms);
   opts.node_of = nodes;
-  ProcessGroup g(std::move(*t), opts);
+  // "hybrid" goes through the factory that picks transports from the node
+  // map; "shm" and "tcp" force one transport for every pair.
+  StatusOr<std::unique_ptr<ProcessGroup>> pg = absl::UnknownError("no transport");
+  if (kind == "hybrid") {
+    pg = NewProcessGroup(*store, rank, nodes, opts);
+  } else {
+    StatusOr<std::unique_ptr<Transport>> t = absl::UnknownError("no transport");
+    if (kind == "shm") t = ConnectShmTransport(*store, rank, size, ShmOptions{});
+    if (kind == "tcp") t = ConnectTcpTransport(*store, rank, size, TcpOptions{});
+    if (t.ok()) pg = std::make_unique<ProcessGroup>(std::move(*t), opts);
+    else pg = t.status();
+  }
+  if (!pg.ok()) {
+    std::printf("SETUP %s\n", pg.status().ToString().c_str());
+    return 2;
+  }
+  ProcessGroup& g = **pg;
 
   if (mode == "loop") {  // fault tests: all-reduce until something breaks
     std::vector<float> buf(1 << 20, 1.0f);
