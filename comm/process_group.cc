@@ -130,10 +130,15 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
 }
 
 ProcessGroup::~ProcessGroup() {
+  bool busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    busy = running_ || !queue_.empty();
   }
+  // Destroying a group mid-operation aborts it (its peers cannot finish
+  // either) instead of waiting out the operation's timeout.
+  if (busy) Abort();
   cv_.notify_all();
   worker_.join();
 }

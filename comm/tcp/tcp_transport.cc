@@ -183,7 +183,8 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
     int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     int32_t hello[2];
-    Status st = tcp::ReadAll(fd, hello, sizeof(hello), timeout_ms);
+    // A connection that does not say hello quickly is not one of ours.
+    Status st = tcp::ReadAll(fd, hello, sizeof(hello), std::min(timeout_ms, 5000));
     if (!st.ok() || hello[0] <= rank || hello[0] >= size || hello[1] < 0 ||
         hello[1] >= opts.streams || t->fds()[hello[0]][hello[1]] >= 0) {
       close(fd);  // garbage or duplicate connection: ignore it
