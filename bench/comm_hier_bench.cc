@@ -20,6 +20,10 @@
 #include "comm/hybrid_transport.h"
 #include "comm/process_group.h"
 
+#ifdef STRATA_BENCH_HAVE_MPI
+#include <mpi.h>
+#endif
+
 namespace strata::bench {
 namespace {
 
@@ -82,20 +86,59 @@ int Child(int rank, const std::string& dir, const std::string& iface,
   return 0;
 }
 
+#ifdef STRATA_BENCH_HAVE_MPI
+// Open MPI's MPI_Allreduce over the same link, ranks started by mpirun in
+// the two namespaces (TCP between all ranks: vader would see one host and
+// bypass the link).
+int MpiChild(const std::vector<size_t>& sizes, const std::string& format) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (size_t bytes : sizes) {
+    std::vector<float> buf(bytes / 4, 1.0f);
+    double best = 1e30;
+    for (int i = 0; i < 3; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      best = std::min(best, MPI_Wtime() - t0);
+    }
+    if (rank != 0) continue;
+    const double algbw = bytes / best / 1e9;
+    if (format == "json") {
+      std::printf("{\"op\":\"all_reduce\",\"algo\":\"mpi\",\"backend\":\"mpi-tcp\",\"ranks\":4,"
+                  "\"bytes\":%zu,\"time_s\":%.4f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f}\n",
+                  bytes, best, algbw, algbw * 1.5);
+    } else {
+      std::printf("%12zu  %-13s %9.3f s %9.4f %9.4f\n", bytes, "mpi", best, algbw, algbw * 1.5);
+    }
+    std::fflush(stdout);
+  }
+  MPI_Finalize();
+  return 0;
+}
+#endif
+
 int CommHierBench(int argc, char** argv) {
   CLI::App app{"strata-bench comm-hier: hierarchical vs ring over a slow inter-node link"};
   std::string format = "table", dir, iface;
   std::vector<size_t> sizes = {1u << 20, 16u << 20, 64u << 20};
   double link_gbit = 1.0;
   int rank = -1;
+  bool mpi_child = false;
   app.add_option("--format", format)->check(CLI::IsMember({"table", "json"}));
   app.add_option("--sizes", sizes, "message sizes in bytes");
   app.add_option("--link-gbit", link_gbit, "rate set by bench/netns.sh up");
   app.add_option("--rank", rank)->group("");  // internal: child process
   app.add_option("--store", dir)->group("");
   app.add_option("--iface", iface)->group("");
+  app.add_flag("--mpi-child", mpi_child)->group("");
   CLI11_PARSE(app, argc, argv);
   if (rank >= 0) return Child(rank, dir, iface, sizes, link_gbit, format);
+#ifdef STRATA_BENCH_HAVE_MPI
+  if (mpi_child) return MpiChild(sizes, format);
+#endif
 
   if (std::system("ip netns list 2>/dev/null | grep -q strata-a") != 0) {
     std::fprintf(stderr,
@@ -142,6 +185,23 @@ int CommHierBench(int argc, char** argv) {
   }
   std::string cmd = std::string("rm -rf ") + tmpl;
   (void)!std::system(cmd.c_str());
+#ifdef STRATA_BENCH_HAVE_MPI
+  // The peer: mpirun runs inside strata-a; PMIx listens on the veth so the
+  // ranks in strata-b can reach their launcher.
+  std::string size_args;
+  for (size_t s : sizes) size_args += " " + std::to_string(s);
+  const std::string child = std::string(self) + " comm-hier --mpi-child --format " + format +
+                            " --sizes" + size_args;
+  const std::string mpi =
+      "ip netns exec strata-a env PMIX_MCA_ptl_tcp_remote_connections=1 "
+      "PMIX_MCA_ptl_tcp_if_include=strata-va mpirun --allow-run-as-root --oversubscribe "
+      "--mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include "
+      "strata-va -np 2 " + child + " : -np 2 ip netns exec strata-b " + child;
+  if (std::system(mpi.c_str()) != 0) {
+    std::fprintf(stderr, "strata-bench comm-hier: the Open MPI run failed\n");
+    rc = 1;
+  }
+#endif
   return rc;
 }
 

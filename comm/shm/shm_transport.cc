@@ -48,6 +48,7 @@ class ShmTransport final : public Transport {
     pids_ = reinterpret_cast<std::atomic<int32_t>*>(p + sizeof(std::atomic<uint32_t>));
     rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size));
     data_ = p + HeaderBytes(size) + sizeof(RingHeader) * size * size;
+    spin_limit_ = size > sysconf(_SC_NPROCESSORS_ONLN) ? 0 : 2000;
   }
   ~ShmTransport() override { munmap(base_, len_); }
 
@@ -161,7 +162,9 @@ class ShmTransport final : public Transport {
         continue;
       }
       ++idle;
-      if (idle < 2000) continue;  // spin: the peer is usually mid-copy
+      // Spin while the peer is likely mid-copy on another core; with more
+      // ranks than cores, yield at once so the peer gets the core.
+      if (idle < spin_limit_) continue;
       if ((idle & 63) == 0) {
         if (aborted_->load(std::memory_order_acquire)) {
           return absl::AbortedError("shm transport aborted");
@@ -180,7 +183,7 @@ class ShmTransport final : public Transport {
           }
         }
       }
-      if (idle < 20000) {
+      if (idle < spin_limit_ + 20000) {
         sched_yield();
       } else {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -206,6 +209,7 @@ class ShmTransport final : public Transport {
   std::atomic<int32_t>* pids_;
   RingHeader* rings_;
   char* data_;
+  uint64_t spin_limit_;
 };
 
 }  // namespace
