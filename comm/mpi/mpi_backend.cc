@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,25 +12,62 @@
 namespace strata::comm {
 namespace {
 
-class DoneWork final : public Work {
- public:
-  explicit DoneWork(Status st) : st_(std::move(st)) {}
-  Status Wait(std::chrono::milliseconds) override { return st_; }
-  bool IsCompleted() override { return true; }
-  void Abort() override { MPI_Abort(MPI_COMM_WORLD, 1); }
-
- private:
-  Status st_;
-};
-
-std::shared_ptr<Work> Done(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return std::make_shared<DoneWork>(absl::OkStatus());
+std::string MpiMessage(int rc) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  return std::make_shared<DoneWork>(
-      absl::UnavailableError(absl::StrCat(what, ": MPI error: ", std::string(msg, len))));
+  return std::string(msg, len);
 }
+
+// A nonblocking MPI operation. Wait polls MPI_Test until the operation's
+// timeout: MPI has no timeouts of its own, and a rank stuck in a blocking
+// call could never report a stuck peer. `after` runs once on completion
+// (e.g. the division of an average).
+class MpiWork final : public Work {
+ public:
+  MpiWork(const char* what, MPI_Request req, int rc,
+          std::chrono::milliseconds timeout, std::function<void()> after)
+      : what_(what), req_(req), timeout_(timeout), after_(std::move(after)) {
+    if (rc != MPI_SUCCESS) {
+      done_ = true;
+      st_ = absl::UnavailableError(absl::StrCat(what_, ": MPI error: ", MpiMessage(rc)));
+    }
+  }
+  Status Wait(std::chrono::milliseconds timeout) override {
+    const auto end = std::chrono::steady_clock::now() + std::min(timeout, timeout_);
+    while (!IsCompleted()) {
+      if (std::chrono::steady_clock::now() >= end) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            what_, " did not complete within ", std::min(timeout, timeout_).count(),
+            " ms (MPI does not say which peer is missing)"));
+      }
+      std::this_thread::yield();
+    }
+    return st_;
+  }
+  bool IsCompleted() override {
+    if (done_) return true;
+    int flag = 0;
+    const int rc = MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      st_ = absl::UnavailableError(absl::StrCat(what_, ": MPI error: ", MpiMessage(rc)));
+      done_ = true;
+    } else if (flag) {
+      if (after_) after_();
+      done_ = true;
+    }
+    return done_;
+  }
+  void Abort() override { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+ private:
+  const char* what_;
+  MPI_Request req_;
+  std::chrono::milliseconds timeout_;
+  std::function<void()> after_;
+  bool done_ = false;
+  Status st_;
+};
 
 // 16-bit float types get their own MPI datatypes so the user-defined ops can
 // tell them apart.
@@ -89,63 +128,91 @@ class MpiBackend final : public Backend {
   const char* name() const override { return "mpi"; }
 
   std::shared_ptr<Work> AllReduce(void* buf, size_t count, DataType t,
-                                  ReduceOp op, const OpOptions&) override {
-    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), Type(t),
-                           Op(t, op), comm_);
-    if (rc == MPI_SUCCESS && op == ReduceOp::kAvg) Divide(buf, count, t, size_);
-    return Done(rc, "MPI_Allreduce");
+                                  ReduceOp op, const OpOptions& o) override {
+    MPI_Request r;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), Type(t), Op(t, op),
+                            comm_, &r);
+    std::function<void()> after;
+    if (op == ReduceOp::kAvg) after = [=, n = size_] { Divide(buf, count, t, n); };
+    return Make("MPI_Iallreduce", r, rc, o, std::move(after));
   }
   std::shared_ptr<Work> ReduceScatter(const void* in, void* out, size_t count,
                                       DataType t, ReduceOp op,
-                                      const OpOptions&) override {
-    std::vector<int> counts(size_);
+                                      const OpOptions& o) override {
+    counts_.assign(size_, 0);
     for (int i = 0; i < size_; ++i) {
-      counts[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i + 1) -
-                                   algorithms::BlockBegin(count, size_, i));
+      counts_[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i + 1) -
+                                    algorithms::BlockBegin(count, size_, i));
     }
-    int rc = MPI_Reduce_scatter(in, out, counts.data(), Type(t), Op(t, op), comm_);
-    if (rc == MPI_SUCCESS && op == ReduceOp::kAvg) Divide(out, counts[rank_], t, size_);
-    return Done(rc, "MPI_Reduce_scatter");
+    MPI_Request r;
+    int rc = MPI_Ireduce_scatter(in, out, counts_.data(), Type(t), Op(t, op), comm_, &r);
+    std::function<void()> after;
+    if (op == ReduceOp::kAvg) {
+      after = [=, n = size_, mine = counts_[rank_]] { Divide(out, mine, t, n); };
+    }
+    return Make("MPI_Ireduce_scatter", r, rc, o, std::move(after));
   }
   std::shared_ptr<Work> AllGather(const void* in, void* out, size_t count,
-                                  DataType t, const OpOptions&) override {
-    std::vector<int> counts(size_), displs(size_);
+                                  DataType t, const OpOptions& o) override {
+    counts_.assign(size_, 0);
+    displs_.assign(size_, 0);
     for (int i = 0; i < size_; ++i) {
-      displs[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i));
-      counts[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i + 1)) - displs[i];
+      displs_[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i));
+      counts_[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i + 1)) - displs_[i];
     }
-    return Done(MPI_Allgatherv(in, counts[rank_], Type(t), out, counts.data(),
-                               displs.data(), Type(t), comm_),
-                "MPI_Allgatherv");
+    MPI_Request r;
+    int rc = MPI_Iallgatherv(in, counts_[rank_], Type(t), out, counts_.data(), displs_.data(),
+                             Type(t), comm_, &r);
+    return Make("MPI_Iallgatherv", r, rc, o);
   }
   std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType t, int root,
-                                  const OpOptions&) override {
-    return Done(MPI_Bcast(buf, static_cast<int>(count), Type(t), root, comm_), "MPI_Bcast");
+                                  const OpOptions& o) override {
+    MPI_Request r;
+    int rc = MPI_Ibcast(buf, static_cast<int>(count), Type(t), root, comm_, &r);
+    return Make("MPI_Ibcast", r, rc, o);
   }
   std::shared_ptr<Work> AllToAll(const void* in, void* out, size_t per,
-                                 DataType t, const OpOptions&) override {
-    return Done(MPI_Alltoall(in, static_cast<int>(per), Type(t), out,
-                             static_cast<int>(per), Type(t), comm_),
-                "MPI_Alltoall");
+                                 DataType t, const OpOptions& o) override {
+    MPI_Request r;
+    int rc = MPI_Ialltoall(in, static_cast<int>(per), Type(t), out, static_cast<int>(per),
+                           Type(t), comm_, &r);
+    return Make("MPI_Ialltoall", r, rc, o);
   }
   std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t, int peer,
-                             const OpOptions&) override {
-    return Done(MPI_Send(buf, static_cast<int>(count), Type(t), peer, 0, comm_), "MPI_Send");
+                             const OpOptions& o) override {
+    MPI_Request r;
+    int rc = MPI_Isend(buf, static_cast<int>(count), Type(t), peer, 0, comm_, &r);
+    return Make("MPI_Isend", r, rc, o);
   }
   std::shared_ptr<Work> Recv(void* buf, size_t count, DataType t, int peer,
-                             const OpOptions&) override {
-    return Done(MPI_Recv(buf, static_cast<int>(count), Type(t), peer, 0, comm_,
-                         MPI_STATUS_IGNORE),
-                "MPI_Recv");
+                             const OpOptions& o) override {
+    MPI_Request r;
+    int rc = MPI_Irecv(buf, static_cast<int>(count), Type(t), peer, 0, comm_, &r);
+    return Make("MPI_Irecv", r, rc, o);
   }
-  std::shared_ptr<Work> Barrier(const OpOptions&) override {
-    return Done(MPI_Barrier(comm_), "MPI_Barrier");
+  std::shared_ptr<Work> Barrier(const OpOptions& o) override {
+    MPI_Request r;
+    int rc = MPI_Ibarrier(comm_, &r);
+    return Make("MPI_Ibarrier", r, rc, o);
   }
   void Abort() override { MPI_Abort(comm_, 1); }
 
  private:
+  std::shared_ptr<Work> Make(const char* what, MPI_Request r, int rc,
+                             const OpOptions& o, std::function<void()> after = {}) {
+    auto w = std::make_shared<MpiWork>(what, r, rc,
+                                       o.timeout.count() > 0 ? o.timeout : timeout_,
+                                       std::move(after));
+    if (o.synchronous) (void)w->Wait(std::chrono::milliseconds::max());
+    return w;
+  }
+
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
+  std::chrono::milliseconds timeout_{std::chrono::seconds(300)};
+  // Count/displacement arrays must outlive the nonblocking call; ops run
+  // one at a time per the contract below.
+  std::vector<int> counts_, displs_;
 };
 
 }  // namespace

@@ -1,12 +1,14 @@
 // Backend over MPI, for jobs started by mpirun (DESIGN.md §5). Operations
-// run synchronously on the calling thread and return completed Work
-// handles; MPI must be initialised (MPI_Init_thread with at least
-// MPI_THREAD_SERIALIZED) and only one thread may use the backend at a time.
-//
-// Limits: MPI has no per-operation timeout, so a dead or stuck peer is
-// handled by mpirun (Open MPI aborts the job when a rank dies), not by
-// DeadlineExceeded; Abort() calls MPI_Abort. f16/bf16 reductions use
-// user-defined MPI operations built on comm/types.h kernels.
+// are MPI's nonblocking calls (MPI_Iallreduce, ...); Work::Wait polls
+// MPI_Test until the operation's timeout (300 s by default, or
+// OpOptions::timeout), then returns DeadlineExceeded — MPI cannot say which
+// peer is missing. A dead rank normally makes mpirun abort the whole job.
+// MPI must be initialised (MPI_Init_thread with at least
+// MPI_THREAD_SERIALIZED); one thread uses the backend at a time, and an
+// operation's Work must complete before the next reduce-scatter or
+// all-gather is issued (their count arrays are reused). Abort() calls
+// MPI_Abort. f16/bf16 reductions use user-defined MPI operations built on
+// comm/types.h kernels.
 #pragma once
 
 #include <memory>

@@ -3,7 +3,9 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
@@ -82,6 +84,29 @@ int main(int argc, char** argv) {
     check(g.AllToAll(a2a_in.data(), a2a_out.data(), 3, DataType::kI32)->Wait().ok(), "a2a");
     for (int i = 0; i < n; ++i) check(a2a_out[i * 3] == i * 1000 + r * 3, "a2a value");
     check(g.Barrier()->Wait().ok(), "barrier");
+    // Timeouts: the last rank joins late; the others see DeadlineExceeded
+    // within their 200 ms, then the operation completes once it arrives.
+    std::vector<float> late(1000, 1.0f);
+    if (r == n - 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      check(g.AllReduce(late.data(), late.size(), DataType::kF32, ReduceOp::kSum)->Wait().ok(),
+            "late all-reduce");
+    } else {
+      OpOptions o;
+      o.timeout = std::chrono::milliseconds(200);
+      auto w = g.AllReduce(late.data(), late.size(), DataType::kF32, ReduceOp::kSum, o);
+      const auto t0 = std::chrono::steady_clock::now();
+      strata::Status st = w->Wait();
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      check(st.code() == absl::StatusCode::kDeadlineExceeded, "timeout code");
+      check(waited < 0.5, "timeout within bound");
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!w->IsCompleted() && std::chrono::steady_clock::now() < end) {
+        std::this_thread::yield();
+      }
+      check(w->IsCompleted(), "completes once the late rank joins");
+    }
+    check(late[0] == static_cast<float>(n), "late all-reduce value");
   }
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
