@@ -4,6 +4,7 @@
 // transport's SendRecvReduce consumes the incoming bytes in chunks (for shm
 // straight out of the ring), so reduction overlaps the transfer.
 #include <algorithm>
+#include <utility>
 
 #include "comm/algorithms/algorithms.h"
 
@@ -11,6 +12,12 @@ namespace strata::comm::algorithms {
 namespace {
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Element range [first, second) of block `i` (taken mod n).
+std::pair<size_t, size_t> Block(size_t count, int n, int i) {
+  i = Mod(i, n);
+  return {BlockBegin(count, n, i), BlockBegin(count, n, i + 1)};
+}
 
 }  // namespace
 
@@ -24,12 +31,8 @@ Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
   for (int step = 0; step < n - 1; ++step) {
     // Send the block reduced in the previous step; receive the one to the
     // left of it. After n-1 steps rank r owns block r.
-    const int send_block = Mod(r - step - 1, n);
-    const int recv_block = Mod(r - step - 2, n);
-    const size_t s0 = BlockBegin(count, n, send_block);
-    const size_t s1 = BlockBegin(count, n, send_block + 1);
-    const size_t r0 = BlockBegin(count, n, recv_block);
-    const size_t r1 = BlockBegin(count, n, recv_block + 1);
+    const auto [s0, s1] = Block(count, n, r - step - 1);
+    const auto [r0, r1] = Block(count, n, r - step - 2);
     RETURN_IF_ERROR(t.SendRecvReduce(right, base + s0 * es, (s1 - s0) * es,
                                      left, base + r0 * es, r1 - r0, type, op,
                                      deadline));
@@ -45,12 +48,8 @@ Status RingAllGather(Transport& t, void* buf, size_t count, DataType type,
   char* base = static_cast<char*>(buf);
   const int right = Mod(r + 1, n), left = Mod(r - 1, n);
   for (int step = 0; step < n - 1; ++step) {
-    const int send_block = Mod(r - step, n);
-    const int recv_block = Mod(r - step - 1, n);
-    const size_t s0 = BlockBegin(count, n, send_block);
-    const size_t s1 = BlockBegin(count, n, send_block + 1);
-    const size_t r0 = BlockBegin(count, n, recv_block);
-    const size_t r1 = BlockBegin(count, n, recv_block + 1);
+    const auto [s0, s1] = Block(count, n, r - step);
+    const auto [r0, r1] = Block(count, n, r - step - 1);
     RETURN_IF_ERROR(t.SendRecv(right, base + s0 * es, (s1 - s0) * es, left,
                                base + r0 * es, (r1 - r0) * es, deadline));
   }
