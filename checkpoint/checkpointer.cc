@@ -1,0 +1,278 @@
+#include "checkpoint/checkpointer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "checkpoint/file_util.h"
+#include "common/logging.h"
+
+namespace strata::checkpoint {
+
+using internal::FsyncDir;
+using internal::MakeDirs;
+using internal::WriteFileAtomic;
+
+std::string StepDir(const std::string& dir, int64_t step) {
+  return absl::StrFormat("%s/step-%012d", dir, step);
+}
+
+namespace {
+
+std::string RankFile(int rank, const char* ext) {
+  return absl::StrFormat("rank-%05d.%s", rank, ext);
+}
+
+// Appends `n` bytes to the open data file, recording block checksums.
+Status AppendChunk(int fd, const std::string& path, uint64_t* offset, const char* data,
+                   size_t n, size_t block, ChunkMeta* chunk) {
+  chunk->set_offset(*offset);
+  chunk->set_length(n);
+  chunk->set_block_bytes(block);
+  for (size_t b = 0; b < n; b += block) {
+    chunk->add_block_xxh3(XXH3_64bits(data + b, std::min(block, n - b)));
+  }
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return ErrnoToStatus(errno, "write " + path);
+    done += static_cast<size_t>(w);
+  }
+  *offset += n;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(CheckpointOptions options) : opts_(std::move(options)) {
+  worker_ = std::thread([this] { Loop(); });
+}
+
+Checkpointer::~Checkpointer() {
+  (void)Wait();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+Status Checkpointer::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !pending_; });
+  return last_;
+}
+
+Status Checkpointer::SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
+                               const std::vector<Blob>& blobs) {
+  Status previous = Wait();
+  if (!previous.ok()) {
+    GetLogger("CKPT")->warn("previous checkpoint failed: {}", std::string(previous.message()));
+  }
+  if (opts_.dir.empty() || !opts_.store || opts_.world_size < 1) {
+    return absl::InvalidArgumentError("checkpointer needs a directory, a store and a world size");
+  }
+  // Stage 1: copy into staging buffers, reused across saves (their pages
+  // are already faulted in, so this runs at memcpy speed).
+  staged_.clear();
+  for (const ShardedTensor& t : tensors) {
+    RETURN_IF_ERROR(t.Validate());
+    std::vector<char>& buf = staging_[t.name];
+    if (buf.size() != t.Bytes()) buf.resize(t.Bytes());
+    if (t.Bytes() > 0) std::memcpy(buf.data(), t.data, t.Bytes());
+    ShardedTensor s = t;
+    s.data = buf.data();
+    staged_.push_back(std::move(s));
+  }
+  staged_blobs_ = blobs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = true;
+    pending_step_ = step;
+    last_ = absl::OkStatus();
+  }
+  cv_.notify_all();
+  return absl::OkStatus();
+}
+
+void Checkpointer::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || pending_; });
+    if (!pending_) return;
+    const int64_t step = pending_step_;
+    lock.unlock();
+    Status st = Persist(step);
+    if (!st.ok()) GetLogger("CKPT")->error("checkpoint {}: {}", step, std::string(st.message()));
+    lock.lock();
+    last_ = st;
+    pending_ = false;
+    cv_.notify_all();
+  }
+}
+
+Status Checkpointer::Persist(int64_t step) {
+  const std::string sdir = StepDir(opts_.dir, step);
+  RETURN_IF_ERROR(MakeDirs(sdir));
+  const std::string data_name = RankFile(opts_.rank, "data");
+  const std::string data_path = sdir + "/" + data_name;
+  int fd = open(data_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, "open " + data_path);
+  RankIndex index;
+  index.set_rank(opts_.rank);
+  uint64_t offset = 0;
+  Status st;
+  for (const ShardedTensor& t : staged_) {
+    TensorMeta* meta = index.add_tensors();
+    meta->set_name(t.name);
+    meta->set_dtype(DTypeName(t.dtype));
+    for (int64_t d : t.global_shape) meta->add_global_shape(d);
+    // Fully-parallel save: replica k writes rows [k R/n, (k+1) R/n) of
+    // dimension 0 of the shard (scalars: replica 0).
+    std::vector<int64_t> shape = t.local_shape, off = t.global_offset;
+    int64_t row_begin = 0, rows = 1;
+    if (!shape.empty()) {
+      rows = shape[0];
+      row_begin = rows * t.replica_id / t.num_replicas;
+      const int64_t row_end = rows * (t.replica_id + 1) / t.num_replicas;
+      shape[0] = row_end - row_begin;
+      off[0] += row_begin;
+    } else if (t.replica_id != 0) {
+      continue;
+    }
+    int64_t elems = 1;
+    for (int64_t s : shape) elems *= s;
+    if (elems == 0 && t.NumElements() > 0) continue;  // this replica has no rows
+    const size_t row_bytes = rows > 0 ? t.Bytes() / static_cast<size_t>(rows) : 0;
+    ChunkMeta* chunk = meta->add_chunks();
+    for (int64_t d : off) chunk->add_global_offset(d);
+    for (int64_t d : shape) chunk->add_shape(d);
+    chunk->set_file(data_name);
+    st = AppendChunk(fd, data_path, &offset,
+                     static_cast<const char*>(t.data) + row_begin * row_bytes,
+                     static_cast<size_t>(elems) * DTypeSize(t.dtype), opts_.block_bytes, chunk);
+    if (!st.ok()) break;
+  }
+  for (const Blob& b : staged_blobs_) {
+    if (!st.ok()) break;
+    if (!b.per_rank && opts_.rank != 0) continue;
+    BlobMeta* meta = index.add_blobs();
+    meta->set_name(b.per_rank ? absl::StrCat(opts_.rank, "/", b.name) : b.name);
+    meta->set_file(data_name);
+    meta->set_offset(offset);
+    meta->set_length(b.bytes.size());
+    meta->set_xxh3(XXH3_64bits(b.bytes.data(), b.bytes.size()));
+    ChunkMeta scratch;
+    st = AppendChunk(fd, data_path, &offset, b.bytes.data(), b.bytes.size(), opts_.block_bytes,
+                     &scratch);
+  }
+  if (st.ok() && fsync(fd) != 0) st = ErrnoToStatus(errno, "fsync " + data_path);
+  close(fd);
+  RETURN_IF_ERROR(st);
+  RETURN_IF_ERROR(WriteFileAtomic(sdir + "/" + RankFile(opts_.rank, "index"),
+                                  index.SerializeAsString()));
+
+  // Commit: rank 0 waits for every rank's durable index, then publishes the
+  // manifest (the commit point) and LATEST.
+  const std::string key = absl::StrCat("ckpt/", step, "/done/");
+  RETURN_IF_ERROR(opts_.store->Set(key + std::to_string(opts_.rank), "1"));
+  if (opts_.rank != 0) return absl::OkStatus();
+  std::vector<std::string> keys;
+  for (int r = 0; r < opts_.world_size; ++r) keys.push_back(key + std::to_string(r));
+  RETURN_IF_ERROR(opts_.store->Wait(keys, opts_.commit_timeout));
+  Manifest manifest;
+  manifest.set_step(step);
+  manifest.set_world_size(opts_.world_size);
+  manifest.set_created_by("strata");
+  std::map<std::string, int> by_name;
+  for (int r = 0; r < opts_.world_size; ++r) {
+    const std::string path = sdir + "/" + RankFile(r, "index");
+    std::ifstream in(path, std::ios::binary);
+    RankIndex ri;
+    if (!in || !ri.ParseFromIstream(&in)) {
+      return absl::DataLossError("cannot read rank index " + path);
+    }
+    for (const TensorMeta& t : ri.tensors()) {
+      auto [it, inserted] = by_name.emplace(t.name(), manifest.tensors_size());
+      if (inserted) {
+        TensorMeta* m = manifest.add_tensors();
+        *m = t;
+        m->clear_chunks();
+      }
+      TensorMeta* m = manifest.mutable_tensors(it->second);
+      if (m->dtype() != t.dtype() ||
+          !std::equal(m->global_shape().begin(), m->global_shape().end(),
+                      t.global_shape().begin(), t.global_shape().end())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor '", t.name(), "' saved with different dtype or global shape by rank ", r));
+      }
+      for (const ChunkMeta& c : t.chunks()) *m->add_chunks() = c;
+    }
+    for (const BlobMeta& b : ri.blobs()) *manifest.add_blobs() = b;
+  }
+  RETURN_IF_ERROR(WriteFileAtomic(sdir + "/manifest.pb", manifest.SerializeAsString()));
+  RETURN_IF_ERROR(WriteFileAtomic(opts_.dir + "/LATEST", std::to_string(step)));
+  // Retention: keep the newest keep_last plus every keep_every-th step.
+  if (opts_.keep_last > 0) {
+    auto steps = ListSteps(opts_.dir);
+    if (steps.ok() && static_cast<int>(steps->size()) > opts_.keep_last) {
+      for (size_t i = 0; i + opts_.keep_last < steps->size(); ++i) {
+        const int64_t s = (*steps)[i];
+        if (opts_.keep_every > 0 && s % opts_.keep_every == 0) continue;
+        const std::string victim = StepDir(opts_.dir, s);
+        // Uncommit first (manifest gone = not a checkpoint), then delete.
+        unlink((victim + "/manifest.pb").c_str());
+        std::string cmd = "rm -rf '" + victim + "'";
+        (void)!std::system(cmd.c_str());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<std::vector<int64_t>> ListSteps(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return ErrnoToStatus(errno, "open checkpoint directory " + dir);
+  std::vector<int64_t> steps;
+  while (dirent* e = readdir(d)) {
+    int64_t step = 0;
+    const std::string name = e->d_name;
+    if (name.rfind("step-", 0) != 0 || !absl::SimpleAtoi(name.substr(5), &step)) continue;
+    if (access((dir + "/" + name + "/manifest.pb").c_str(), F_OK) == 0) steps.push_back(step);
+  }
+  closedir(d);
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+StatusOr<int64_t> LatestStep(const std::string& dir) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListSteps(dir));
+  if (steps.empty()) return absl::NotFoundError("no committed checkpoint in " + dir);
+  return steps.back();
+}
+
+StatusOr<Manifest> ReadManifest(const std::string& dir, int64_t step) {
+  const std::string path = StepDir(dir, step) + "/manifest.pb";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ", step, " (",
+                                                   path, " missing)"));
+  Manifest m;
+  if (!m.ParseFromIstream(&in)) return absl::DataLossError("corrupt manifest " + path);
+  return m;
+}
+
+}  // namespace strata::checkpoint

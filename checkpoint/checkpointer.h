@@ -1,0 +1,98 @@
+// Asynchronous, sharded checkpoints to a directory (local disk or a
+// parallel file system), loadable under any other parallelism
+// (DESIGN.md §7; docs/checkpoint.md).
+//
+// Layout of DIR/step-<12 digits>/:
+//   rank-<5 digits>.data    every chunk and blob this rank wrote
+//   rank-<5 digits>.index   RankIndex proto: where they are, checksums
+//   manifest.pb             Manifest proto, written last by rank 0
+// plus DIR/LATEST (the newest committed step). A step is committed iff its
+// manifest exists: rank 0 writes it (tmp + fsync + rename + directory
+// fsync) only after every rank has fsynced its data and index, so a crash
+// at any moment leaves either the previous or the new checkpoint, never a
+// partial one reported as committed.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/tensor.h"
+#include "comm/store.h"
+#include "proto/checkpoint.pb.h"
+
+namespace strata::checkpoint {
+
+struct CheckpointOptions {
+  std::string dir;
+  int rank = 0;
+  int world_size = 1;
+  // Rendezvous for the commit (a PrefixStore per job works).
+  std::shared_ptr<comm::Store> store;
+  size_t block_bytes = 1 << 20;  // checksum granularity
+  std::chrono::milliseconds commit_timeout{std::chrono::minutes(10)};
+  // Keep the newest `keep_last` committed steps plus every step divisible
+  // by `keep_every` (0 = none); rank 0 deletes the rest after a commit.
+  int keep_last = 0;  // 0 = keep everything
+  int64_t keep_every = 0;
+};
+
+// Threading: one thread calls SaveAsync/Wait; persisting runs on an
+// internal thread. At most one save is in flight: SaveAsync first waits
+// for the previous one.
+class Checkpointer {
+ public:
+  explicit Checkpointer(CheckpointOptions options);
+  ~Checkpointer();
+
+  // Stage 1 (on the caller's thread): validates and copies every tensor
+  // and blob into reusable host staging buffers, then returns — training
+  // may modify its tensors at once. Stage 2 (background): writes, fsyncs,
+  // commits. The result of stage 2 is returned by Wait().
+  Status SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
+                   const std::vector<Blob>& blobs);
+  // Blocks until the save in flight (if any) is committed or failed.
+  Status Wait();
+
+ private:
+  Status Persist(int64_t step);
+  void Loop();
+
+  CheckpointOptions opts_;
+  std::vector<ShardedTensor> staged_;             // data -> staging_
+  std::map<std::string, std::vector<char>> staging_;
+  std::vector<Blob> staged_blobs_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool pending_ = false, stopping_ = false;       // guarded by mu_
+  int64_t pending_step_ = 0;                      // guarded by mu_
+  Status last_;                                   // guarded by mu_
+  std::thread worker_;
+};
+
+// The step directory name, e.g. "step-000000000120".
+std::string StepDir(const std::string& dir, int64_t step);
+// The newest committed step: the newest step directory with a manifest
+// (LATEST is a convenience for people and scripts).
+// NotFound when there is none.
+StatusOr<int64_t> LatestStep(const std::string& dir);
+// Committed steps, ascending.
+StatusOr<std::vector<int64_t>> ListSteps(const std::string& dir);
+StatusOr<Manifest> ReadManifest(const std::string& dir, int64_t step);
+
+// Fills each target's data with its box of the saved tensor of the same
+// name, reading only the checksum blocks that overlap it. InvalidArgument
+// when dtype or global shape differ; DataLoss naming tensor, chunk and file
+// when a checksum fails, a file is short or part of the box was never
+// saved; NotFound for a missing tensor or step.
+Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets);
+// Reads a blob ("<rank>/<name>" for per-rank blobs).
+StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step, const std::string& name);
+// Re-reads and checks every block of every chunk and blob.
+Status Verify(const std::string& dir, int64_t step);
+
+}  // namespace strata::checkpoint
