@@ -13,5 +13,6 @@ inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitFailed = 1;
 
 void AddPlanCommand(CLI::App* app);
+void AddCkptCommand(CLI::App* app);
 
 }  // namespace strata::cli

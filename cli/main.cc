@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   });
 
   strata::cli::AddPlanCommand(&app);
+  strata::cli::AddCkptCommand(&app);
 
   try {
     app.parse(argc, argv);
