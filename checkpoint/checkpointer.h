@@ -89,7 +89,12 @@ StatusOr<Manifest> ReadManifest(const std::string& dir, int64_t step);
 // when dtype or global shape differ; DataLoss naming tensor, chunk and file
 // when a checksum fails, a file is short or part of the box was never
 // saved; NotFound for a missing tensor or step.
-Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets);
+struct LoadStats {
+  uint64_t bytes_read = 0;    // from the data files
+  uint64_t bytes_needed = 0;  // the targets' bytes
+};
+Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets,
+            LoadStats* stats = nullptr);
 // Reads a blob ("<rank>/<name>" for per-rank blobs).
 StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step, const std::string& name);
 // Re-reads and checks every block of every chunk and blob.

@@ -49,7 +49,8 @@ Box ChunkBox(const ChunkMeta& c) {
 // Reads blocks [first, last] of `chunk` into buf (chunk-relative offsets)
 // and checks their checksums.
 Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
-                  const ChunkMeta& chunk, uint64_t first, uint64_t last, char* buf) {
+                  const ChunkMeta& chunk, uint64_t first, uint64_t last, char* buf,
+                  LoadStats* stats = nullptr) {
   ASSIGN_OR_RETURN(int fd, files.Open(chunk.file()));
   const uint64_t bb = chunk.block_bytes();
   if (bb == 0 || chunk.block_xxh3_size() != static_cast<int>((chunk.length() + bb - 1) / bb)) {
@@ -59,6 +60,7 @@ Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
   const uint64_t begin = first * bb, end = std::min<uint64_t>((last + 1) * bb, chunk.length());
   Status st = internal::ReadAt(fd, files.Path(chunk.file()), chunk.offset() + begin, buf + begin,
                                end - begin);
+  if (stats) stats->bytes_read += end - begin;
   if (!st.ok()) {
     return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ", chunk_index, ": ",
                                             st.message()));
@@ -76,7 +78,8 @@ Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
 
 }  // namespace
 
-Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets) {
+Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets,
+            LoadStats* stats) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
   Files files(StepDir(dir, step));
   std::map<std::string, const TensorMeta*> by_name;
@@ -99,6 +102,7 @@ Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& ta
     }
     const size_t es = DTypeSize(target.dtype);
     const Box want{target.global_offset, target.local_shape};
+    if (stats) stats->bytes_needed += target.Bytes();
     int64_t covered = 0;
     for (int ci = 0; ci < meta.chunks_size(); ++ci) {
       const ChunkMeta& chunk = meta.chunks(ci);
@@ -120,7 +124,8 @@ Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& ta
       for (auto k = blocks.begin(); k != blocks.end();) {
         uint64_t first = *k, last = first;
         while (++k != blocks.end() && *k == last + 1) last = *k;
-        RETURN_IF_ERROR(ReadBlocks(files, target.name, ci, chunk, first, last, chunk_buf.data()));
+        RETURN_IF_ERROR(
+            ReadBlocks(files, target.name, ci, chunk, first, last, chunk_buf.data(), stats));
       }
       CopyRegion(*region, have, chunk_buf.data(), want, target.data, es);
       covered += region->NumElements();

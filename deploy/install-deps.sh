@@ -21,6 +21,8 @@ PACKAGES=(
   libhwloc-dev hwloc libopenblas-dev libxxhash-dev libcpp-httplib-dev
   # Python side (tests, examples): Debian's interpreter and packages only
   python3
+  # torch.save, the checkpoint benchmark's peer (strata-bench ckpt)
+  python3-torch
 )
 
 missing=()
