@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/direct_writer.h"
 #include "checkpoint/file_util.h"
 #include "common/logging.h"
 
@@ -35,24 +36,16 @@ std::string RankFile(int rank, const char* ext) {
   return absl::StrFormat("rank-%05d.%s", rank, ext);
 }
 
-// Appends `n` bytes to the open data file, recording block checksums.
-Status AppendChunk(int fd, const std::string& path, uint64_t* offset, const char* data,
-                   size_t n, size_t block, ChunkMeta* chunk) {
-  chunk->set_offset(*offset);
+// Appends `n` bytes to the data file, recording block checksums.
+Status AppendChunk(internal::DirectWriter& out, const char* data, size_t n, size_t block,
+                   ChunkMeta* chunk) {
+  chunk->set_offset(out.size());
   chunk->set_length(n);
   chunk->set_block_bytes(block);
   for (size_t b = 0; b < n; b += block) {
     chunk->add_block_xxh3(XXH3_64bits(data + b, std::min(block, n - b)));
   }
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = write(fd, data + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return ErrnoToStatus(errno, "write " + path);
-    done += static_cast<size_t>(w);
-  }
-  *offset += n;
-  return absl::OkStatus();
+  return out.Append(data, n);
 }
 
 }  // namespace
@@ -130,11 +123,9 @@ Status Checkpointer::Persist(int64_t step) {
   RETURN_IF_ERROR(MakeDirs(sdir));
   const std::string data_name = RankFile(opts_.rank, "data");
   const std::string data_path = sdir + "/" + data_name;
-  int fd = open(data_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoToStatus(errno, "open " + data_path);
+  ASSIGN_OR_RETURN(auto out, internal::DirectWriter::Create(data_path));
   RankIndex index;
   index.set_rank(opts_.rank);
-  uint64_t offset = 0;
   Status st;
   for (const ShardedTensor& t : staged_) {
     TensorMeta* meta = index.add_tensors();
@@ -162,8 +153,7 @@ Status Checkpointer::Persist(int64_t step) {
     for (int64_t d : off) chunk->add_global_offset(d);
     for (int64_t d : shape) chunk->add_shape(d);
     chunk->set_file(data_name);
-    st = AppendChunk(fd, data_path, &offset,
-                     static_cast<const char*>(t.data) + row_begin * row_bytes,
+    st = AppendChunk(*out, static_cast<const char*>(t.data) + row_begin * row_bytes,
                      static_cast<size_t>(elems) * DTypeSize(t.dtype), opts_.block_bytes, chunk);
     if (!st.ok()) break;
   }
@@ -173,15 +163,13 @@ Status Checkpointer::Persist(int64_t step) {
     BlobMeta* meta = index.add_blobs();
     meta->set_name(b.per_rank ? absl::StrCat(opts_.rank, "/", b.name) : b.name);
     meta->set_file(data_name);
-    meta->set_offset(offset);
+    meta->set_offset(out->size());
     meta->set_length(b.bytes.size());
     meta->set_xxh3(XXH3_64bits(b.bytes.data(), b.bytes.size()));
     ChunkMeta scratch;
-    st = AppendChunk(fd, data_path, &offset, b.bytes.data(), b.bytes.size(), opts_.block_bytes,
-                     &scratch);
+    st = AppendChunk(*out, b.bytes.data(), b.bytes.size(), opts_.block_bytes, &scratch);
   }
-  if (st.ok() && fsync(fd) != 0) st = ErrnoToStatus(errno, "fsync " + data_path);
-  close(fd);
+  if (st.ok()) st = out->Finish();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(WriteFileAtomic(sdir + "/" + RankFile(opts_.rank, "index"),
                                   index.SerializeAsString()));

@@ -84,7 +84,9 @@ Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& ta
   Files files(StepDir(dir, step));
   std::map<std::string, const TensorMeta*> by_name;
   for (const TensorMeta& t : m.tensors()) by_name[t.name()] = &t;
-  std::vector<char> chunk_buf;
+  // Reused across calls: faulting in a fresh chunk-sized buffer per load
+  // costs as much as reading it from disk.
+  thread_local std::vector<char> chunk_buf;
   for (ShardedTensor& target : targets) {
     RETURN_IF_ERROR(target.Validate());
     auto it = by_name.find(target.name);
