@@ -82,9 +82,11 @@ Status Checkpointer::SaveAsync(int64_t step, const std::vector<ShardedTensor>& t
   // Stage 1: copy into staging buffers, reused across saves (their pages
   // are already faulted in, so this runs at memcpy speed).
   staged_.clear();
-  for (const ShardedTensor& t : tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const ShardedTensor& t = tensors[i];
     RETURN_IF_ERROR(t.Validate());
-    std::vector<char>& buf = staging_[t.name];
+    // Keyed by name and position: a rank may hold two shards of a tensor.
+    std::vector<char>& buf = staging_[absl::StrCat(t.name, "#", i)];
     if (buf.size() != t.Bytes()) buf.resize(t.Bytes());
     if (t.Bytes() > 0) std::memcpy(buf.data(), t.data, t.Bytes());
     ShardedTensor s = t;
