@@ -36,9 +36,9 @@ int Relaunch(const std::string& self, const std::vector<int>& ranks,
     // Open MPI as users run it (vader's default single-copy mechanism, CMA
     // here), or with single copy off (copy-in/copy-out, faster at 1-16 MiB
     // on this machine).
-    const std::string env = mpi_copy == "none"
-                                ? "OMPI_MCA_btl_vader_single_copy_mechanism=none "
-                                : "";
+    const std::string env =
+        mpi_copy == "none" ? "OMPI_MCA_btl_vader_single_copy_mechanism=none "
+                           : "";
     std::string cmd = env + "mpirun --oversubscribe --allow-run-as-root -np " +
                       std::to_string(n) + " " + self + " comm" + args;
     rc |= std::system(cmd.c_str());
@@ -53,7 +53,8 @@ int CommBench(int argc, char** argv) {
   std::vector<int> ranks = {2, 4};
   std::string mpi_copy = "default";
   app.add_option("--format", format)->check(CLI::IsMember({"table", "json"}));
-  app.add_option("--transport", transport)->check(CLI::IsMember({"shm", "tcp"}));
+  app.add_option("--transport", transport)
+      ->check(CLI::IsMember({"shm", "tcp"}));
   app.add_option("--min-bytes", min_bytes);
   app.add_option("--max-bytes", max_bytes);
   app.add_option("--ranks", ranks, "rank counts when launching mpirun itself");
@@ -96,16 +97,20 @@ int CommBench(int argc, char** argv) {
 
   if (rank == 0 && format == "table") {
     const char* copy = std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism");
-    std::printf("# all-reduce f32 sum, %d ranks, strata transport %s, peer Open MPI (vader "
-                "single copy: %s)\n",
-                size, transport.c_str(), copy ? copy : "default");
-    std::printf("%12s  %-20s %10s %10s %10s\n", "bytes", "algo", "time_us", "algbw", "busbw");
+    std::printf(
+        "# all-reduce f32 sum, %d ranks, strata transport %s, peer Open MPI "
+        "(vader "
+        "single copy: %s)\n",
+        size, transport.c_str(), copy ? copy : "default");
+    std::printf("%12s  %-20s %10s %10s %10s\n", "bytes", "algo", "time_us",
+                "algbw", "busbw");
   }
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
     std::vector<float> buf(count, 1.0f);
     // About 1 GiB moved per measurement, 20k iterations at most.
-    const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 4, 20000));
+    const int iters = static_cast<int>(
+        std::clamp<size_t>((size_t{1} << 30) / bytes, 4, 20000));
     std::vector<Row> rows;
     auto time_it = [&](const std::string& name, auto&& fn) {
       for (int w = 0; w < std::max(2, iters / 10); ++w) fn();
@@ -117,20 +122,26 @@ int CommBench(int argc, char** argv) {
       rows.push_back({name, worst});
     };
     time_it("mpi", [&] {
-      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count),
+                    MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     });
-    for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+    for (Algorithm a :
+         {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
       if (a == Algorithm::kRecursiveDoubling && bytes > (16u << 20)) continue;
       comm::OpOptions o;
       o.algorithm = a;
       o.synchronous = true;  // blocking, like MPI_Allreduce
       const std::string name =
           std::string("strata/") +
-          (a == Algorithm::kAuto ? std::string("auto:") + comm::AlgorithmName(group.ChooseAllReduce(bytes))
-                                 : comm::AlgorithmName(a));
+          (a == Algorithm::kAuto
+               ? std::string("auto:") +
+                     comm::AlgorithmName(group.ChooseAllReduce(bytes))
+               : comm::AlgorithmName(a));
       time_it(name, [&] {
-        Status st = group.AllReduce(buf.data(), count, comm::DataType::kF32, comm::ReduceOp::kSum, o)->Wait();
+        Status st = group
+                        .AllReduce(buf.data(), count, comm::DataType::kF32,
+                                   comm::ReduceOp::kSum, o)
+                        ->Wait();
         if (!st.ok()) MPI_Abort(MPI_COMM_WORLD, 1);
       });
     }
@@ -139,14 +150,18 @@ int CommBench(int argc, char** argv) {
     for (const Row& r : rows) {
       const double algbw = bytes / r.seconds / 1e9;
       if (format == "json") {
-        std::printf("{\"op\":\"all_reduce\",\"algo\":\"%s\",\"backend\":\"%s\",\"ranks\":%d,"
-                    "\"bytes\":%zu,\"time_us\":%.2f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f,"
-                    "\"speedup_vs_mpi\":%.3f}\n",
-                    r.algo.c_str(), r.algo == "mpi" ? "mpi" : transport.c_str(), size, bytes,
-                    r.seconds * 1e6, algbw, algbw * bus, mpi / r.seconds);
+        std::printf(
+            "{\"op\":\"all_reduce\",\"algo\":\"%s\",\"backend\":\"%s\","
+            "\"ranks\":%d,"
+            "\"bytes\":%zu,\"time_us\":%.2f,\"algbw_gbps\":%.4f,\"busbw_gbps\":"
+            "%.4f,"
+            "\"speedup_vs_mpi\":%.3f}\n",
+            r.algo.c_str(), r.algo == "mpi" ? "mpi" : transport.c_str(), size,
+            bytes, r.seconds * 1e6, algbw, algbw * bus, mpi / r.seconds);
       } else {
-        std::printf("%12zu  %-20s %10.1f %10.3f %10.3f  x%.2f vs mpi\n", bytes, r.algo.c_str(),
-                    r.seconds * 1e6, algbw, algbw * bus, mpi / r.seconds);
+        std::printf("%12zu  %-20s %10.1f %10.3f %10.3f  x%.2f vs mpi\n", bytes,
+                    r.algo.c_str(), r.seconds * 1e6, algbw, algbw * bus,
+                    mpi / r.seconds);
       }
     }
     std::fflush(stdout);
@@ -161,6 +176,7 @@ int CommBench(int argc, char** argv) {
 }
 
 }  // namespace
-STRATA_BENCH("comm", "all-reduce busbw: strata vs Open MPI (re-launches under mpirun)",
+STRATA_BENCH("comm",
+             "all-reduce busbw: strata vs Open MPI (re-launches under mpirun)",
              CommBench);
 }  // namespace strata::bench

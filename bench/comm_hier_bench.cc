@@ -30,12 +30,14 @@ namespace {
 using comm::Algorithm;
 
 int Child(int rank, const std::string& dir, const std::string& iface,
-          const std::vector<size_t>& sizes, double link_gbit, const std::string& format) {
+          const std::vector<size_t>& sizes, double link_gbit,
+          const std::string& format) {
   const std::vector<int> nodes = {0, 0, 1, 1};
   auto store = comm::NewFileStore(dir);
   comm::TcpOptions tcp;
   tcp.bind = iface;
-  auto t = comm::ConnectHybridTransport(*store, rank, nodes, tcp, comm::ShmOptions{});
+  auto t = comm::ConnectHybridTransport(*store, rank, nodes, tcp,
+                                        comm::ShmOptions{});
   if (!t.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, t.status().ToString().c_str());
     return 1;
@@ -57,12 +59,15 @@ int Child(int rank, const std::string& dir, const std::string& iface,
         (void)g.Barrier(o)->Wait();
         const auto t0 = std::chrono::steady_clock::now();
         Status st = g.AllReduce(buf.data(), buf.size(), comm::DataType::kF32,
-                                comm::ReduceOp::kSum, o)->Wait();
+                                comm::ReduceOp::kSum, o)
+                        ->Wait();
         if (!st.ok()) {
           std::fprintf(stderr, "rank %d: %s\n", rank, st.ToString().c_str());
           return 1;
         }
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        best = std::min(best, std::chrono::duration<double>(
+                                  std::chrono::steady_clock::now() - t0)
+                                  .count());
       }
       if (a == Algorithm::kRing) ring_time = best;
       if (rank != 0) continue;
@@ -70,15 +75,20 @@ int Child(int rank, const std::string& dir, const std::string& iface,
       const double ideal = crossing / link;
       const double algbw = bytes / best / 1e9, busbw = algbw * 1.5;
       if (format == "json") {
-        std::printf("{\"op\":\"all_reduce\",\"algo\":\"%s\",\"backend\":\"shm+tcp\",\"ranks\":4,"
-                    "\"bytes\":%zu,\"time_s\":%.4f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f,"
-                    "\"fraction_of_ideal\":%.3f,\"speedup_vs_ring\":%.3f}\n",
-                    comm::AlgorithmName(a), bytes, best, algbw, busbw, ideal / best,
-                    ring_time / best);
+        std::printf(
+            "{\"op\":\"all_reduce\",\"algo\":\"%s\",\"backend\":\"shm+tcp\","
+            "\"ranks\":4,"
+            "\"bytes\":%zu,\"time_s\":%.4f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%"
+            ".4f,"
+            "\"fraction_of_ideal\":%.3f,\"speedup_vs_ring\":%.3f}\n",
+            comm::AlgorithmName(a), bytes, best, algbw, busbw, ideal / best,
+            ring_time / best);
       } else {
-        std::printf("%12zu  %-13s %9.3f s %9.4f %9.4f   %5.1f%% of ideal   x%.2f vs ring\n",
-                    bytes, comm::AlgorithmName(a), best, algbw, busbw, 100 * ideal / best,
-                    ring_time / best);
+        std::printf(
+            "%12zu  %-13s %9.3f s %9.4f %9.4f   %5.1f%% of ideal   x%.2f vs "
+            "ring\n",
+            bytes, comm::AlgorithmName(a), best, algbw, busbw,
+            100 * ideal / best, ring_time / best);
       }
       std::fflush(stdout);
     }
@@ -100,18 +110,22 @@ int MpiChild(const std::vector<size_t>& sizes, const std::string& format) {
     for (int i = 0; i < 3; ++i) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()),
+                    MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       best = std::min(best, MPI_Wtime() - t0);
     }
     if (rank != 0) continue;
     const double algbw = bytes / best / 1e9;
     if (format == "json") {
-      std::printf("{\"op\":\"all_reduce\",\"algo\":\"mpi\",\"backend\":\"mpi-tcp\",\"ranks\":4,"
-                  "\"bytes\":%zu,\"time_s\":%.4f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f}\n",
-                  bytes, best, algbw, algbw * 1.5);
+      std::printf(
+          "{\"op\":\"all_reduce\",\"algo\":\"mpi\",\"backend\":\"mpi-tcp\","
+          "\"ranks\":4,"
+          "\"bytes\":%zu,\"time_s\":%.4f,\"algbw_gbps\":%.4f,\"busbw_gbps\":%."
+          "4f}\n",
+          bytes, best, algbw, algbw * 1.5);
     } else {
-      std::printf("%12zu  %-13s %9.3f s %9.4f %9.4f\n", bytes, "mpi", best, algbw, algbw * 1.5);
+      std::printf("%12zu  %-13s %9.3f s %9.4f %9.4f\n", bytes, "mpi", best,
+                  algbw, algbw * 1.5);
     }
     std::fflush(stdout);
   }
@@ -121,7 +135,9 @@ int MpiChild(const std::vector<size_t>& sizes, const std::string& format) {
 #endif
 
 int CommHierBench(int argc, char** argv) {
-  CLI::App app{"strata-bench comm-hier: hierarchical vs ring over a slow inter-node link"};
+  CLI::App app{
+      "strata-bench comm-hier: hierarchical vs ring over a slow inter-node "
+      "link"};
   std::string format = "table", dir, iface;
   std::vector<size_t> sizes = {1u << 20, 16u << 20, 64u << 20};
   double link_gbit = 1.0;
@@ -142,7 +158,8 @@ int CommHierBench(int argc, char** argv) {
 
   if (std::system("ip netns list 2>/dev/null | grep -q strata-a") != 0) {
     std::fprintf(stderr,
-                 "strata-bench comm-hier: namespaces missing; run `bench/netns.sh up` as "
+                 "strata-bench comm-hier: namespaces missing; run "
+                 "`bench/netns.sh up` as "
                  "root first (see bench/README.md)\n");
     return 2;
   }
@@ -153,9 +170,12 @@ int CommHierBench(int argc, char** argv) {
   char tmpl[] = "/tmp/strata-hier-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   if (format == "table") {
-    std::printf("# all-reduce f32, 2 nodes x 2 ranks, shm inside, tcp over a %.1f Gbit/s veth\n",
-                link_gbit);
-    std::printf("%12s  %-13s %11s %9s %9s\n", "bytes", "algo", "time", "algbw", "busbw");
+    std::printf(
+        "# all-reduce f32, 2 nodes x 2 ranks, shm inside, tcp over a %.1f "
+        "Gbit/s veth\n",
+        link_gbit);
+    std::printf("%12s  %-13s %11s %9s %9s\n", "bytes", "algo", "time", "algbw",
+                "busbw");
   }
   std::fflush(stdout);
   std::vector<pid_t> kids;
@@ -164,10 +184,12 @@ int CommHierBench(int argc, char** argv) {
     if (pid == 0) {
       const std::string ns = r < 2 ? "strata-a" : "strata-b";
       const std::string dev = r < 2 ? "strata-va" : "strata-vb";
-      std::vector<std::string> args = {"ip", "netns", "exec", ns, self, "comm-hier",
-                                       "--rank", std::to_string(r), "--store", tmpl,
-                                       "--iface", dev, "--format", format,
-                                       "--link-gbit", std::to_string(link_gbit), "--sizes"};
+      std::vector<std::string> args = {
+          "ip",       "netns",     "exec",        ns,
+          self,       "comm-hier", "--rank",      std::to_string(r),
+          "--store",  tmpl,        "--iface",     dev,
+          "--format", format,      "--link-gbit", std::to_string(link_gbit),
+          "--sizes"};
       for (size_t s : sizes) args.push_back(std::to_string(s));
       std::vector<char*> av;
       for (auto& a : args) av.push_back(a.data());
@@ -190,13 +212,17 @@ int CommHierBench(int argc, char** argv) {
   // ranks in strata-b can reach their launcher.
   std::string size_args;
   for (size_t s : sizes) size_args += " " + std::to_string(s);
-  const std::string child = std::string(self) + " comm-hier --mpi-child --format " + format +
+  const std::string child = std::string(self) +
+                            " comm-hier --mpi-child --format " + format +
                             " --sizes" + size_args;
   const std::string mpi =
       "ip netns exec strata-a env PMIX_MCA_ptl_tcp_remote_connections=1 "
-      "PMIX_MCA_ptl_tcp_if_include=strata-va mpirun --allow-run-as-root --oversubscribe "
-      "--mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include "
-      "strata-va -np 2 " + child + " : -np 2 ip netns exec strata-b " + child;
+      "PMIX_MCA_ptl_tcp_if_include=strata-va mpirun --allow-run-as-root "
+      "--oversubscribe "
+      "--mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca "
+      "oob_tcp_if_include "
+      "strata-va -np 2 " +
+      child + " : -np 2 ip netns exec strata-b " + child;
   if (std::system(mpi.c_str()) != 0) {
     std::fprintf(stderr, "strata-bench comm-hier: the Open MPI run failed\n");
     rc = 1;
@@ -206,6 +232,7 @@ int CommHierBench(int argc, char** argv) {
 }
 
 }  // namespace
-STRATA_BENCH("comm-hier", "hierarchical vs ring all-reduce across two netns nodes",
+STRATA_BENCH("comm-hier",
+             "hierarchical vs ring all-reduce across two netns nodes",
              CommHierBench);
 }  // namespace strata::bench

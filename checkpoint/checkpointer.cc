@@ -37,8 +37,8 @@ std::string RankFile(int rank, const char* ext) {
 }
 
 // Appends `n` bytes to the data file, recording block checksums.
-Status AppendChunk(internal::DirectWriter& out, const char* data, size_t n, size_t block,
-                   ChunkMeta* chunk) {
+Status AppendChunk(internal::DirectWriter& out, const char* data, size_t n,
+                   size_t block, ChunkMeta* chunk) {
   chunk->set_offset(out.size());
   chunk->set_length(n);
   chunk->set_block_bytes(block);
@@ -50,7 +50,8 @@ Status AppendChunk(internal::DirectWriter& out, const char* data, size_t n, size
 
 }  // namespace
 
-Checkpointer::Checkpointer(CheckpointOptions options) : opts_(std::move(options)) {
+Checkpointer::Checkpointer(CheckpointOptions options)
+    : opts_(std::move(options)) {
   worker_ = std::thread([this] { Loop(); });
 }
 
@@ -70,14 +71,17 @@ Status Checkpointer::Wait() {
   return last_;
 }
 
-Status Checkpointer::SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
+Status Checkpointer::SaveAsync(int64_t step,
+                               const std::vector<ShardedTensor>& tensors,
                                const std::vector<Blob>& blobs) {
   Status previous = Wait();
   if (!previous.ok()) {
-    GetLogger("CKPT")->warn("previous checkpoint failed: {}", std::string(previous.message()));
+    GetLogger("CKPT")->warn("previous checkpoint failed: {}",
+                            std::string(previous.message()));
   }
   if (opts_.dir.empty() || !opts_.store || opts_.world_size < 1) {
-    return absl::InvalidArgumentError("checkpointer needs a directory, a store and a world size");
+    return absl::InvalidArgumentError(
+        "checkpointer needs a directory, a store and a world size");
   }
   // Stage 1: copy into staging buffers, reused across saves (their pages
   // are already faulted in, so this runs at memcpy speed).
@@ -112,7 +116,9 @@ void Checkpointer::Loop() {
     const int64_t step = pending_step_;
     lock.unlock();
     Status st = Persist(step);
-    if (!st.ok()) GetLogger("CKPT")->error("checkpoint {}: {}", step, std::string(st.message()));
+    if (!st.ok())
+      GetLogger("CKPT")->error("checkpoint {}: {}", step,
+                               std::string(st.message()));
     lock.lock();
     last_ = st;
     pending_ = false;
@@ -149,14 +155,18 @@ Status Checkpointer::Persist(int64_t step) {
     }
     int64_t elems = 1;
     for (int64_t s : shape) elems *= s;
-    if (elems == 0 && t.NumElements() > 0) continue;  // this replica has no rows
-    const size_t row_bytes = rows > 0 ? t.Bytes() / static_cast<size_t>(rows) : 0;
+    if (elems == 0 && t.NumElements() > 0)
+      continue;  // this replica has no rows
+    const size_t row_bytes =
+        rows > 0 ? t.Bytes() / static_cast<size_t>(rows) : 0;
     ChunkMeta* chunk = meta->add_chunks();
     for (int64_t d : off) chunk->add_global_offset(d);
     for (int64_t d : shape) chunk->add_shape(d);
     chunk->set_file(data_name);
-    st = AppendChunk(*out, static_cast<const char*>(t.data) + row_begin * row_bytes,
-                     static_cast<size_t>(elems) * DTypeSize(t.dtype), opts_.block_bytes, chunk);
+    st = AppendChunk(*out,
+                     static_cast<const char*>(t.data) + row_begin * row_bytes,
+                     static_cast<size_t>(elems) * DTypeSize(t.dtype),
+                     opts_.block_bytes, chunk);
     if (!st.ok()) break;
   }
   for (const Blob& b : staged_blobs_) {
@@ -169,7 +179,8 @@ Status Checkpointer::Persist(int64_t step) {
     meta->set_length(b.bytes.size());
     meta->set_xxh3(XXH3_64bits(b.bytes.data(), b.bytes.size()));
     ChunkMeta scratch;
-    st = AppendChunk(*out, b.bytes.data(), b.bytes.size(), opts_.block_bytes, &scratch);
+    st = AppendChunk(*out, b.bytes.data(), b.bytes.size(), opts_.block_bytes,
+                     &scratch);
   }
   if (st.ok()) st = out->Finish();
   RETURN_IF_ERROR(st);
@@ -182,7 +193,8 @@ Status Checkpointer::Persist(int64_t step) {
   RETURN_IF_ERROR(opts_.store->Set(key + std::to_string(opts_.rank), "1"));
   if (opts_.rank != 0) return absl::OkStatus();
   std::vector<std::string> keys;
-  for (int r = 0; r < opts_.world_size; ++r) keys.push_back(key + std::to_string(r));
+  for (int r = 0; r < opts_.world_size; ++r)
+    keys.push_back(key + std::to_string(r));
   RETURN_IF_ERROR(opts_.store->Wait(keys, opts_.commit_timeout));
   Manifest manifest;
   manifest.set_step(step);
@@ -208,13 +220,15 @@ Status Checkpointer::Persist(int64_t step) {
           !std::equal(m->global_shape().begin(), m->global_shape().end(),
                       t.global_shape().begin(), t.global_shape().end())) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "tensor '", t.name(), "' saved with different dtype or global shape by rank ", r));
+            "tensor '", t.name(),
+            "' saved with different dtype or global shape by rank ", r));
       }
       for (const ChunkMeta& c : t.chunks()) *m->add_chunks() = c;
     }
     for (const BlobMeta& b : ri.blobs()) *manifest.add_blobs() = b;
   }
-  RETURN_IF_ERROR(WriteFileAtomic(sdir + "/manifest.pb", manifest.SerializeAsString()));
+  RETURN_IF_ERROR(
+      WriteFileAtomic(sdir + "/manifest.pb", manifest.SerializeAsString()));
   RETURN_IF_ERROR(WriteFileAtomic(opts_.dir + "/LATEST", std::to_string(step)));
   // Retention: keep the newest keep_last plus every keep_every-th step.
   if (opts_.keep_last > 0) {
@@ -236,13 +250,16 @@ Status Checkpointer::Persist(int64_t step) {
 
 StatusOr<std::vector<int64_t>> ListSteps(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return ErrnoToStatus(errno, "open checkpoint directory " + dir);
+  if (d == nullptr)
+    return ErrnoToStatus(errno, "open checkpoint directory " + dir);
   std::vector<int64_t> steps;
   while (dirent* e = readdir(d)) {
     int64_t step = 0;
     const std::string name = e->d_name;
-    if (name.rfind("step-", 0) != 0 || !absl::SimpleAtoi(name.substr(5), &step)) continue;
-    if (access((dir + "/" + name + "/manifest.pb").c_str(), F_OK) == 0) steps.push_back(step);
+    if (name.rfind("step-", 0) != 0 || !absl::SimpleAtoi(name.substr(5), &step))
+      continue;
+    if (access((dir + "/" + name + "/manifest.pb").c_str(), F_OK) == 0)
+      steps.push_back(step);
   }
   closedir(d);
   std::sort(steps.begin(), steps.end());
@@ -251,17 +268,20 @@ StatusOr<std::vector<int64_t>> ListSteps(const std::string& dir) {
 
 StatusOr<int64_t> LatestStep(const std::string& dir) {
   ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListSteps(dir));
-  if (steps.empty()) return absl::NotFoundError("no committed checkpoint in " + dir);
+  if (steps.empty())
+    return absl::NotFoundError("no committed checkpoint in " + dir);
   return steps.back();
 }
 
 StatusOr<Manifest> ReadManifest(const std::string& dir, int64_t step) {
   const std::string path = StepDir(dir, step) + "/manifest.pb";
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ", step, " (",
-                                                   path, " missing)"));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ",
+                                            step, " (", path, " missing)"));
   Manifest m;
-  if (!m.ParseFromIstream(&in)) return absl::DataLossError("corrupt manifest " + path);
+  if (!m.ParseFromIstream(&in))
+    return absl::DataLossError("corrupt manifest " + path);
   return m;
 }
 

@@ -63,14 +63,14 @@ class Checkpointer {
   void Loop();
 
   CheckpointOptions opts_;
-  std::vector<ShardedTensor> staged_;             // data -> staging_
+  std::vector<ShardedTensor> staged_;  // data -> staging_
   std::map<std::string, std::vector<char>> staging_;
   std::vector<Blob> staged_blobs_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool pending_ = false, stopping_ = false;       // guarded by mu_
-  int64_t pending_step_ = 0;                      // guarded by mu_
-  Status last_;                                   // guarded by mu_
+  bool pending_ = false, stopping_ = false;  // guarded by mu_
+  int64_t pending_step_ = 0;                 // guarded by mu_
+  Status last_;                              // guarded by mu_
   std::thread worker_;
 };
 
@@ -93,10 +93,11 @@ struct LoadStats {
   uint64_t bytes_read = 0;    // from the data files
   uint64_t bytes_needed = 0;  // the targets' bytes
 };
-Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets,
-            LoadStats* stats = nullptr);
+Status Load(const std::string& dir, int64_t step,
+            std::vector<ShardedTensor>& targets, LoadStats* stats = nullptr);
 // Reads a blob ("<rank>/<name>" for per-rank blobs).
-StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step, const std::string& name);
+StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
+                               const std::string& name);
 // Re-reads and checks every block of every chunk and blob.
 Status Verify(const std::string& dir, int64_t step);
 

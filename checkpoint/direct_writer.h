@@ -15,7 +15,8 @@ namespace strata::checkpoint::internal {
 
 class DirectWriter {
  public:
-  static StatusOr<std::unique_ptr<DirectWriter>> Create(const std::string& path);
+  static StatusOr<std::unique_ptr<DirectWriter>> Create(
+      const std::string& path);
   ~DirectWriter();
 
   Status Append(const char* data, size_t n);
@@ -33,7 +34,7 @@ class DirectWriter {
   int fd_;
   bool direct_;
   char* buf_ = nullptr;
-  size_t used_ = 0;     // bytes in buf_
+  size_t used_ = 0;       // bytes in buf_
   uint64_t flushed_ = 0;  // bytes on disk
   uint64_t size_ = 0;     // bytes appended
 };

@@ -24,7 +24,8 @@ Status MakeDirs(const std::string& dir) {
   for (size_t i = 1; i <= dir.size(); ++i) {
     if (i == dir.size() || dir[i] == '/') {
       const std::string p = dir.substr(0, i);
-      if (mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoToStatus(errno, "mkdir " + p);
+      if (mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
+        return ErrnoToStatus(errno, "mkdir " + p);
     }
   }
   return absl::OkStatus();
@@ -51,19 +52,23 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
     return st;
   }
   close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename " + tmp);
+  if (rename(tmp.c_str(), path.c_str()) != 0)
+    return ErrnoToStatus(errno, "rename " + tmp);
   return FsyncDir(path.substr(0, path.find_last_of('/')));
 }
 
-Status ReadAt(int fd, const std::string& path, uint64_t offset, void* buf, size_t n) {
+Status ReadAt(int fd, const std::string& path, uint64_t offset, void* buf,
+              size_t n) {
   size_t done = 0;
   while (done < n) {
-    ssize_t r = pread(fd, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(offset + done));
+    ssize_t r = pread(fd, static_cast<char*>(buf) + done, n - done,
+                      static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return ErrnoToStatus(errno, "read " + path);
     if (r == 0) {
-      return absl::DataLossError(absl::StrCat(path, " is truncated: wanted bytes [", offset, ", ",
-                                              offset + n, ")"));
+      return absl::DataLossError(absl::StrCat(path,
+                                              " is truncated: wanted bytes [",
+                                              offset, ", ", offset + n, ")"));
     }
     done += static_cast<size_t>(r);
   }

@@ -13,6 +13,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data);
 Status FsyncDir(const std::string& dir);
 Status MakeDirs(const std::string& dir);
 // pread of exactly n bytes; DataLoss naming the file when it is short.
-Status ReadAt(int fd, const std::string& path, uint64_t offset, void* buf, size_t n);
+Status ReadAt(int fd, const std::string& path, uint64_t offset, void* buf,
+              size_t n);
 
 }  // namespace strata::checkpoint::internal

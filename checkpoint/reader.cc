@@ -29,7 +29,8 @@ class Files {
     const std::string path = dir_ + "/" + name;
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      return absl::DataLossError(absl::StrCat("checkpoint data file ", path, " is missing"));
+      return absl::DataLossError(
+          absl::StrCat("checkpoint data file ", path, " is missing"));
     }
     fds_[name] = fd;
     return fd;
@@ -49,28 +50,33 @@ Box ChunkBox(const ChunkMeta& c) {
 // Reads blocks [first, last] of `chunk` into buf (chunk-relative offsets)
 // and checks their checksums.
 Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
-                  const ChunkMeta& chunk, uint64_t first, uint64_t last, char* buf,
-                  LoadStats* stats = nullptr) {
+                  const ChunkMeta& chunk, uint64_t first, uint64_t last,
+                  char* buf, LoadStats* stats = nullptr) {
   ASSIGN_OR_RETURN(int fd, files.Open(chunk.file()));
   const uint64_t bb = chunk.block_bytes();
-  if (bb == 0 || chunk.block_xxh3_size() != static_cast<int>((chunk.length() + bb - 1) / bb)) {
-    return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ", chunk_index,
+  if (bb == 0 || chunk.block_xxh3_size() !=
+                     static_cast<int>((chunk.length() + bb - 1) / bb)) {
+    return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ",
+                                            chunk_index,
                                             ": malformed block table"));
   }
-  const uint64_t begin = first * bb, end = std::min<uint64_t>((last + 1) * bb, chunk.length());
-  Status st = internal::ReadAt(fd, files.Path(chunk.file()), chunk.offset() + begin, buf + begin,
-                               end - begin);
+  const uint64_t begin = first * bb,
+                 end = std::min<uint64_t>((last + 1) * bb, chunk.length());
+  Status st =
+      internal::ReadAt(fd, files.Path(chunk.file()), chunk.offset() + begin,
+                       buf + begin, end - begin);
   if (stats) stats->bytes_read += end - begin;
   if (!st.ok()) {
-    return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ", chunk_index, ": ",
-                                            st.message()));
+    return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ",
+                                            chunk_index, ": ", st.message()));
   }
   for (uint64_t b = first; b <= last; ++b) {
     const uint64_t o = b * bb, n = std::min<uint64_t>(bb, chunk.length() - o);
     if (XXH3_64bits(buf + o, n) != chunk.block_xxh3(static_cast<int>(b))) {
-      return absl::DataLossError(absl::StrCat(
-          "tensor '", tensor, "' chunk ", chunk_index, " (", files.Path(chunk.file()),
-          " bytes ", chunk.offset() + o, "-", chunk.offset() + o + n, "): checksum mismatch"));
+      return absl::DataLossError(
+          absl::StrCat("tensor '", tensor, "' chunk ", chunk_index, " (",
+                       files.Path(chunk.file()), " bytes ", chunk.offset() + o,
+                       "-", chunk.offset() + o + n, "): checksum mismatch"));
     }
   }
   return absl::OkStatus();
@@ -78,8 +84,8 @@ Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
 
 }  // namespace
 
-Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& targets,
-            LoadStats* stats) {
+Status Load(const std::string& dir, int64_t step,
+            std::vector<ShardedTensor>& targets, LoadStats* stats) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
   Files files(StepDir(dir, step));
   std::map<std::string, const TensorMeta*> by_name;
@@ -91,16 +97,18 @@ Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& ta
     RETURN_IF_ERROR(target.Validate());
     auto it = by_name.find(target.name);
     if (it == by_name.end()) {
-      return absl::NotFoundError(absl::StrCat("tensor '", target.name, "' is not in step ", step));
+      return absl::NotFoundError(
+          absl::StrCat("tensor '", target.name, "' is not in step ", step));
     }
     const TensorMeta& meta = *it->second;
     if (meta.dtype() != DTypeName(target.dtype) ||
         !std::equal(meta.global_shape().begin(), meta.global_shape().end(),
                     target.global_shape.begin(), target.global_shape.end())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", target.name, "': saved as ", meta.dtype(), " [",
-          absl::StrJoin(meta.global_shape(), ","), "], asked as ", DTypeName(target.dtype),
-          " [", absl::StrJoin(target.global_shape, ","), "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", target.name, "': saved as ", meta.dtype(),
+                       " [", absl::StrJoin(meta.global_shape(), ","),
+                       "], asked as ", DTypeName(target.dtype), " [",
+                       absl::StrJoin(target.global_shape, ","), "]"));
     }
     const size_t es = DTypeSize(target.dtype);
     const Box want{target.global_offset, target.local_shape};
@@ -112,13 +120,15 @@ Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& ta
       auto region = Intersect(want, have);
       if (!region) continue;
       if (have.NumElements() * es != static_cast<int64_t>(chunk.length())) {
-        return absl::DataLossError(absl::StrCat("tensor '", target.name, "' chunk ", ci,
-                                                ": length does not match its shape"));
+        return absl::DataLossError(
+            absl::StrCat("tensor '", target.name, "' chunk ", ci,
+                         ": length does not match its shape"));
       }
       // The blocks holding the region's byte runs, coalesced into ranges.
       std::set<uint64_t> blocks;
       for (auto [b, e] : RegionByteRuns(*region, have, es)) {
-        for (uint64_t k = b / chunk.block_bytes(); k <= (e - 1) / chunk.block_bytes(); ++k) {
+        for (uint64_t k = b / chunk.block_bytes();
+             k <= (e - 1) / chunk.block_bytes(); ++k) {
           blocks.insert(k);
         }
       }
@@ -126,37 +136,39 @@ Status Load(const std::string& dir, int64_t step, std::vector<ShardedTensor>& ta
       for (auto k = blocks.begin(); k != blocks.end();) {
         uint64_t first = *k, last = first;
         while (++k != blocks.end() && *k == last + 1) last = *k;
-        RETURN_IF_ERROR(
-            ReadBlocks(files, target.name, ci, chunk, first, last, chunk_buf.data(), stats));
+        RETURN_IF_ERROR(ReadBlocks(files, target.name, ci, chunk, first, last,
+                                   chunk_buf.data(), stats));
       }
       CopyRegion(*region, have, chunk_buf.data(), want, target.data, es);
       covered += region->NumElements();
     }
     if (covered != want.NumElements()) {
-      return absl::DataLossError(absl::StrCat("tensor '", target.name, "': ",
-                                              want.NumElements() - covered, " of ",
-                                              want.NumElements(),
-                                              " requested elements were never saved"));
+      return absl::DataLossError(absl::StrCat(
+          "tensor '", target.name, "': ", want.NumElements() - covered, " of ",
+          want.NumElements(), " requested elements were never saved"));
     }
   }
   return absl::OkStatus();
 }
 
-StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step, const std::string& name) {
+StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
+                               const std::string& name) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
   Files files(StepDir(dir, step));
   for (const BlobMeta& b : m.blobs()) {
     if (b.name() != name) continue;
     ASSIGN_OR_RETURN(int fd, files.Open(b.file()));
     std::string out(b.length(), '\0');
-    RETURN_IF_ERROR(internal::ReadAt(fd, files.Path(b.file()), b.offset(), out.data(), out.size()));
+    RETURN_IF_ERROR(internal::ReadAt(fd, files.Path(b.file()), b.offset(),
+                                     out.data(), out.size()));
     if (XXH3_64bits(out.data(), out.size()) != b.xxh3()) {
-      return absl::DataLossError(absl::StrCat("blob '", name, "' (", files.Path(b.file()),
-                                              "): checksum mismatch"));
+      return absl::DataLossError(absl::StrCat(
+          "blob '", name, "' (", files.Path(b.file()), "): checksum mismatch"));
     }
     return out;
   }
-  return absl::NotFoundError(absl::StrCat("blob '", name, "' is not in step ", step));
+  return absl::NotFoundError(
+      absl::StrCat("blob '", name, "' is not in step ", step));
 }
 
 Status Verify(const std::string& dir, int64_t step) {
@@ -168,9 +180,10 @@ Status Verify(const std::string& dir, int64_t step) {
       const ChunkMeta& c = t.chunks(ci);
       if (c.length() == 0) continue;
       if (buf.size() < c.length()) buf.resize(c.length());
-      RETURN_IF_ERROR(ReadBlocks(files, t.name(), ci, c, 0,
-                                 (c.length() - 1) / std::max<uint64_t>(1, c.block_bytes()),
-                                 buf.data()));
+      RETURN_IF_ERROR(
+          ReadBlocks(files, t.name(), ci, c, 0,
+                     (c.length() - 1) / std::max<uint64_t>(1, c.block_bytes()),
+                     buf.data()));
     }
   }
   for (const BlobMeta& b : m.blobs()) {

@@ -29,7 +29,8 @@ std::string JsonString(const std::string& s) {
 
 }  // namespace
 
-Status ExportSafetensors(const std::string& dir, int64_t step, const std::string& out) {
+Status ExportSafetensors(const std::string& dir, int64_t step,
+                         const std::string& out) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
   // Header: offsets follow the manifest's tensor order.
   std::vector<std::string> entries;
@@ -38,12 +39,14 @@ Status ExportSafetensors(const std::string& dir, int64_t step, const std::string
     ASSIGN_OR_RETURN(DType dt, ParseDType(t.dtype()));
     uint64_t bytes = DTypeSize(dt);
     for (int64_t d : t.global_shape()) bytes *= static_cast<uint64_t>(d);
-    entries.push_back(absl::StrCat(JsonString(t.name()), ":{\"dtype\":\"", t.dtype(),
-                                   "\",\"shape\":[", absl::StrJoin(t.global_shape(), ","),
-                                   "],\"data_offsets\":[", offset, ",", offset + bytes, "]}"));
+    entries.push_back(absl::StrCat(
+        JsonString(t.name()), ":{\"dtype\":\"", t.dtype(), "\",\"shape\":[",
+        absl::StrJoin(t.global_shape(), ","), "],\"data_offsets\":[", offset,
+        ",", offset + bytes, "]}"));
     offset += bytes;
   }
-  entries.push_back(absl::StrCat("\"__metadata__\":{\"format\":\"pt\",\"step\":\"", step, "\"}"));
+  entries.push_back(absl::StrCat(
+      "\"__metadata__\":{\"format\":\"pt\",\"step\":\"", step, "\"}"));
   std::string header = "{" + absl::StrJoin(entries, ",") + "}";
   header.append((8 - header.size() % 8) % 8, ' ');  // align the data to 8 bytes
   const std::string tmp = out + ".tmp";
@@ -70,7 +73,8 @@ Status ExportSafetensors(const std::string& dir, int64_t step, const std::string
   }
   f.close();
   if (!f) return absl::UnavailableError("write failed: " + tmp);
-  if (std::rename(tmp.c_str(), out.c_str()) != 0) return ErrnoToStatus(errno, "rename " + tmp);
+  if (std::rename(tmp.c_str(), out.c_str()) != 0)
+    return ErrnoToStatus(errno, "rename " + tmp);
   return absl::OkStatus();
 }
 

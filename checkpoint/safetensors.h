@@ -13,6 +13,7 @@ namespace strata::checkpoint {
 
 // Writes `out` (through a temporary file and rename). Tensors are loaded one
 // at a time at their full global shape, so memory use is the largest tensor.
-Status ExportSafetensors(const std::string& dir, int64_t step, const std::string& out);
+Status ExportSafetensors(const std::string& dir, int64_t step,
+                         const std::string& out);
 
 }  // namespace strata::checkpoint

@@ -34,13 +34,15 @@ struct ShardedTensor {
   void* data = nullptr;
 
   int64_t NumElements() const;
-  size_t Bytes() const { return static_cast<size_t>(NumElements()) * DTypeSize(dtype); }
+  size_t Bytes() const {
+    return static_cast<size_t>(NumElements()) * DTypeSize(dtype);
+  }
   // InvalidArgument naming the tensor when shapes and offsets disagree.
   Status Validate() const;
 };
 
 struct Blob {
-  std::string name;  // e.g. "rng", "data_cursor", "step"
+  std::string name;      // e.g. "rng", "data_cursor", "step"
   bool per_rank = true;  // stored as "<rank>/<name>"; global blobs by rank 0
   std::string bytes;
 };

@@ -25,8 +25,9 @@ namespace {
 std::string DirOf(const std::string& uri) {
   if (absl::StartsWith(uri, "file://")) return uri.substr(7);
   if (absl::StrContains(uri, "://")) {
-    Fail(kExitBadInput, "unsupported checkpoint URI '" + uri +
-                            "': only file:///path (or a plain path) is implemented");
+    Fail(kExitBadInput,
+         "unsupported checkpoint URI '" + uri +
+             "': only file:///path (or a plain path) is implemented");
   }
   return uri;
 }
@@ -53,8 +54,9 @@ void Ls(const std::string& uri) {
     uint64_t bytes = 0;
     for (const auto& t : m->tensors())
       for (const auto& c : t.chunks()) bytes += c.length();
-    std::printf("%12lld %8d %8d %14llu\n", static_cast<long long>(s), m->world_size(),
-                m->tensors_size(), static_cast<unsigned long long>(bytes));
+    std::printf("%12lld %8d %8d %14llu\n", static_cast<long long>(s),
+                m->world_size(), m->tensors_size(),
+                static_cast<unsigned long long>(bytes));
   }
 }
 
@@ -63,9 +65,10 @@ void Inspect(const std::string& uri, int64_t step) {
   step = StepOrLatest(dir, step);
   auto m = checkpoint::ReadManifest(dir, step);
   if (!m.ok()) Fail(kExitFailed, std::string(m.status().message()));
-  std::printf("step %lld, written by %d ranks\n", static_cast<long long>(step), m->world_size());
-  std::printf("%-40s %-5s %-20s %12s %7s  %s\n", "tensor", "dtype", "shape", "bytes", "chunks",
-              "sharding (chunk shapes x count)");
+  std::printf("step %lld, written by %d ranks\n", static_cast<long long>(step),
+              m->world_size());
+  std::printf("%-40s %-5s %-20s %12s %7s  %s\n", "tensor", "dtype", "shape",
+              "bytes", "chunks", "sharding (chunk shapes x count)");
   for (const auto& t : m->tensors()) {
     uint64_t bytes = 0;
     std::map<std::string, int> shapes;
@@ -75,7 +78,8 @@ void Inspect(const std::string& uri, int64_t step) {
     }
     std::vector<std::string> parts;
     for (const auto& [s, n] : shapes) parts.push_back(absl::StrCat(s, " x", n));
-    std::printf("%-40s %-5s %-20s %12llu %7d  %s\n", t.name().c_str(), t.dtype().c_str(),
+    std::printf("%-40s %-5s %-20s %12llu %7d  %s\n", t.name().c_str(),
+                t.dtype().c_str(),
                 ("[" + absl::StrJoin(t.global_shape(), ",") + "]").c_str(),
                 static_cast<unsigned long long>(bytes), t.chunks_size(),
                 absl::StrJoin(parts, ", ").c_str());
@@ -90,8 +94,10 @@ void Verify(const std::string& uri, int64_t step) {
   const std::string dir = DirOf(uri);
   step = StepOrLatest(dir, step);
   Status st = checkpoint::Verify(dir, step);
-  if (!st.ok()) Fail(kExitFailed, absl::StrCat("step ", step, ": ", st.message()));
-  std::printf("step %lld: every chunk and blob checks out\n", static_cast<long long>(step));
+  if (!st.ok())
+    Fail(kExitFailed, absl::StrCat("step ", step, ": ", st.message()));
+  std::printf("step %lld: every chunk and blob checks out\n",
+              static_cast<long long>(step));
 }
 
 void Export(const std::string& uri, int64_t step, const std::string& format,
@@ -122,32 +128,39 @@ void Gc(const std::string& uri, int keep_last) {
 }  // namespace
 
 void AddCkptCommand(CLI::App* app) {
-  CLI::App* ckpt = app->add_subcommand("ckpt", "List, inspect, verify and export checkpoints");
+  CLI::App* ckpt = app->add_subcommand(
+      "ckpt", "List, inspect, verify and export checkpoints");
   ckpt->require_subcommand(1);
   auto uri = std::make_shared<std::string>();
   auto step = std::make_shared<int64_t>(-1);
   auto out = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("safetensors");
   auto keep = std::make_shared<int>(1);
-  auto add_uri = [&](CLI::App* c) { c->add_option("URI", *uri, "file:///dir or dir")->required(); };
+  auto add_uri = [&](CLI::App* c) {
+    c->add_option("URI", *uri, "file:///dir or dir")->required();
+  };
   CLI::App* ls = ckpt->add_subcommand("ls", "committed steps");
   add_uri(ls);
   ls->callback([=] { Ls(*uri); });
-  CLI::App* inspect = ckpt->add_subcommand("inspect", "tensors, shapes, dtypes, sharding");
+  CLI::App* inspect =
+      ckpt->add_subcommand("inspect", "tensors, shapes, dtypes, sharding");
   add_uri(inspect);
   inspect->add_option("--step", *step, "default: latest");
   inspect->callback([=] { Inspect(*uri, *step); });
-  CLI::App* verify = ckpt->add_subcommand("verify", "re-read and check every chunk");
+  CLI::App* verify =
+      ckpt->add_subcommand("verify", "re-read and check every chunk");
   add_uri(verify);
   verify->add_option("--step", *step, "default: latest");
   verify->callback([=] { Verify(*uri, *step); });
-  CLI::App* exp = ckpt->add_subcommand("export", "consolidate into one safetensors file");
+  CLI::App* exp =
+      ckpt->add_subcommand("export", "consolidate into one safetensors file");
   add_uri(exp);
   exp->add_option("--step", *step, "default: latest");
   exp->add_option("--format", *format)->check(CLI::IsMember({"safetensors"}));
   exp->add_option("--out", *out, "output file")->required();
   exp->callback([=] { Export(*uri, *step, *format, *out); });
-  CLI::App* gc = ckpt->add_subcommand("gc", "delete all but the newest committed steps");
+  CLI::App* gc =
+      ckpt->add_subcommand("gc", "delete all but the newest committed steps");
   add_uri(gc);
   gc->add_option("--keep", *keep, "steps to keep")->check(CLI::PositiveNumber);
   gc->callback([=] { Gc(*uri, *keep); });

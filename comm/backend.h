@@ -39,8 +39,8 @@ class Work {
   virtual ~Work() = default;
   // Blocks until the operation finishes or `timeout` passes (then
   // DeadlineExceeded for the wait, the operation keeps running).
-  virtual Status Wait(std::chrono::milliseconds timeout =
-                          std::chrono::milliseconds::max()) = 0;
+  virtual Status Wait(
+      std::chrono::milliseconds timeout = std::chrono::milliseconds::max()) = 0;
   virtual bool IsCompleted() = 0;
   // Aborts the whole group: this and every pending operation return Aborted.
   virtual void Abort() = 0;

@@ -9,10 +9,13 @@ namespace {
 
 class HybridTransport final : public Transport {
  public:
-  HybridTransport(int rank, std::vector<int> node_of, std::vector<int> local_index,
-                  std::unique_ptr<Transport> shm, std::unique_ptr<Transport> tcp)
-      : rank_(rank), node_of_(std::move(node_of)),
-        local_index_(std::move(local_index)), shm_(std::move(shm)),
+  HybridTransport(int rank, std::vector<int> node_of,
+                  std::vector<int> local_index, std::unique_ptr<Transport> shm,
+                  std::unique_ptr<Transport> tcp)
+      : rank_(rank),
+        node_of_(std::move(node_of)),
+        local_index_(std::move(local_index)),
+        shm_(std::move(shm)),
         tcp_(std::move(tcp)) {}
 
   int rank() const override { return rank_; }
@@ -78,11 +81,13 @@ StatusOr<std::unique_ptr<Transport>> ConnectHybridTransport(
   }
   ASSIGN_OR_RETURN(
       auto shm_t,
-      ConnectShmTransport(NewPrefixStore(absl::StrCat("node", node_of[rank]), store),
-                          local_index[rank], local_size, shm));
+      ConnectShmTransport(
+          NewPrefixStore(absl::StrCat("node", node_of[rank]), store),
+          local_index[rank], local_size, shm));
   ASSIGN_OR_RETURN(auto tcp_t, ConnectTcpTransport(store, rank, size, tcp));
-  return std::unique_ptr<Transport>(std::make_unique<HybridTransport>(
-      rank, node_of, std::move(local_index), std::move(shm_t), std::move(tcp_t)));
+  return std::unique_ptr<Transport>(
+      std::make_unique<HybridTransport>(rank, node_of, std::move(local_index),
+                                        std::move(shm_t), std::move(tcp_t)));
 }
 
 }  // namespace strata::comm

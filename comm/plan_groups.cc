@@ -46,31 +46,32 @@ StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
     const GroupOptions& base_options) {
   const int me = world->rank();
   if (placement.ranks_size() != world->size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "placement has ", placement.ranks_size(), " ranks, the world transport ",
-        world->size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement has ", placement.ranks_size(),
+                     " ranks, the world transport ", world->size()));
   }
   std::vector<int> node_of(placement.ranks_size());
   for (const RankPlacement& r : placement.ranks()) {
     if (r.rank() < 0 || r.rank() >= world->size()) {
-      return absl::InvalidArgumentError(absl::StrCat("placement rank ", r.rank(),
-                                                     " out of range"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement rank ", r.rank(), " out of range"));
     }
     node_of[r.rank()] = r.node();
   }
   auto out = std::make_unique<PlanGroups>();
   out->world = world;
-  std::map<std::string, std::pair<std::unique_ptr<ProcessGroup>*, int*>> slots = {
-      {"tp", {&out->tp, &out->tp_index}},
-      {"cp", {&out->cp, &out->cp_index}},
-      {"dp", {&out->dp, &out->dp_index}},
-      {"pp", {&out->pp, &out->pp_index}}};
+  std::map<std::string, std::pair<std::unique_ptr<ProcessGroup>*, int*>> slots =
+      {{"tp", {&out->tp, &out->tp_index}},
+       {"cp", {&out->cp, &out->cp_index}},
+       {"dp", {&out->dp, &out->dp_index}},
+       {"pp", {&out->pp, &out->pp_index}}};
   for (int gi = 0; gi < placement.groups_size(); ++gi) {
     const Group& g = placement.groups(gi);
     auto slot = slots.find(g.kind());
     if (slot == slots.end()) continue;
     std::vector<int> members(g.ranks().begin(), g.ranks().end());
-    if (std::find(members.begin(), members.end(), me) == members.end()) continue;
+    if (std::find(members.begin(), members.end(), me) == members.end())
+      continue;
     if (*slot->second.first) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rank ", me, " is in two '", g.kind(), "' groups of the placement"));

@@ -10,10 +10,14 @@ namespace strata::comm {
 
 const char* AlgorithmName(Algorithm a) {
   switch (a) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kRecursiveDoubling: return "recursive_doubling";
-    case Algorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "recursive_doubling";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -63,7 +67,8 @@ class ProcessGroup::OpWork final : public Work {
 
 class ProcessGroup::DoneWork final : public Work {
  public:
-  DoneWork(ProcessGroup* group, Status st) : group_(group), st_(std::move(st)) {}
+  DoneWork(ProcessGroup* group, Status st)
+      : group_(group), st_(std::move(st)) {}
   Status Wait(std::chrono::milliseconds) override { return st_; }
   bool IsCompleted() override { return true; }
   void Abort() override { group_->Abort(); }
@@ -122,7 +127,8 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
   }
   std::map<int, int> per_node;
   for (int node : options_.node_of) ++per_node[node];
-  hierarchical_ok_ = per_node.size() > 1 && per_node.size() < static_cast<size_t>(n);
+  hierarchical_ok_ =
+      per_node.size() > 1 && per_node.size() < static_cast<size_t>(n);
   for (const auto& [node, count] : per_node) {
     hierarchical_ok_ &= count == per_node.begin()->second;
   }
@@ -144,7 +150,8 @@ ProcessGroup::~ProcessGroup() {
 }
 
 Algorithm ProcessGroup::ChooseAllReduce(size_t bytes) const {
-  if (bytes <= options_.small_message_bytes) return Algorithm::kRecursiveDoubling;
+  if (bytes <= options_.small_message_bytes)
+    return Algorithm::kRecursiveDoubling;
   if (hierarchical_ok_) return Algorithm::kHierarchical;
   return Algorithm::kRing;
 }
@@ -207,7 +214,8 @@ void ProcessGroup::RunHead(std::unique_lock<std::mutex>& lock) {
                     : absl::FailedPreconditionError(absl::StrCat(
                           "process group is broken after an earlier error: ",
                           broken.message()));
-    if (!st.ok() && broken.ok()) logger_->error("{}", std::string(st.message()));
+    if (!st.ok() && broken.ok())
+      logger_->error("{}", std::string(st.message()));
     {
       std::lock_guard<std::mutex> guard(mu_);
       running_ = false;
@@ -229,8 +237,8 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
     Transport& t = *transport_;
     switch (algo) {
       case Algorithm::kRecursiveDoubling:
-        RETURN_IF_ERROR(algorithms::RecursiveDoublingAllReduce(t, buf, count,
-                                                               type, op, d));
+        RETURN_IF_ERROR(
+            algorithms::RecursiveDoublingAllReduce(t, buf, count, type, op, d));
         break;
       case Algorithm::kHierarchical:
         RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
@@ -312,9 +320,8 @@ std::shared_ptr<Work> ProcessGroup::Send(const void* buf, size_t count,
   });
 }
 
-std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count,
-                                         DataType type, int peer,
-                                         const OpOptions& opts) {
+std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count, DataType type,
+                                         int peer, const OpOptions& opts) {
   if (peer < 0 || peer >= size() || peer == rank()) {
     auto w = std::make_shared<OpWork>(this);
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad recv peer ", peer)));

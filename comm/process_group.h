@@ -70,11 +70,9 @@ class ProcessGroup final : public Backend {
   // group is idle (no queue, no std::function, no hand-off); otherwise
   // queues it like Enqueue.
   template <typename F>
-  std::shared_ptr<Work> Submit(const char* what, const OpOptions& opts,
-                               F&& f);
+  std::shared_ptr<Work> Submit(const char* what, const OpOptions& opts, F&& f);
   Status Annotate(const char* what, Status st) const;
-  std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts,
-                                Op op);
+  std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts, Op op);
   void Loop();
   // Runs the queue's head (lock held on entry and exit, released while the
   // op runs).
@@ -91,9 +89,9 @@ class ProcessGroup final : public Backend {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<std::shared_ptr<OpWork>, Op>> queue_;  // guarded by mu_
-  bool stopping_ = false;                                    // guarded by mu_
+  bool stopping_ = false;                                     // guarded by mu_
   bool running_ = false;  // an op is executing (worker or inline); mu_
-  Status broken_;                                            // guarded by mu_
+  Status broken_;         // guarded by mu_
   std::thread worker_;
 };
 

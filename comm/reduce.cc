@@ -50,31 +50,47 @@ void Divide16(uint16_t* buf, size_t n, int d) {
 
 size_t ElementSize(DataType t) {
   switch (t) {
-    case DataType::kF32: case DataType::kI32: return 4;
-    case DataType::kF64: case DataType::kI64: return 8;
-    case DataType::kF16: case DataType::kBF16: return 2;
+    case DataType::kF32:
+    case DataType::kI32:
+      return 4;
+    case DataType::kF64:
+    case DataType::kI64:
+      return 8;
+    case DataType::kF16:
+    case DataType::kBF16:
+      return 2;
   }
   return 1;
 }
 
 const char* DataTypeName(DataType t) {
   switch (t) {
-    case DataType::kF32: return "f32";
-    case DataType::kF64: return "f64";
-    case DataType::kF16: return "f16";
-    case DataType::kBF16: return "bf16";
-    case DataType::kI32: return "i32";
-    case DataType::kI64: return "i64";
+    case DataType::kF32:
+      return "f32";
+    case DataType::kF64:
+      return "f64";
+    case DataType::kF16:
+      return "f16";
+    case DataType::kBF16:
+      return "bf16";
+    case DataType::kI32:
+      return "i32";
+    case DataType::kI64:
+      return "i64";
   }
   return "?";
 }
 
 const char* ReduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAvg: return "avg";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
   }
   return "?";
 }
@@ -82,13 +98,17 @@ const char* ReduceOpName(ReduceOp op) {
 void ReduceInto(void* acc, const void* in, size_t n, DataType t, ReduceOp op) {
   switch (t) {
     case DataType::kF32:
-      return ReduceTyped(static_cast<float*>(acc), static_cast<const float*>(in), n, op);
+      return ReduceTyped(static_cast<float*>(acc),
+                         static_cast<const float*>(in), n, op);
     case DataType::kF64:
-      return ReduceTyped(static_cast<double*>(acc), static_cast<const double*>(in), n, op);
+      return ReduceTyped(static_cast<double*>(acc),
+                         static_cast<const double*>(in), n, op);
     case DataType::kI32:
-      return ReduceTyped(static_cast<int32_t*>(acc), static_cast<const int32_t*>(in), n, op);
+      return ReduceTyped(static_cast<int32_t*>(acc),
+                         static_cast<const int32_t*>(in), n, op);
     case DataType::kI64:
-      return ReduceTyped(static_cast<int64_t*>(acc), static_cast<const int64_t*>(in), n, op);
+      return ReduceTyped(static_cast<int64_t*>(acc),
+                         static_cast<const int64_t*>(in), n, op);
     case DataType::kF16:
       return Reduce16<HalfToFloat, FloatToHalf>(
           static_cast<uint16_t*>(acc), static_cast<const uint16_t*>(in), n, op);
@@ -100,14 +120,20 @@ void ReduceInto(void* acc, const void* in, size_t n, DataType t, ReduceOp op) {
 
 void Divide(void* buf, size_t n, DataType t, int d) {
   switch (t) {
-    case DataType::kF32: return DivideTyped(static_cast<float*>(buf), n, d);
-    case DataType::kF64: return DivideTyped(static_cast<double*>(buf), n, d);
-    case DataType::kI32: return DivideTyped(static_cast<int32_t*>(buf), n, d);
-    case DataType::kI64: return DivideTyped(static_cast<int64_t*>(buf), n, d);
+    case DataType::kF32:
+      return DivideTyped(static_cast<float*>(buf), n, d);
+    case DataType::kF64:
+      return DivideTyped(static_cast<double*>(buf), n, d);
+    case DataType::kI32:
+      return DivideTyped(static_cast<int32_t*>(buf), n, d);
+    case DataType::kI64:
+      return DivideTyped(static_cast<int64_t*>(buf), n, d);
     case DataType::kF16:
-      return Divide16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(buf), n, d);
+      return Divide16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(buf), n,
+                                                d);
     case DataType::kBF16:
-      return Divide16<Bf16ToFloat, FloatToBf16>(static_cast<uint16_t*>(buf), n, d);
+      return Divide16<Bf16ToFloat, FloatToBf16>(static_cast<uint16_t*>(buf), n,
+                                                d);
   }
 }
 
@@ -121,8 +147,9 @@ float Bf16ToFloat(uint16_t b) {
 uint16_t FloatToBf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
-  u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
+  if ((u & 0x7fffffff) > 0x7f800000)
+    return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
+  u += 0x7fff + ((u >> 16) & 1);                     // round to nearest even
   return static_cast<uint16_t>(u >> 16);
 }
 
@@ -155,10 +182,10 @@ uint16_t FloatToHalf(float f) {
   std::memcpy(&u, &f, 4);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00;          // NaN
-  if (abs >= 0x477ff000) return sign | 0x7c00;         // overflow -> inf
-  if (abs < 0x38800000) {                              // subnormal or zero
-    if (abs < 0x33000000) return sign;                 // rounds to 0
+  if (abs > 0x7f800000) return sign | 0x7e00;   // NaN
+  if (abs >= 0x477ff000) return sign | 0x7c00;  // overflow -> inf
+  if (abs < 0x38800000) {                       // subnormal or zero
+    if (abs < 0x33000000) return sign;          // rounds to 0
     // value = mant * 2^(e-150); half subnormals count units of 2^-24.
     const uint32_t e = abs >> 23;
     const uint32_t mant = (abs & 0x7fffff) | 0x800000;

@@ -52,7 +52,8 @@ Status HierarchicalAllReduce(Transport& t, const std::vector<int>& node_of,
   // One segment: intra-node reduce-scatter, inter-node all-reduce of this
   // rank's block, intra-node all-gather.
   auto my_block = [&](char* seg, size_t n) {
-    const size_t b0 = BlockBegin(n, lr, local_rank), b1 = BlockBegin(n, lr, local_rank + 1);
+    const size_t b0 = BlockBegin(n, lr, local_rank),
+                 b1 = BlockBegin(n, lr, local_rank + 1);
     return std::make_pair(seg + b0 * es, b1 - b0);
   };
   char* base = static_cast<char*>(buf);
@@ -77,14 +78,18 @@ Status HierarchicalAllReduce(Transport& t, const std::vector<int>& node_of,
     for (size_t i = 0; i < segments; ++i) {
       {
         std::unique_lock<std::mutex> lock(mu);
-        if (!cv.wait_until(lock, deadline, [&] { return scattered > i || !inter_status.ok(); })) {
-          inter_status = absl::DeadlineExceededError("hierarchical pipeline stalled");
+        if (!cv.wait_until(lock, deadline, [&] {
+              return scattered > i || !inter_status.ok();
+            })) {
+          inter_status =
+              absl::DeadlineExceededError("hierarchical pipeline stalled");
         }
         if (!inter_status.ok()) break;
       }
       const size_t s0 = i * seg, n = std::min(seg, count - s0);
       auto [block, bn] = my_block(base + s0 * es, n);
-      Status st = bn > 0 ? RingAllReduce(inter, block, bn, type, op, deadline) : absl::OkStatus();
+      Status st = bn > 0 ? RingAllReduce(inter, block, bn, type, op, deadline)
+                         : absl::OkStatus();
       std::lock_guard<std::mutex> lock(mu);
       if (!st.ok()) inter_status = st;
       reduced = i + 1;
@@ -115,7 +120,8 @@ Status HierarchicalAllReduce(Transport& t, const std::vector<int>& node_of,
     }
     {
       std::unique_lock<std::mutex> lock(mu);
-      if (!cv.wait_until(lock, deadline, [&] { return reduced > i || !inter_status.ok(); })) {
+      if (!cv.wait_until(lock, deadline,
+                         [&] { return reduced > i || !inter_status.ok(); })) {
         st = absl::DeadlineExceededError("hierarchical pipeline stalled");
         break;
       }

@@ -35,7 +35,8 @@ Status RecursiveDoublingAllReduce(Transport& t, void* buf, size_t count,
     // non-associative floating-point sums.
     if (peer < r) {
       ReduceInto(scratch.data(), buf, count, type, op);
-      std::copy(scratch.begin(), scratch.begin() + bytes, static_cast<char*>(buf));
+      std::copy(scratch.begin(), scratch.begin() + bytes,
+                static_cast<char*>(buf));
     } else {
       ReduceInto(buf, scratch.data(), count, type, op);
     }

@@ -28,13 +28,16 @@ namespace {
 // Stand-in for a layer's backward: a few passes of multiply-adds over the
 // bucket so compute time scales with its size.
 void Backward(std::vector<float>& grad, int rank, int layer) {
-  for (size_t i = 0; i < grad.size(); ++i) grad[i] = static_cast<float>(rank + layer);
+  for (size_t i = 0; i < grad.size(); ++i)
+    grad[i] = static_cast<float>(rank + layer);
   for (int pass = 0; pass < 24; ++pass) {
-    for (size_t i = 0; i < grad.size(); ++i) grad[i] = grad[i] * 0.999f + 0.001f * (rank + layer);
+    for (size_t i = 0; i < grad.size(); ++i)
+      grad[i] = grad[i] * 0.999f + 0.001f * (rank + layer);
   }
 }
 
-double RunStep(ProcessGroup& g, std::vector<std::vector<float>>& grads, bool overlap) {
+double RunStep(ProcessGroup& g, std::vector<std::vector<float>>& grads,
+               bool overlap) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<Work>> pending;
   for (int layer = static_cast<int>(grads.size()) - 1; layer >= 0; --layer) {
@@ -46,7 +49,8 @@ double RunStep(ProcessGroup& g, std::vector<std::vector<float>>& grads, bool ove
   }
   if (!overlap) {
     for (auto& grad : grads) {
-      pending.push_back(g.AllReduce(grad.data(), grad.size(), DataType::kF32, ReduceOp::kAvg));
+      pending.push_back(g.AllReduce(grad.data(), grad.size(), DataType::kF32,
+                                    ReduceOp::kAvg));
     }
   }
   for (auto& w : pending) {
@@ -56,7 +60,8 @@ double RunStep(ProcessGroup& g, std::vector<std::vector<float>>& grads, bool ove
       std::exit(1);
     }
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
 }
 
 int RunRank(const char* dir, int rank, int size, int layers, size_t bucket) {
@@ -78,20 +83,25 @@ int RunRank(const char* dir, int rank, int size, int layers, size_t bucket) {
     double want = 0;
     for (int r = 0; r < size; ++r) {
       float v = static_cast<float>(r + layer);
-      for (int pass = 0; pass < 24; ++pass) v = v * 0.999f + 0.001f * (r + layer);
+      for (int pass = 0; pass < 24; ++pass)
+        v = v * 0.999f + 0.001f * (r + layer);
       want += v;
     }
     want /= size;
-    if (std::fabs(grads[layer][bucket / 2] - want) > 1e-4 * std::fabs(want) + 1e-6) {
-      std::fprintf(stderr, "rank %d: layer %d averaged to %f, want %f\n", rank, layer,
-                   grads[layer][bucket / 2], want);
+    if (std::fabs(grads[layer][bucket / 2] - want) >
+        1e-4 * std::fabs(want) + 1e-6) {
+      std::fprintf(stderr, "rank %d: layer %d averaged to %f, want %f\n", rank,
+                   layer, grads[layer][bucket / 2], want);
       return 1;
     }
   }
   if (rank == 0) {
-    std::printf("%d ranks, %d layers x %zu floats: step %.1f ms without overlap, %.1f ms "
-                "with overlap (%.2fx)\n",
-                size, layers, bucket, plain * 1e3, overlapped * 1e3, plain / overlapped);
+    std::printf(
+        "%d ranks, %d layers x %zu floats: step %.1f ms without overlap, %.1f "
+        "ms "
+        "with overlap (%.2fx)\n",
+        size, layers, bucket, plain * 1e3, overlapped * 1e3,
+        plain / overlapped);
   }
   return 0;
 }
@@ -101,9 +111,12 @@ int RunRank(const char* dir, int rank, int size, int layers, size_t bucket) {
 int main(int argc, char** argv) {
   const int size = argc > 1 ? std::atoi(argv[1]) : 2;
   const int layers = argc > 2 ? std::atoi(argv[2]) : 16;
-  const size_t bucket = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (1u << 20);
+  const size_t bucket =
+      argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (1u << 20);
   if (size < 1 || layers < 1 || bucket < 1) {
-    std::fprintf(stderr, "usage: %s [RANKS>=1] [LAYERS>=1] [BUCKET_FLOATS>=1]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [RANKS>=1] [LAYERS>=1] [BUCKET_FLOATS>=1]\n",
+                 argv[0]);
     return 2;
   }
   char dir[] = "/tmp/strata-dp-XXXXXX";

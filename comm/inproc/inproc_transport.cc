@@ -123,9 +123,9 @@ Status Transport::SendRecvReduce(int send_peer, const void* send,
 }
 
 Status SubTransport::SendRecvReduce(int send_peer, const void* send,
-                                    size_t send_bytes, int recv_peer,
-                                    void* acc, size_t count, DataType type,
-                                    ReduceOp op, Deadline deadline) {
+                                    size_t send_bytes, int recv_peer, void* acc,
+                                    size_t count, DataType type, ReduceOp op,
+                                    Deadline deadline) {
   return base_->SendRecvReduce(send_peer >= 0 ? members_[send_peer] : -1, send,
                                send_bytes,
                                recv_peer >= 0 ? members_[recv_peer] : -1, acc,

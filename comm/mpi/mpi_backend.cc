@@ -30,16 +30,19 @@ class MpiWork final : public Work {
       : what_(what), req_(req), timeout_(timeout), after_(std::move(after)) {
     if (rc != MPI_SUCCESS) {
       done_ = true;
-      st_ = absl::UnavailableError(absl::StrCat(what_, ": MPI error: ", MpiMessage(rc)));
+      st_ = absl::UnavailableError(
+          absl::StrCat(what_, ": MPI error: ", MpiMessage(rc)));
     }
   }
   Status Wait(std::chrono::milliseconds timeout) override {
-    const auto end = std::chrono::steady_clock::now() + std::min(timeout, timeout_);
+    const auto end =
+        std::chrono::steady_clock::now() + std::min(timeout, timeout_);
     while (!IsCompleted()) {
       if (std::chrono::steady_clock::now() >= end) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            what_, " did not complete within ", std::min(timeout, timeout_).count(),
-            " ms (MPI does not say which peer is missing)"));
+        return absl::DeadlineExceededError(
+            absl::StrCat(what_, " did not complete within ",
+                         std::min(timeout, timeout_).count(),
+                         " ms (MPI does not say which peer is missing)"));
       }
       std::this_thread::yield();
     }
@@ -50,7 +53,8 @@ class MpiWork final : public Work {
     int flag = 0;
     const int rc = MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
-      st_ = absl::UnavailableError(absl::StrCat(what_, ": MPI error: ", MpiMessage(rc)));
+      st_ = absl::UnavailableError(
+          absl::StrCat(what_, ": MPI error: ", MpiMessage(rc)));
       done_ = true;
     } else if (flag) {
       if (after_) after_();
@@ -95,12 +99,18 @@ void InitTypes() {
 
 MPI_Datatype Type(DataType t) {
   switch (t) {
-    case DataType::kF32: return MPI_FLOAT;
-    case DataType::kF64: return MPI_DOUBLE;
-    case DataType::kI32: return MPI_INT32_T;
-    case DataType::kI64: return MPI_INT64_T;
-    case DataType::kF16: return g_f16;
-    case DataType::kBF16: return g_bf16;
+    case DataType::kF32:
+      return MPI_FLOAT;
+    case DataType::kF64:
+      return MPI_DOUBLE;
+    case DataType::kI32:
+      return MPI_INT32_T;
+    case DataType::kI64:
+      return MPI_INT64_T;
+    case DataType::kF16:
+      return g_f16;
+    case DataType::kBF16:
+      return g_bf16;
   }
   return MPI_BYTE;
 }
@@ -130,10 +140,11 @@ class MpiBackend final : public Backend {
   std::shared_ptr<Work> AllReduce(void* buf, size_t count, DataType t,
                                   ReduceOp op, const OpOptions& o) override {
     MPI_Request r;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), Type(t), Op(t, op),
-                            comm_, &r);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), Type(t),
+                            Op(t, op), comm_, &r);
     std::function<void()> after;
-    if (op == ReduceOp::kAvg) after = [=, n = size_] { Divide(buf, count, t, n); };
+    if (op == ReduceOp::kAvg)
+      after = [=, n = size_] { Divide(buf, count, t, n); };
     return Make("MPI_Iallreduce", r, rc, o, std::move(after));
   }
   std::shared_ptr<Work> ReduceScatter(const void* in, void* out, size_t count,
@@ -141,14 +152,18 @@ class MpiBackend final : public Backend {
                                       const OpOptions& o) override {
     counts_.assign(size_, 0);
     for (int i = 0; i < size_; ++i) {
-      counts_[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i + 1) -
-                                    algorithms::BlockBegin(count, size_, i));
+      counts_[i] =
+          static_cast<int>(algorithms::BlockBegin(count, size_, i + 1) -
+                           algorithms::BlockBegin(count, size_, i));
     }
     MPI_Request r;
-    int rc = MPI_Ireduce_scatter(in, out, counts_.data(), Type(t), Op(t, op), comm_, &r);
+    int rc = MPI_Ireduce_scatter(in, out, counts_.data(), Type(t), Op(t, op),
+                                 comm_, &r);
     std::function<void()> after;
     if (op == ReduceOp::kAvg) {
-      after = [=, n = size_, mine = counts_[rank_]] { Divide(out, mine, t, n); };
+      after = [=, n = size_, mine = counts_[rank_]] {
+        Divide(out, mine, t, n);
+      };
     }
     return Make("MPI_Ireduce_scatter", r, rc, o, std::move(after));
   }
@@ -158,11 +173,13 @@ class MpiBackend final : public Backend {
     displs_.assign(size_, 0);
     for (int i = 0; i < size_; ++i) {
       displs_[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i));
-      counts_[i] = static_cast<int>(algorithms::BlockBegin(count, size_, i + 1)) - displs_[i];
+      counts_[i] =
+          static_cast<int>(algorithms::BlockBegin(count, size_, i + 1)) -
+          displs_[i];
     }
     MPI_Request r;
-    int rc = MPI_Iallgatherv(in, counts_[rank_], Type(t), out, counts_.data(), displs_.data(),
-                             Type(t), comm_, &r);
+    int rc = MPI_Iallgatherv(in, counts_[rank_], Type(t), out, counts_.data(),
+                             displs_.data(), Type(t), comm_, &r);
     return Make("MPI_Iallgatherv", r, rc, o);
   }
   std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType t, int root,
@@ -174,20 +191,22 @@ class MpiBackend final : public Backend {
   std::shared_ptr<Work> AllToAll(const void* in, void* out, size_t per,
                                  DataType t, const OpOptions& o) override {
     MPI_Request r;
-    int rc = MPI_Ialltoall(in, static_cast<int>(per), Type(t), out, static_cast<int>(per),
-                           Type(t), comm_, &r);
+    int rc = MPI_Ialltoall(in, static_cast<int>(per), Type(t), out,
+                           static_cast<int>(per), Type(t), comm_, &r);
     return Make("MPI_Ialltoall", r, rc, o);
   }
-  std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t, int peer,
-                             const OpOptions& o) override {
+  std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t,
+                             int peer, const OpOptions& o) override {
     MPI_Request r;
-    int rc = MPI_Isend(buf, static_cast<int>(count), Type(t), peer, 0, comm_, &r);
+    int rc =
+        MPI_Isend(buf, static_cast<int>(count), Type(t), peer, 0, comm_, &r);
     return Make("MPI_Isend", r, rc, o);
   }
   std::shared_ptr<Work> Recv(void* buf, size_t count, DataType t, int peer,
                              const OpOptions& o) override {
     MPI_Request r;
-    int rc = MPI_Irecv(buf, static_cast<int>(count), Type(t), peer, 0, comm_, &r);
+    int rc =
+        MPI_Irecv(buf, static_cast<int>(count), Type(t), peer, 0, comm_, &r);
     return Make("MPI_Irecv", r, rc, o);
   }
   std::shared_ptr<Work> Barrier(const OpOptions& o) override {
@@ -199,10 +218,11 @@ class MpiBackend final : public Backend {
 
  private:
   std::shared_ptr<Work> Make(const char* what, MPI_Request r, int rc,
-                             const OpOptions& o, std::function<void()> after = {}) {
-    auto w = std::make_shared<MpiWork>(what, r, rc,
-                                       o.timeout.count() > 0 ? o.timeout : timeout_,
-                                       std::move(after));
+                             const OpOptions& o,
+                             std::function<void()> after = {}) {
+    auto w = std::make_shared<MpiWork>(
+        what, r, rc, o.timeout.count() > 0 ? o.timeout : timeout_,
+        std::move(after));
     if (o.synchronous) (void)w->Wait(std::chrono::milliseconds::max());
     return w;
   }

@@ -13,32 +13,44 @@ namespace {
 
 Status CudaError(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
+  return absl::UnavailableError(
+      absl::StrCat(what, ": ", cudaGetErrorString(e)));
 }
 
 Status NcclError(ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(what, ": ", ncclGetErrorString(r)));
+  return absl::UnavailableError(
+      absl::StrCat(what, ": ", ncclGetErrorString(r)));
 }
 
 ncclDataType_t Type(DataType t) {
   switch (t) {
-    case DataType::kF32: return ncclFloat32;
-    case DataType::kF64: return ncclFloat64;
-    case DataType::kF16: return ncclFloat16;
-    case DataType::kBF16: return ncclBfloat16;
-    case DataType::kI32: return ncclInt32;
-    case DataType::kI64: return ncclInt64;
+    case DataType::kF32:
+      return ncclFloat32;
+    case DataType::kF64:
+      return ncclFloat64;
+    case DataType::kF16:
+      return ncclFloat16;
+    case DataType::kBF16:
+      return ncclBfloat16;
+    case DataType::kI32:
+      return ncclInt32;
+    case DataType::kI64:
+      return ncclInt64;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t Op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kAvg: return ncclAvg;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
   }
   return ncclSum;
 }
@@ -47,7 +59,8 @@ class NcclBackend;
 
 class NcclWork final : public Work {
  public:
-  NcclWork(NcclBackend* b, cudaEvent_t ev, Status launch) : b_(b), ev_(ev), launch_(std::move(launch)) {}
+  NcclWork(NcclBackend* b, cudaEvent_t ev, Status launch)
+      : b_(b), ev_(ev), launch_(std::move(launch)) {}
   ~NcclWork() override {
     if (ev_) cudaEventDestroy(ev_);
   }
@@ -67,7 +80,11 @@ class NcclBackend final : public Backend {
  public:
   NcclBackend(ncclComm_t comm, cudaStream_t stream, int rank, int size,
               std::chrono::milliseconds timeout)
-      : comm_(comm), stream_(stream), rank_(rank), size_(size), timeout_(timeout) {}
+      : comm_(comm),
+        stream_(stream),
+        rank_(rank),
+        size_(size),
+        timeout_(timeout) {}
   ~NcclBackend() override {
     cudaStreamSynchronize(stream_);
     ncclCommDestroy(comm_);
@@ -80,8 +97,9 @@ class NcclBackend final : public Backend {
 
   std::shared_ptr<Work> AllReduce(void* buf, size_t count, DataType t,
                                   ReduceOp op, const OpOptions&) override {
-    return Launch(NcclError(ncclAllReduce(buf, buf, count, Type(t), Op(op), comm_, stream_),
-                            "ncclAllReduce"));
+    return Launch(NcclError(
+        ncclAllReduce(buf, buf, count, Type(t), Op(op), comm_, stream_),
+        "ncclAllReduce"));
   }
   std::shared_ptr<Work> ReduceScatter(const void* in, void* out, size_t count,
                                       DataType t, ReduceOp op,
@@ -90,21 +108,24 @@ class NcclBackend final : public Backend {
     const size_t b0 = algorithms::BlockBegin(count, size_, rank_);
     const size_t b1 = algorithms::BlockBegin(count, size_, rank_ + 1);
     if (count % size_ == 0) {
-      return Launch(NcclError(ncclReduceScatter(in, out, count / size_, Type(t), Op(op),
-                                                comm_, stream_),
+      return Launch(NcclError(ncclReduceScatter(in, out, count / size_, Type(t),
+                                                Op(op), comm_, stream_),
                               "ncclReduceScatter"));
     }
     // Uneven blocks: reduce everything into a scratch buffer, keep ours.
     void* tmp = nullptr;
-    Status st = CudaError(cudaMallocAsync(&tmp, count * es, stream_), "cudaMallocAsync");
+    Status st = CudaError(cudaMallocAsync(&tmp, count * es, stream_),
+                          "cudaMallocAsync");
     if (st.ok()) {
-      st = NcclError(ncclAllReduce(in, tmp, count, Type(t), Op(op), comm_, stream_),
-                     "ncclAllReduce");
+      st = NcclError(
+          ncclAllReduce(in, tmp, count, Type(t), Op(op), comm_, stream_),
+          "ncclAllReduce");
     }
     if (st.ok()) {
-      st = CudaError(cudaMemcpyAsync(out, static_cast<char*>(tmp) + b0 * es, (b1 - b0) * es,
-                                     cudaMemcpyDeviceToDevice, stream_),
-                     "cudaMemcpyAsync");
+      st = CudaError(
+          cudaMemcpyAsync(out, static_cast<char*>(tmp) + b0 * es,
+                          (b1 - b0) * es, cudaMemcpyDeviceToDevice, stream_),
+          "cudaMemcpyAsync");
     }
     if (tmp) cudaFreeAsync(tmp, stream_);
     return Launch(st);
@@ -113,26 +134,29 @@ class NcclBackend final : public Backend {
                                   DataType t, const OpOptions&) override {
     const size_t es = ElementSize(t);
     if (count % size_ == 0) {
-      return Launch(NcclError(ncclAllGather(in, out, count / size_, Type(t), comm_, stream_),
-                              "ncclAllGather"));
+      return Launch(NcclError(
+          ncclAllGather(in, out, count / size_, Type(t), comm_, stream_),
+          "ncclAllGather"));
     }
     ncclGroupStart();
     Status st;
     for (int r = 0; r < size_ && st.ok(); ++r) {
       const size_t b0 = algorithms::BlockBegin(count, size_, r);
       const size_t b1 = algorithms::BlockBegin(count, size_, r + 1);
-      st = NcclError(ncclBroadcast(r == rank_ ? in : static_cast<char*>(out) + b0 * es,
-                                   static_cast<char*>(out) + b0 * es, b1 - b0, Type(t), r,
-                                   comm_, stream_),
-                     "ncclBroadcast");
+      st = NcclError(
+          ncclBroadcast(r == rank_ ? in : static_cast<char*>(out) + b0 * es,
+                        static_cast<char*>(out) + b0 * es, b1 - b0, Type(t), r,
+                        comm_, stream_),
+          "ncclBroadcast");
     }
     ncclGroupEnd();
     return Launch(st);
   }
   std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType t, int root,
                                   const OpOptions&) override {
-    return Launch(NcclError(ncclBroadcast(buf, buf, count, Type(t), root, comm_, stream_),
-                            "ncclBroadcast"));
+    return Launch(
+        NcclError(ncclBroadcast(buf, buf, count, Type(t), root, comm_, stream_),
+                  "ncclBroadcast"));
   }
   std::shared_ptr<Work> AllToAll(const void* in, void* out, size_t per,
                                  DataType t, const OpOptions&) override {
@@ -140,25 +164,27 @@ class NcclBackend final : public Backend {
     ncclGroupStart();
     Status st;
     for (int r = 0; r < size_ && st.ok(); ++r) {
-      st = NcclError(ncclSend(static_cast<const char*>(in) + r * bytes, per, Type(t), r,
-                              comm_, stream_),
+      st = NcclError(ncclSend(static_cast<const char*>(in) + r * bytes, per,
+                              Type(t), r, comm_, stream_),
                      "ncclSend");
       if (st.ok()) {
-        st = NcclError(ncclRecv(static_cast<char*>(out) + r * bytes, per, Type(t), r, comm_,
-                                stream_),
+        st = NcclError(ncclRecv(static_cast<char*>(out) + r * bytes, per,
+                                Type(t), r, comm_, stream_),
                        "ncclRecv");
       }
     }
     ncclGroupEnd();
     return Launch(st);
   }
-  std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t, int peer,
-                             const OpOptions&) override {
-    return Launch(NcclError(ncclSend(buf, count, Type(t), peer, comm_, stream_), "ncclSend"));
+  std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t,
+                             int peer, const OpOptions&) override {
+    return Launch(NcclError(ncclSend(buf, count, Type(t), peer, comm_, stream_),
+                            "ncclSend"));
   }
   std::shared_ptr<Work> Recv(void* buf, size_t count, DataType t, int peer,
                              const OpOptions&) override {
-    return Launch(NcclError(ncclRecv(buf, count, Type(t), peer, comm_, stream_), "ncclRecv"));
+    return Launch(NcclError(ncclRecv(buf, count, Type(t), peer, comm_, stream_),
+                            "ncclRecv"));
   }
   std::shared_ptr<Work> Barrier(const OpOptions& o) override {
     if (!barrier_buf_) cudaMalloc(&barrier_buf_, sizeof(int));
@@ -170,9 +196,11 @@ class NcclBackend final : public Backend {
   std::shared_ptr<Work> Launch(Status st) {
     cudaEvent_t ev = nullptr;
     if (st.ok()) {
-      st = CudaError(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+      st = CudaError(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
+                     "cudaEventCreate");
     }
-    if (st.ok()) st = CudaError(cudaEventRecord(ev, stream_), "cudaEventRecord");
+    if (st.ok())
+      st = CudaError(cudaEventRecord(ev, stream_), "cudaEventRecord");
     return std::make_shared<NcclWork>(this, ev, st);
   }
 
@@ -194,8 +222,8 @@ Status NcclWork::Wait(std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= end) {
       b_->Abort();
       return absl::DeadlineExceededError(absl::StrCat(
-          "NCCL operation on rank ", b_->rank(), " did not finish within ", limit.count(),
-          " ms; communicator aborted"));
+          "NCCL operation on rank ", b_->rank(), " did not finish within ",
+          limit.count(), " ms; communicator aborted"));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -211,25 +239,31 @@ int CudaDeviceCount() {
   return n;
 }
 
-StatusOr<std::unique_ptr<Backend>> NewNcclBackend(std::shared_ptr<Store> store, int rank,
-                                                  int size, std::chrono::milliseconds timeout) {
+StatusOr<std::unique_ptr<Backend>> NewNcclBackend(
+    std::shared_ptr<Store> store, int rank, int size,
+    std::chrono::milliseconds timeout) {
   if (CudaDeviceCount() == 0) {
-    return absl::FailedPreconditionError("no CUDA device: the nccl backend needs a GPU");
+    return absl::FailedPreconditionError(
+        "no CUDA device: the nccl backend needs a GPU");
   }
   ncclUniqueId id;
   if (rank == 0) {
     RETURN_IF_ERROR(NcclError(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-    RETURN_IF_ERROR(store->Set("nccl/id", std::string(id.internal, sizeof(id.internal))));
+    RETURN_IF_ERROR(
+        store->Set("nccl/id", std::string(id.internal, sizeof(id.internal))));
   } else {
     ASSIGN_OR_RETURN(std::string bytes, store->Get("nccl/id", timeout));
-    if (bytes.size() != sizeof(id.internal)) return absl::DataLossError("bad NCCL id in store");
+    if (bytes.size() != sizeof(id.internal))
+      return absl::DataLossError("bad NCCL id in store");
     std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
   }
   cudaStream_t stream;
-  RETURN_IF_ERROR(CudaError(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                            "cudaStreamCreate"));
+  RETURN_IF_ERROR(
+      CudaError(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                "cudaStreamCreate"));
   ncclComm_t comm;
-  Status st = NcclError(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
+  Status st =
+      NcclError(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
   if (!st.ok()) {
     cudaStreamDestroy(stream);
     return st;

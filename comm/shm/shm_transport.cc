@@ -36,16 +36,22 @@ struct RingHeader {
 
 size_t HeaderBytes(int size) {
   return (sizeof(std::atomic<uint32_t>) + sizeof(std::atomic<int32_t>) * size +
-          kLine - 1) / kLine * kLine;
+          kLine - 1) /
+         kLine * kLine;
 }
 
 class ShmTransport final : public Transport {
  public:
   ShmTransport(int rank, int size, size_t ring_bytes, void* base, size_t len)
-      : rank_(rank), size_(size), ring_bytes_(ring_bytes), base_(base), len_(len) {
+      : rank_(rank),
+        size_(size),
+        ring_bytes_(ring_bytes),
+        base_(base),
+        len_(len) {
     char* p = static_cast<char*>(base);
     aborted_ = reinterpret_cast<std::atomic<uint32_t>*>(p);
-    pids_ = reinterpret_cast<std::atomic<int32_t>*>(p + sizeof(std::atomic<uint32_t>));
+    pids_ = reinterpret_cast<std::atomic<int32_t>*>(
+        p + sizeof(std::atomic<uint32_t>));
     rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size));
     data_ = p + HeaderBytes(size) + sizeof(RingHeader) * size * size;
     spin_limit_ = size > sysconf(_SC_NPROCESSORS_ONLN) ? 0 : 2000;
@@ -135,7 +141,8 @@ class ShmTransport final : public Transport {
         size_t room = ring_bytes_ - static_cast<size_t>(head - tail);
         size_t n = std::min({room, to_send, kChunkBytes});
         if (n > 0) {
-          const size_t off = head & mask, first = std::min(n, ring_bytes_ - off);
+          const size_t off = head & mask,
+                       first = std::min(n, ring_bytes_ - off);
           std::memcpy(out_data + off, src, first);
           std::memcpy(out_data, src + first, n - first);
           out->head.value.store(head + n, std::memory_order_release);
@@ -147,9 +154,11 @@ class ShmTransport final : public Transport {
       if (to_recv > 0) {
         const uint64_t tail = in->tail.value.load(std::memory_order_relaxed);
         const uint64_t head = in->head.value.load(std::memory_order_acquire);
-        size_t n = std::min({static_cast<size_t>(head - tail), to_recv, kChunkBytes});
+        size_t n =
+            std::min({static_cast<size_t>(head - tail), to_recv, kChunkBytes});
         if (n > 0) {
-          const size_t off = tail & mask, first = std::min(n, ring_bytes_ - off);
+          const size_t off = tail & mask,
+                       first = std::min(n, ring_bytes_ - off);
           consume(in_data + off, first);
           if (n > first) consume(in_data, n - first);
           in->tail.value.store(tail + n, std::memory_order_release);
@@ -217,7 +226,8 @@ class ShmTransport final : public Transport {
 StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
     std::shared_ptr<Store> store, int rank, int size, const ShmOptions& opts) {
   if (rank < 0 || rank >= size) {
-    return absl::InvalidArgumentError(absl::StrCat("bad shm rank ", rank, " of ", size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad shm rank ", rank, " of ", size));
   }
   if (opts.ring_bytes == 0 || (opts.ring_bytes & (opts.ring_bytes - 1)) != 0) {
     return absl::InvalidArgumentError("shm ring_bytes must be a power of two");
@@ -246,11 +256,13 @@ StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
   void* base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED) return ErrnoToStatus(errno, "mmap " + name);
-  auto t = std::make_unique<ShmTransport>(rank, size, opts.ring_bytes, base, len);
+  auto t =
+      std::make_unique<ShmTransport>(rank, size, opts.ring_bytes, base, len);
   t->pids()[rank].store(getpid());
   RETURN_IF_ERROR(store->Set(absl::StrCat("shm/attached/", rank), "1"));
   std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back(absl::StrCat("shm/attached/", r));
+  for (int r = 0; r < size; ++r)
+    keys.push_back(absl::StrCat("shm/attached/", r));
   Status st = store->Wait(keys, opts.connect_timeout);
   if (rank == 0) shm_unlink(name.c_str());  // mapped by all (or given up)
   RETURN_IF_ERROR(st);

@@ -25,8 +25,9 @@ class FileStore final : public Store {
   explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
 
   Status Set(const std::string& key, const std::string& value) override {
-    const std::string tmp = absl::StrCat(Path(key), ".tmp.", getpid(), ".",
-                                         std::hash<std::thread::id>()(std::this_thread::get_id()));
+    const std::string tmp =
+        absl::StrCat(Path(key), ".tmp.", getpid(), ".",
+                     std::hash<std::thread::id>()(std::this_thread::get_id()));
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       out << value;
@@ -76,7 +77,8 @@ class FileStore final : public Store {
       if (missing.empty()) return absl::OkStatus();
       if (std::chrono::steady_clock::now() >= end) {
         return absl::DeadlineExceededError(
-            "store: timed out waiting for keys: " + absl::StrJoin(missing, ", "));
+            "store: timed out waiting for keys: " +
+            absl::StrJoin(missing, ", "));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
       sleep_ms = std::min(sleep_ms * 2, 20);

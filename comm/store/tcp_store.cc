@@ -48,7 +48,8 @@ StatusOr<std::vector<std::string>> ReadFrame(int fd, int timeout_ms) {
     uint32_t len = 0;
     RETURN_IF_ERROR(tcp::ReadAll(fd, &len, 4, timeout_ms));
     total += len;
-    if (total > kMaxFrameBytes) return absl::InvalidArgumentError("frame too large");
+    if (total > kMaxFrameBytes)
+      return absl::InvalidArgumentError("frame too large");
     p.resize(len);
     RETURN_IF_ERROR(tcp::ReadAll(fd, p.data(), len, timeout_ms));
   }
@@ -60,7 +61,8 @@ std::vector<std::string> Reply(const Status& st, std::string value = "") {
           st.ok() ? std::move(value) : std::string(st.message())};
 }
 
-std::vector<std::string> Serve(Store& store, const std::vector<std::string>& req) {
+std::vector<std::string> Serve(Store& store,
+                               const std::vector<std::string>& req) {
   auto ms = [](const std::string& s) {
     int64_t v = 0;
     return absl::SimpleAtoi(s, &v) ? std::chrono::milliseconds(v)
@@ -76,7 +78,8 @@ std::vector<std::string> Serve(Store& store, const std::vector<std::string>& req
   int64_t delta = 0;
   if (op == "add" && req.size() == 3 && absl::SimpleAtoi(req[2], &delta)) {
     auto v = store.Add(req[1], delta);
-    return v.ok() ? Reply(absl::OkStatus(), std::to_string(*v)) : Reply(v.status());
+    return v.ok() ? Reply(absl::OkStatus(), std::to_string(*v))
+                  : Reply(v.status());
   }
   if (op == "wait" && req.size() >= 2 && ms(req[1]).count() >= 0) {
     return Reply(store.Wait({req.begin() + 2, req.end()}, ms(req[1])));
@@ -86,7 +89,8 @@ std::vector<std::string> Serve(Store& store, const std::vector<std::string>& req
     return v.ok() ? Reply(absl::OkStatus(), *v ? "1" : "0") : Reply(v.status());
   }
   if (op == "delete" && req.size() == 2) return Reply(store.Delete(req[1]));
-  return Reply(absl::InvalidArgumentError("malformed store request '" + op + "'"));
+  return Reply(
+      absl::InvalidArgumentError("malformed store request '" + op + "'"));
 }
 
 class Server final : public TcpStoreServer {
@@ -177,16 +181,19 @@ class Client final : public Store {
   StatusOr<std::string> Call(const std::vector<std::string>& req) {
     std::lock_guard<std::mutex> lock(mu_);
     Status st = WriteFrame(fd_, req);
-    if (!st.ok()) return absl::UnavailableError("tcp store: " + std::string(st.message()));
+    if (!st.ok())
+      return absl::UnavailableError("tcp store: " + std::string(st.message()));
     auto reply = ReadFrame(fd_, kIoTimeoutMs);
     if (!reply.ok()) {
-      return absl::UnavailableError("tcp store: " + std::string(reply.status().message()));
+      return absl::UnavailableError("tcp store: " +
+                                    std::string(reply.status().message()));
     }
     int code = 0;
     if (reply->size() != 2 || !absl::SimpleAtoi((*reply)[0], &code)) {
       return absl::DataLossError("tcp store: malformed reply");
     }
-    if (code != 0) return Status(static_cast<absl::StatusCode>(code), (*reply)[1]);
+    if (code != 0)
+      return Status(static_cast<absl::StatusCode>(code), (*reply)[1]);
     return (*reply)[1];
   }
 
@@ -204,10 +211,10 @@ StatusOr<std::unique_ptr<TcpStoreServer>> StartTcpStoreServer(
       std::make_unique<Server>(listener.first, listener.second));
 }
 
-StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host,
-                                                 int port,
-                                                 std::chrono::milliseconds timeout) {
-  ASSIGN_OR_RETURN(int fd, tcp::Connect(host, port, static_cast<int>(timeout.count())));
+StatusOr<std::shared_ptr<Store>> ConnectTcpStore(
+    const std::string& host, int port, std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(int fd,
+                   tcp::Connect(host, port, static_cast<int>(timeout.count())));
   return std::shared_ptr<Store>(std::make_shared<Client>(fd));
 }
 

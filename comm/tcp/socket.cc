@@ -64,7 +64,8 @@ StatusOr<std::pair<int, int>> Listen(const std::string& addr, int port) {
   inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
       listen(fd, 1024) != 0) {
-    Status st = ErrnoToStatus(errno, absl::StrCat("bind/listen ", addr, ":", port));
+    Status st =
+        ErrnoToStatus(errno, absl::StrCat("bind/listen ", addr, ":", port));
     close(fd);
     return st;
   }
@@ -74,8 +75,8 @@ StatusOr<std::pair<int, int>> Listen(const std::string& addr, int port) {
 }
 
 StatusOr<int> Connect(const std::string& host, int port, int timeout_ms) {
-  const auto end = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(timeout_ms);
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));
@@ -122,7 +123,8 @@ Status WriteAll(int fd, const void* data, size_t n, int timeout_ms) {
       RETURN_IF_ERROR(WaitFd(fd, POLLOUT, timeout_ms));
       continue;
     }
-    return absl::UnavailableError(absl::StrCat("send failed: ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("send failed: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -141,7 +143,8 @@ Status ReadAll(int fd, void* data, size_t n, int timeout_ms) {
       RETURN_IF_ERROR(WaitFd(fd, POLLIN, timeout_ms));
       continue;
     }
-    return absl::UnavailableError(absl::StrCat("recv failed: ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("recv failed: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -21,13 +21,16 @@ namespace {
 int RemainingMs(Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - Clock::now());
-  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
+  return static_cast<int>(
+      std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
 }
 
 class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int size, const TcpOptions& opts)
-      : rank_(rank), size_(size), opts_(opts),
+      : rank_(rank),
+        size_(size),
+        opts_(opts),
         fds_(size, std::vector<int>(opts.streams, -1)) {
     if (pipe2(abort_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
       abort_pipe_[0] = abort_pipe_[1] = -1;
@@ -71,7 +74,8 @@ class TcpTransport final : public Transport {
       const int s = n >= opts_.stripe_threshold ? opts_.streams : 1;
       for (int k = 0; k < s; ++k) {
         const size_t b = n * k / s, e = n * (k + 1) / s;
-        if (e > b) stripes.push_back({fds_[peer][k], base + b, e - b, is_send, peer});
+        if (e > b)
+          stripes.push_back({fds_[peer][k], base + b, e - b, is_send, peer});
       }
     };
     add(send_peer, const_cast<char*>(static_cast<const char*>(send)),
@@ -85,18 +89,19 @@ class TcpTransport final : public Transport {
       bool pending = false;
       for (Stripe& s : stripes) {
         while (s.left > 0) {
-          ssize_t n = s.is_send ? ::send(s.fd, s.p, s.left, MSG_NOSIGNAL | MSG_DONTWAIT)
-                                : ::recv(s.fd, s.p, s.left, MSG_DONTWAIT);
+          ssize_t n =
+              s.is_send ? ::send(s.fd, s.p, s.left, MSG_NOSIGNAL | MSG_DONTWAIT)
+                        : ::recv(s.fd, s.p, s.left, MSG_DONTWAIT);
           if (n > 0) {
             s.p += n;
             s.left -= static_cast<size_t>(n);
             continue;
           }
           if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-          return absl::UnavailableError(absl::StrCat(
-              "rank ", rank_, ": connection to rank ", s.peer,
-              n == 0 ? " closed by the peer" : " failed: ",
-              n == 0 ? "" : std::strerror(errno)));
+          return absl::UnavailableError(
+              absl::StrCat("rank ", rank_, ": connection to rank ", s.peer,
+                           n == 0 ? " closed by the peer" : " failed: ",
+                           n == 0 ? "" : std::strerror(errno)));
         }
         pending |= s.left > 0;
       }
@@ -105,7 +110,8 @@ class TcpTransport final : public Transport {
       active.clear();
       for (Stripe& s : stripes) {
         if (s.left == 0) continue;
-        pfds.push_back({s.fd, static_cast<short>(s.is_send ? POLLOUT : POLLIN), 0});
+        pfds.push_back(
+            {s.fd, static_cast<short>(s.is_send ? POLLOUT : POLLIN), 0});
         active.push_back(&s);
       }
       pfds.push_back({abort_pipe_[0], POLLIN, 0});
@@ -113,8 +119,8 @@ class TcpTransport final : public Transport {
       if (rc == 0) {
         const Stripe* s = active.front();
         return absl::DeadlineExceededError(absl::StrCat(
-            "rank ", rank_, ": timed out ", s->is_send ? "sending to" : "receiving from",
-            " rank ", s->peer));
+            "rank ", rank_, ": timed out ",
+            s->is_send ? "sending to" : "receiving from", " rank ", s->peer));
       }
       if (rc < 0 && errno != EINTR) return ErrnoToStatus(errno, "poll");
     }
@@ -149,7 +155,8 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
   const int timeout_ms = static_cast<int>(opts.connect_timeout.count());
   // Lower ranks: connect, say who we are (rank, stream).
   for (int peer = 0; peer < rank; ++peer) {
-    auto addr = store->Get(absl::StrCat("tcp/addr/", peer), opts.connect_timeout);
+    auto addr =
+        store->Get(absl::StrCat("tcp/addr/", peer), opts.connect_timeout);
     if (!addr.ok()) {
       return absl::DeadlineExceededError(absl::StrCat(
           "rank ", rank, ": rank ", peer, " never published its address"));
@@ -157,7 +164,8 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
     std::vector<std::string> hp = absl::StrSplit(*addr, ':');
     int port = 0;
     if (hp.size() != 2 || !absl::SimpleAtoi(hp[1], &port)) {
-      return absl::DataLossError("bad address for rank " + std::to_string(peer));
+      return absl::DataLossError("bad address for rank " +
+                                 std::to_string(peer));
     }
     for (int k = 0; k < opts.streams; ++k) {
       ASSIGN_OR_RETURN(int fd, tcp::Connect(hp[0], port, timeout_ms));
@@ -175,16 +183,18 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
     if (poll(&p, 1, RemainingMs(end)) <= 0) {
       std::string missing;
       for (int peer = rank + 1; peer < size; ++peer) {
-        if (t->fds()[peer][opts.streams - 1] < 0) absl::StrAppend(&missing, " ", peer);
+        if (t->fds()[peer][opts.streams - 1] < 0)
+          absl::StrAppend(&missing, " ", peer);
       }
-      return absl::DeadlineExceededError(absl::StrCat(
-          "rank ", rank, ": ranks", missing, " did not connect"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank, ": ranks", missing, " did not connect"));
     }
     int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     int32_t hello[2];
     // A connection that does not say hello quickly is not one of ours.
-    Status st = tcp::ReadAll(fd, hello, sizeof(hello), std::min(timeout_ms, 5000));
+    Status st =
+        tcp::ReadAll(fd, hello, sizeof(hello), std::min(timeout_ms, 5000));
     if (!st.ok() || hello[0] <= rank || hello[0] >= size || hello[1] < 0 ||
         hello[1] >= opts.streams || t->fds()[hello[0]][hello[1]] >= 0) {
       close(fd);  // garbage or duplicate connection: ignore it

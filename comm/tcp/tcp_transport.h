@@ -20,8 +20,8 @@ struct TcpOptions {
   // IPv4 address or interface name (e.g. "eth1", from the topology) to bind
   // and advertise. Empty = 127.0.0.1.
   std::string bind = "127.0.0.1";
-  int streams = 4;                        // sockets per peer
-  size_t stripe_threshold = 1 << 20;      // messages >= this use all streams
+  int streams = 4;                    // sockets per peer
+  size_t stripe_threshold = 1 << 20;  // messages >= this use all streams
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
 };
 

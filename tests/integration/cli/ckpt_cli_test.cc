@@ -25,7 +25,8 @@ RunResult RunCmd(const std::string& cmd) {
   if (p == nullptr) return r;
   std::array<char, 4096> buf;
   size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
@@ -48,8 +49,11 @@ std::string MakeCheckpoint() {
       std::vector<float> w(12), b(6);
       for (int i = 0; i < 12; ++i) w[i] = static_cast<float>(r * 12 + i);
       for (int i = 0; i < 6; ++i) b[i] = 100.0f + i;
-      checkpoint::ShardedTensor tw{"w", checkpoint::DType::kF32, {4, 6}, {2, 6}, {2 * r, 0}, 0, 1, w.data()};
-      checkpoint::ShardedTensor tb{"b", checkpoint::DType::kF32, {6}, {6}, {0}, r, 2, b.data()};
+      checkpoint::ShardedTensor tw{
+          "w",     checkpoint::DType::kF32, {4, 6}, {2, 6}, {2 * r, 0}, 0, 1,
+          w.data()};
+      checkpoint::ShardedTensor tb{
+          "b", checkpoint::DType::kF32, {6}, {6}, {0}, r, 2, b.data()};
       checkpoint::CheckpointOptions o;
       o.dir = dir;
       o.rank = r;
@@ -68,21 +72,26 @@ TEST(CkptCliTest, LsInspectVerifyExport) {
   const std::string dir = MakeCheckpoint();
   RunResult ls = RunCmd(Strata() + " ckpt ls file://" + dir);
   ASSERT_EQ(ls.code, 0) << ls.out;
-  EXPECT_NE(ls.out.find("           5        2        2"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("           5        2        2"), std::string::npos)
+      << ls.out;
   RunResult inspect = RunCmd(Strata() + " ckpt inspect " + dir);
   ASSERT_EQ(inspect.code, 0) << inspect.out;
-  EXPECT_NE(inspect.out.find("[2,6] x2"), std::string::npos) << inspect.out;  // w: two row halves
-  EXPECT_NE(inspect.out.find("[3] x2"), std::string::npos) << inspect.out;    // b: split over replicas
+  EXPECT_NE(inspect.out.find("[2,6] x2"), std::string::npos)
+      << inspect.out;  // w: two row halves
+  EXPECT_NE(inspect.out.find("[3] x2"), std::string::npos)
+      << inspect.out;  // b: split over replicas
   RunResult verify = RunCmd(Strata() + " ckpt verify " + dir + " --step 5");
   EXPECT_EQ(verify.code, 0) << verify.out;
   const std::string out = dir + "/model.safetensors";
-  RunResult exp = RunCmd(Strata() + " ckpt export " + dir + " --step 5 --format safetensors --out " + out);
+  RunResult exp = RunCmd(Strata() + " ckpt export " + dir +
+                         " --step 5 --format safetensors --out " + out);
   ASSERT_EQ(exp.code, 0) << exp.out;
   const char* src = std::getenv("STRATA_SOURCE_DIR");
-  RunResult py = RunCmd(std::string("/usr/bin/python3 ") + (src ? src : ".") +
-                        "/tests/integration/cli/check_safetensors.py " + out +
-                        " '{\"w\":{\"dtype\":\"F32\",\"shape\":[4,6],\"first\":0,\"last\":23},"
-                        "\"b\":{\"dtype\":\"F32\",\"shape\":[6],\"first\":100,\"last\":105}}'");
+  RunResult py = RunCmd(
+      std::string("/usr/bin/python3 ") + (src ? src : ".") +
+      "/tests/integration/cli/check_safetensors.py " + out +
+      " '{\"w\":{\"dtype\":\"F32\",\"shape\":[4,6],\"first\":0,\"last\":23},"
+      "\"b\":{\"dtype\":\"F32\",\"shape\":[6],\"first\":100,\"last\":105}}'");
   EXPECT_EQ(py.code, 0) << py.out;
   EXPECT_NE(py.out.find("OK 2 tensors"), std::string::npos) << py.out;
 }
@@ -97,7 +106,8 @@ TEST(CkptCliTest, CorruptionAndBadInputExitNonZero) {
   }
   RunResult verify = RunCmd(Strata() + " ckpt verify " + dir);
   EXPECT_EQ(verify.code, 1) << verify.out;
-  EXPECT_NE(verify.out.find("checksum mismatch"), std::string::npos) << verify.out;
+  EXPECT_NE(verify.out.find("checksum mismatch"), std::string::npos)
+      << verify.out;
   RunResult rocks = RunCmd(Strata() + " ckpt ls rocksdb:///tmp/x");
   EXPECT_EQ(rocks.code, 2) << rocks.out;
   RunResult missing = RunCmd(Strata() + " ckpt inspect " + dir + " --step 99");

@@ -130,20 +130,20 @@ TEST(PlanCliTest, MalformedAndImpossibleModelFiles) {
   std::ofstream(dir + "/broken.yaml") << "name: [oops\n";
   std::ofstream(dir + "/typo.yaml") << "num_layer: 4\n";
   RunResult heads = RunStrata("plan --model " + dir +
-                           "/heads.yaml --cluster dgx-h100 "
-                           "--gpus 8 --global-batch 8");
+                              "/heads.yaml --cluster dgx-h100 "
+                              "--gpus 8 --global-batch 8");
   EXPECT_EQ(heads.code, 2);
   EXPECT_NE(heads.out.find("not divisible by num_attention_heads 7"),
             std::string::npos)
       << heads.out;
   RunResult broken = RunStrata("plan --model " + dir +
-                            "/broken.yaml --cluster "
-                            "dgx-h100 --gpus 8 --global-batch 8");
+                               "/broken.yaml --cluster "
+                               "dgx-h100 --gpus 8 --global-batch 8");
   EXPECT_EQ(broken.code, 2);
   EXPECT_NE(broken.out.find("broken.yaml:"), std::string::npos) << broken.out;
   RunResult typo = RunStrata("plan --model " + dir +
-                          "/typo.yaml --cluster dgx-h100 "
-                          "--gpus 8 --global-batch 8");
+                             "/typo.yaml --cluster dgx-h100 "
+                             "--gpus 8 --global-batch 8");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.out.find("'num_layer'"), std::string::npos) << typo.out;
 }
@@ -156,7 +156,8 @@ TEST(PlanCliTest, ClusterFilesWorkAndMissingFieldsAreNamed) {
          "      gemm_efficiency: 0.7, hbm_gbps: 864}\n"
          "gpus_per_node: 4\nintra_node_gbps: 32\n"
          "nics: [{count: 2, gbps: 100, type: roce}]\n"
-         "network: {nodes_per_leaf: 8, leaves_per_pod: 1, oversubscription: 1}\n"
+         "network: {nodes_per_leaf: 8, leaves_per_pod: 1, oversubscription: "
+         "1}\n"
          "num_nodes: 4\n";
   std::ofstream(dir + "/nogpu.yaml") << "name: nogpu\ngpus_per_node: 8\n";
   RunResult ok = RunStrata("plan --model llama3-8b --cluster " + dir +

@@ -28,7 +28,10 @@ int Fail(const Status& st) {
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s TRANSPORT STORE_DIR RANK SIZE MODE [TIMEOUT_MS] [NODES]\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s TRANSPORT STORE_DIR RANK SIZE MODE [TIMEOUT_MS] [NODES]\n",
+        argv[0]);
     return 2;
   }
   const std::string kind = argv[1], dir = argv[2], mode = argv[5];
@@ -54,15 +57,20 @@ int main(int argc, char** argv) {
   opts.node_of = nodes;
   // "hybrid" goes through the factory that picks transports from the node
   // map; "shm" and "tcp" force one transport for every pair.
-  StatusOr<std::unique_ptr<ProcessGroup>> pg = absl::UnknownError("no transport");
+  StatusOr<std::unique_ptr<ProcessGroup>> pg =
+      absl::UnknownError("no transport");
   if (kind == "hybrid") {
     pg = NewProcessGroup(*store, rank, nodes, opts);
   } else {
     StatusOr<std::unique_ptr<Transport>> t = absl::UnknownError("no transport");
-    if (kind == "shm") t = ConnectShmTransport(*store, rank, size, ShmOptions{});
-    if (kind == "tcp") t = ConnectTcpTransport(*store, rank, size, TcpOptions{});
-    if (t.ok()) pg = std::make_unique<ProcessGroup>(std::move(*t), opts);
-    else pg = t.status();
+    if (kind == "shm")
+      t = ConnectShmTransport(*store, rank, size, ShmOptions{});
+    if (kind == "tcp")
+      t = ConnectTcpTransport(*store, rank, size, TcpOptions{});
+    if (t.ok())
+      pg = std::make_unique<ProcessGroup>(std::move(*t), opts);
+    else
+      pg = t.status();
   }
   if (!pg.ok()) {
     std::printf("SETUP %s\n", pg.status().ToString().c_str());
@@ -75,27 +83,35 @@ int main(int argc, char** argv) {
     std::printf("READY\n");
     std::fflush(stdout);
     for (int i = 0; i < 100000; ++i) {
-      Status st = g.AllReduce(buf.data(), buf.size(), DataType::kF32, ReduceOp::kMax)->Wait();
+      Status st =
+          g.AllReduce(buf.data(), buf.size(), DataType::kF32, ReduceOp::kMax)
+              ->Wait();
       if (!st.ok()) return Fail(st);
     }
     return 0;
   }
   // verify: every size and algorithm against the values each rank can
   // compute itself (sum of (r+1)*(i%7+1) over ranks).
-  std::vector<Algorithm> algos = {Algorithm::kRing, Algorithm::kRecursiveDoubling};
+  std::vector<Algorithm> algos = {Algorithm::kRing,
+                                  Algorithm::kRecursiveDoubling};
   if (kind == "hybrid") algos.push_back(Algorithm::kHierarchical);
-  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{4099}, size_t{(1 << 20) + 5}}) {
+  for (size_t count :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{4099}, size_t{(1 << 20) + 5}}) {
     for (Algorithm a : algos) {
       std::vector<int64_t> buf(count);
-      for (size_t i = 0; i < count; ++i) buf[i] = (rank + 1) * static_cast<int64_t>(i % 7 + 1);
+      for (size_t i = 0; i < count; ++i)
+        buf[i] = (rank + 1) * static_cast<int64_t>(i % 7 + 1);
       OpOptions o;
       o.algorithm = a;
-      Status st = g.AllReduce(buf.data(), count, DataType::kI64, ReduceOp::kSum, o)->Wait();
+      Status st =
+          g.AllReduce(buf.data(), count, DataType::kI64, ReduceOp::kSum, o)
+              ->Wait();
       if (!st.ok()) return Fail(st);
       const int64_t ranks_sum = static_cast<int64_t>(size) * (size + 1) / 2;
       for (size_t i = 0; i < count; ++i) {
         if (buf[i] != ranks_sum * static_cast<int64_t>(i % 7 + 1)) {
-          std::printf("WRONG %s count %zu at %zu\n", AlgorithmName(a), count, i);
+          std::printf("WRONG %s count %zu at %zu\n", AlgorithmName(a), count,
+                      i);
           return 1;
         }
       }

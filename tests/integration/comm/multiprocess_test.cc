@@ -28,7 +28,8 @@ std::string RankBinary() {
 }
 
 std::string FreshDir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+  std::string dir =
+      ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
   std::string cmd = "rm -rf " + dir;
   (void)!std::system(cmd.c_str());
   return dir;
@@ -53,7 +54,8 @@ Proc Spawn(const std::vector<std::string>& args) {
 
 // Waits for exit (bounded); returns exit code, -signal, or 999 on timeout.
 int Join(Proc& p, std::string* output, int timeout_s = 60) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int status = 0;
   while (waitpid(p.pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > end) {
@@ -70,13 +72,19 @@ int Join(Proc& p, std::string* output, int timeout_s = 60) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
-std::vector<Proc> Start(const std::string& transport, int n, const std::string& mode,
-                        int timeout_ms, const std::string& nodes = "") {
+std::vector<Proc> Start(const std::string& transport, int n,
+                        const std::string& mode, int timeout_ms,
+                        const std::string& nodes = "") {
   const std::string dir = FreshDir(transport + mode);
   std::vector<Proc> procs;
   for (int r = 0; r < n; ++r) {
-    std::vector<std::string> args = {RankBinary(), transport, dir, std::to_string(r),
-                                      std::to_string(n), mode, std::to_string(timeout_ms)};
+    std::vector<std::string> args = {RankBinary(),
+                                     transport,
+                                     dir,
+                                     std::to_string(r),
+                                     std::to_string(n),
+                                     mode,
+                                     std::to_string(timeout_ms)};
     if (!nodes.empty()) args.push_back(nodes);
     procs.push_back(Spawn(args));
   }
@@ -89,7 +97,8 @@ void WaitReady(std::vector<Proc>& procs) {
     ASSERT_NE(fgets(line, sizeof(line), p.out), nullptr);
     ASSERT_EQ(std::string(line), "READY\n");
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // mid all-reduce
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(200));  // mid all-reduce
 }
 
 class MultiProcessTest : public ::testing::TestWithParam<std::string> {};
@@ -121,8 +130,11 @@ TEST_P(MultiProcessTest, SigkillOneRankOthersFailWithinTimeout) {
     EXPECT_EQ(code, 3) << "rank " << r << ": " << out;
     EXPECT_NE(out.find("ERROR"), std::string::npos) << out;
   }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  EXPECT_LT(waited, 2 * timeout_ms / 1000.0 + 2) << "ranks took too long to notice";
+  const double waited = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - killed_at)
+                            .count();
+  EXPECT_LT(waited, 2 * timeout_ms / 1000.0 + 2)
+      << "ranks took too long to notice";
 }
 
 TEST_P(MultiProcessTest, SigstopOneRankNeighbourNamesIt) {

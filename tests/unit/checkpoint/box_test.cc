@@ -18,7 +18,9 @@ TEST(BoxTest, IntersectAndEmpty) {
 
 TEST(BoxTest, CopyRegionBetweenDifferentlyShapedBoxes) {
   // Global 6x5 matrix with value 10*row + col.
-  auto value = [](int64_t r, int64_t c) { return static_cast<float>(10 * r + c); };
+  auto value = [](int64_t r, int64_t c) {
+    return static_cast<float>(10 * r + c);
+  };
   Box src{{1, 0}, {4, 5}};  // rows 1-4, all columns
   std::vector<float> s(20);
   for (int64_t r = 0; r < 4; ++r)

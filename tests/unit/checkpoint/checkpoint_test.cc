@@ -19,7 +19,8 @@ namespace {
 constexpr int kLayers = 4, kRows = 16, kCols = 12;
 
 float Global(const std::string& name, int64_t i) {
-  return static_cast<float>(std::hash<std::string>()(name) % 1000) + 0.001f * static_cast<float>(i);
+  return static_cast<float>(std::hash<std::string>()(name) % 1000) +
+         0.001f * static_cast<float>(i);
 }
 
 struct Layout {
@@ -32,11 +33,14 @@ struct Layout {
 // "w_row" [12,16] split by columns over TP, and "w_col.exp_avg" — the
 // flattened [192] optimizer state in tp*dp contiguous ZeRO-1 partitions.
 std::vector<ShardedTensor> Shards(const Layout& l, int rank,
-                                  std::vector<std::vector<float>>& storage, bool fill) {
-  const int tp = rank % l.tp, dp = (rank / l.tp) % l.dp, pp = rank / (l.tp * l.dp);
+                                  std::vector<std::vector<float>>& storage,
+                                  bool fill) {
+  const int tp = rank % l.tp, dp = (rank / l.tp) % l.dp,
+            pp = rank / (l.tp * l.dp);
   std::vector<ShardedTensor> out;
-  auto add = [&](const std::string& name, std::vector<int64_t> gshape, std::vector<int64_t> off,
-                 std::vector<int64_t> shape, int replica, int replicas) {
+  auto add = [&](const std::string& name, std::vector<int64_t> gshape,
+                 std::vector<int64_t> off, std::vector<int64_t> shape,
+                 int replica, int replicas) {
     ShardedTensor t;
     t.name = name;
     t.global_shape = gshape;
@@ -73,7 +77,8 @@ std::vector<ShardedTensor> Shards(const Layout& l, int rank,
     const int64_t c0 = kRows * tp / l.tp, c1 = kRows * (tp + 1) / l.tp;
     add(p + ".w_row", {kCols, kRows}, {0, c0}, {kCols, c1 - c0}, dp, l.dp);
     const int parts = l.tp * l.dp, part = tp * l.dp + dp;
-    const int64_t n = kRows * kCols, f0 = n * part / parts, f1 = n * (part + 1) / parts;
+    const int64_t n = kRows * kCols, f0 = n * part / parts,
+                  f1 = n * (part + 1) / parts;
     add(p + ".w_col.exp_avg", {n}, {f0}, {f1 - f0}, 0, 1);
   }
   return out;
@@ -98,8 +103,12 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
       o.store = store;
       o.block_bytes = 64;  // many blocks per chunk
       Checkpointer ckpt(o);
-      ASSERT_TRUE(ckpt.SaveAsync(step, shards, {Blob{"rng", true, "seed" + std::to_string(r)}}).ok());
-      for (auto& s : storage) std::fill(s.begin(), s.end(), 0.f);  // training goes on
+      ASSERT_TRUE(
+          ckpt.SaveAsync(step, shards,
+                         {Blob{"rng", true, "seed" + std::to_string(r)}})
+              .ok());
+      for (auto& s : storage)
+        std::fill(s.begin(), s.end(), 0.f);  // training goes on
       Status st = ckpt.Wait();
       ASSERT_TRUE(st.ok()) << st;
     });
@@ -107,7 +116,8 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
   for (auto& t : ranks) t.join();
 }
 
-class ReshardTest : public ::testing::TestWithParam<std::pair<Layout, Layout>> {};
+class ReshardTest : public ::testing::TestWithParam<std::pair<Layout, Layout>> {
+};
 
 TEST_P(ReshardTest, LoadUnderAnotherLayoutMatchesGlobalTensors) {
   const auto [saved, loaded] = GetParam();
@@ -184,7 +194,8 @@ TEST(CrashTest, SigkillDuringSavesNeverLeavesAPartialCommittedCheckpoint) {
       o.store = comm::NewInMemoryStore();
       Checkpointer ckpt(o);
       for (int64_t step = next_step;; ++step) {
-        for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(step + i);
+        for (size_t i = 0; i < w.size(); ++i)
+          w[i] = static_cast<float>(step + i);
         ShardedTensor t;
         t.name = "w";
         t.global_shape = t.local_shape = {static_cast<int64_t>(w.size())};

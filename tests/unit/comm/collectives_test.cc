@@ -16,19 +16,32 @@ using testing::Value;
 
 void Store(DataType t, double v, void* dst) {
   switch (t) {
-    case DataType::kF32: *static_cast<float*>(dst) = static_cast<float>(v); break;
-    case DataType::kF64: *static_cast<double*>(dst) = v; break;
-    case DataType::kI32: *static_cast<int32_t*>(dst) = static_cast<int32_t>(v); break;
-    case DataType::kI64: *static_cast<int64_t*>(dst) = static_cast<int64_t>(v); break;
-    case DataType::kF16: *static_cast<uint16_t*>(dst) = FloatToHalf(static_cast<float>(v)); break;
-    case DataType::kBF16: *static_cast<uint16_t*>(dst) = FloatToBf16(static_cast<float>(v)); break;
+    case DataType::kF32:
+      *static_cast<float*>(dst) = static_cast<float>(v);
+      break;
+    case DataType::kF64:
+      *static_cast<double*>(dst) = v;
+      break;
+    case DataType::kI32:
+      *static_cast<int32_t*>(dst) = static_cast<int32_t>(v);
+      break;
+    case DataType::kI64:
+      *static_cast<int64_t*>(dst) = static_cast<int64_t>(v);
+      break;
+    case DataType::kF16:
+      *static_cast<uint16_t*>(dst) = FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kBF16:
+      *static_cast<uint16_t*>(dst) = FloatToBf16(static_cast<float>(v));
+      break;
   }
 }
 
 std::vector<char> Fill(DataType t, int rank, size_t count) {
   const size_t es = ElementSize(t);
   std::vector<char> buf(count * es);
-  for (size_t i = 0; i < count; ++i) Store(t, Value(rank, i), buf.data() + i * es);
+  for (size_t i = 0; i < count; ++i)
+    Store(t, Value(rank, i), buf.data() + i * es);
   return buf;
 }
 
@@ -53,10 +66,12 @@ class CollectivesTest : public ::testing::TestWithParam<Param> {};
 TEST_P(CollectivesTest, MatchSerialReference) {
   const auto [n, count, type] = GetParam();
   const size_t es = ElementSize(type);
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
     const std::vector<char> want = Reference(type, op, n, count);
     for (Algorithm algo : {Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
-      if (count > 4099 && algo == Algorithm::kRecursiveDoubling && n > 4) continue;
+      if (count > 4099 && algo == Algorithm::kRecursiveDoubling && n > 4)
+        continue;
       RunRanks(n, [&](int r, Backend& g) {
         std::vector<char> buf = Fill(type, r, count);
         OpOptions o;
@@ -71,8 +86,10 @@ TEST_P(CollectivesTest, MatchSerialReference) {
       const size_t b0 = algorithms::BlockBegin(count, n, r);
       const size_t b1 = algorithms::BlockBegin(count, n, r + 1);
       std::vector<char> out((b1 - b0) * es + 1);
-      ASSERT_TRUE(g.ReduceScatter(in.data(), out.data(), count, type, op)->Wait().ok());
-      EXPECT_EQ(0, std::memcmp(out.data(), want.data() + b0 * es, (b1 - b0) * es))
+      ASSERT_TRUE(
+          g.ReduceScatter(in.data(), out.data(), count, type, op)->Wait().ok());
+      EXPECT_EQ(0,
+                std::memcmp(out.data(), want.data() + b0 * es, (b1 - b0) * es))
           << "reduce_scatter " << ReduceOpName(op);
     });
   }
@@ -82,12 +99,15 @@ TEST_P(CollectivesTest, MatchSerialReference) {
     const size_t b0 = algorithms::BlockBegin(count, n, r);
     const size_t b1 = algorithms::BlockBegin(count, n, r + 1);
     std::vector<char> out(count * es);
-    ASSERT_TRUE(g.AllGather(mine.data() + b0 * es, out.data(), count, type)->Wait().ok());
+    ASSERT_TRUE(g.AllGather(mine.data() + b0 * es, out.data(), count, type)
+                    ->Wait()
+                    .ok());
     for (int src = 0; src < n; ++src) {
       const std::vector<char> theirs = Fill(type, src, count);
       const size_t s0 = algorithms::BlockBegin(count, n, src);
       const size_t s1 = algorithms::BlockBegin(count, n, src + 1);
-      EXPECT_EQ(0, std::memcmp(out.data() + s0 * es, theirs.data() + s0 * es, (s1 - s0) * es))
+      EXPECT_EQ(0, std::memcmp(out.data() + s0 * es, theirs.data() + s0 * es,
+                               (s1 - s0) * es))
           << "all_gather block " << src;
     }
   });
@@ -141,12 +161,13 @@ std::vector<Param> AllParams() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sweep, CollectivesTest, ::testing::ValuesIn(AllParams()),
-    [](const ::testing::TestParamInfo<Param>& info) {
-      return absl::StrCat("n", info.param.world, "_c", info.param.count, "_",
-                          DataTypeName(info.param.type));
-    });
+INSTANTIATE_TEST_SUITE_P(Sweep, CollectivesTest,
+                         ::testing::ValuesIn(AllParams()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return absl::StrCat("n", info.param.world, "_c",
+                                               info.param.count, "_",
+                                               DataTypeName(info.param.type));
+                         });
 
 class HierarchicalTest : public ::testing::TestWithParam<size_t> {};
 
@@ -159,20 +180,31 @@ TEST_P(HierarchicalTest, TwoByTwoEqualsRing) {
   options.node_of = {0, 0, 1, 1};
   const size_t count = GetParam();
   std::vector<std::vector<float>> ring(4), hier(4);
-  testing::RunRanks(4, [&](int r, Backend& g) {
-    std::vector<float> a(count), b(count);
-    for (size_t i = 0; i < count; ++i) a[i] = b[i] = 0.25f * r + 1e-3f * (i % 97);
-    OpOptions o;
-    o.algorithm = Algorithm::kRing;
-    ASSERT_TRUE(g.AllReduce(a.data(), count, DataType::kF32, ReduceOp::kSum, o)->Wait().ok());
-    o.algorithm = Algorithm::kHierarchical;
-    ASSERT_TRUE(g.AllReduce(b.data(), count, DataType::kF32, ReduceOp::kSum, o)->Wait().ok());
-    ring[r] = a;
-    hier[r] = b;
-  }, options);
+  testing::RunRanks(
+      4,
+      [&](int r, Backend& g) {
+        std::vector<float> a(count), b(count);
+        for (size_t i = 0; i < count; ++i)
+          a[i] = b[i] = 0.25f * r + 1e-3f * (i % 97);
+        OpOptions o;
+        o.algorithm = Algorithm::kRing;
+        ASSERT_TRUE(
+            g.AllReduce(a.data(), count, DataType::kF32, ReduceOp::kSum, o)
+                ->Wait()
+                .ok());
+        o.algorithm = Algorithm::kHierarchical;
+        ASSERT_TRUE(
+            g.AllReduce(b.data(), count, DataType::kF32, ReduceOp::kSum, o)
+                ->Wait()
+                .ok());
+        ring[r] = a;
+        hier[r] = b;
+      },
+      options);
   for (int r = 0; r < 4; ++r) {
     ASSERT_EQ(hier[r], hier[0]);  // every rank holds the same bits
-    for (size_t i = 0; i < count; i += 997) ASSERT_NEAR(hier[r][i], ring[r][i], 1e-5);
+    for (size_t i = 0; i < count; i += 997)
+      ASSERT_NEAR(hier[r][i], ring[r][i], 1e-5);
   }
 }
 
@@ -195,7 +227,9 @@ TEST(FaultTest, MissingPeerGivesDeadlineExceededNamingIt) {
   o.timeout = std::chrono::milliseconds(50);
   ProcessGroup g(std::move(t[0]), o);  // rank 1 never joins
   std::vector<float> buf(1000, 1.f);
-  Status st = g.AllReduce(buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum)->Wait();
+  Status st =
+      g.AllReduce(buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum)
+          ->Wait();
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st;
   // The group is broken afterwards.
@@ -217,7 +251,7 @@ TEST(ReduceTest, HalfAndBfloatConversionsRoundToNearestEven) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
   EXPECT_EQ(FloatToHalf(65504.f), 0x7bff);
-  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);  // overflow to inf
+  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);           // overflow to inf
   EXPECT_EQ(FloatToHalf(5.9604645e-8f), 0x0001);  // smallest subnormal
   EXPECT_FLOAT_EQ(HalfToFloat(0x0001), 5.9604645e-8f);
   EXPECT_FLOAT_EQ(HalfToFloat(0x3555), 0.33325195f);

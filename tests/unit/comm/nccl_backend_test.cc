@@ -13,7 +13,8 @@ namespace {
 
 TEST(NcclBackendTest, AllReduceAcrossVisibleGpus) {
   const int gpus = CudaDeviceCount();
-  if (gpus == 0) GTEST_SKIP() << "no CUDA device: NCCL backend tests need a GPU";
+  if (gpus == 0)
+    GTEST_SKIP() << "no CUDA device: NCCL backend tests need a GPU";
   const int n = std::min(gpus, 4);
   auto store = NewInMemoryStore();
   std::vector<std::thread> threads;
@@ -26,9 +27,13 @@ TEST(NcclBackendTest, AllReduceAcrossVisibleGpus) {
       std::vector<float> host(count, static_cast<float>(r + 1));
       float* dev = nullptr;
       ASSERT_EQ(cudaMalloc(&dev, count * sizeof(float)), cudaSuccess);
-      cudaMemcpy(dev, host.data(), count * sizeof(float), cudaMemcpyHostToDevice);
-      ASSERT_TRUE((*b)->AllReduce(dev, count, DataType::kF32, ReduceOp::kSum)->Wait().ok());
-      cudaMemcpy(host.data(), dev, count * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaMemcpy(dev, host.data(), count * sizeof(float),
+                 cudaMemcpyHostToDevice);
+      ASSERT_TRUE((*b)->AllReduce(dev, count, DataType::kF32, ReduceOp::kSum)
+                      ->Wait()
+                      .ok());
+      cudaMemcpy(host.data(), dev, count * sizeof(float),
+                 cudaMemcpyDeviceToHost);
       EXPECT_EQ(host[count - 1], n * (n + 1) / 2.0f);
       cudaFree(dev);
     });

@@ -55,12 +55,15 @@ TEST(PlanGroupsTest, EveryRankBuildsItsGroupsAndTheyReduceTheRightMembers) {
                     {(*groups)->pp.get(), me.pp_rank(), me.cp_rank()}};
       for (auto& c : checks) {
         int64_t v[2] = {c.coord, c.other};
-        if (!c.g->AllReduce(v, 2, DataType::kI64, ReduceOp::kSum)->Wait().ok()) {
+        if (!c.g->AllReduce(v, 2, DataType::kI64, ReduceOp::kSum)
+                 ->Wait()
+                 .ok()) {
           ++failures[r];
           continue;
         }
         const int size = c.g->size();
-        if (v[0] != size * (size - 1) / 2 || v[1] != c.other * size) ++failures[r];
+        if (v[0] != size * (size - 1) / 2 || v[1] != c.other * size)
+          ++failures[r];
       }
     });
   }
@@ -71,8 +74,8 @@ TEST(PlanGroupsTest, EveryRankBuildsItsGroupsAndTheyReduceTheRightMembers) {
 TEST(PlanGroupsTest, PlacementOfAnotherSizeIsRejected) {
   const Placement pl = MakePlacement();
   auto transports = NewInProcessTransports(4);
-  auto groups = BuildPlanGroups(std::shared_ptr<Transport>(std::move(transports[0])), pl,
-                                GroupOptions{});
+  auto groups = BuildPlanGroups(
+      std::shared_ptr<Transport>(std::move(transports[0])), pl, GroupOptions{});
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -123,7 +123,8 @@ TEST(TcpStoreTest, GarbageFromAClientDoesNotHurtTheServer) {
   {
     auto fd = tcp_test_connect((*server)->port());
     const uint32_t huge[2] = {1, 0xffffffffu};  // one part of 4 GiB
-    ASSERT_EQ(write(fd, huge, sizeof(huge)), static_cast<ssize_t>(sizeof(huge)));
+    ASSERT_EQ(write(fd, huge, sizeof(huge)),
+              static_cast<ssize_t>(sizeof(huge)));
     close(fd);
   }
   auto c = ConnectTcpStore("127.0.0.1", (*server)->port());

@@ -31,20 +31,28 @@ TEST(TcpTransportTest, AllReduceOverLoopbackWithStripedStreams) {
   for (int n : {2, 3, 4}) {
     auto mesh = Mesh(n, 3);
     std::vector<std::unique_ptr<ProcessGroup>> groups;
-    for (auto& t : mesh) groups.push_back(std::make_unique<ProcessGroup>(std::move(t), GroupOptions{}));
+    for (auto& t : mesh)
+      groups.push_back(
+          std::make_unique<ProcessGroup>(std::move(t), GroupOptions{}));
     const size_t count = (1 << 20) + 5;  // 4 MiB: striped over 3 streams
     std::vector<std::thread> threads;
     for (int r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {
         std::vector<int32_t> buf(count);
-        for (size_t i = 0; i < count; ++i) buf[i] = static_cast<int32_t>(r * 1000 + i % 1000);
+        for (size_t i = 0; i < count; ++i)
+          buf[i] = static_cast<int32_t>(r * 1000 + i % 1000);
         for (Algorithm a : {Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
           std::vector<int32_t> b = buf;
           OpOptions o;
           o.algorithm = a;
-          ASSERT_TRUE(groups[r]->AllReduce(b.data(), count, DataType::kI32, ReduceOp::kSum, o)->Wait().ok());
+          ASSERT_TRUE(groups[r]
+                          ->AllReduce(b.data(), count, DataType::kI32,
+                                      ReduceOp::kSum, o)
+                          ->Wait()
+                          .ok());
           for (size_t i = 0; i < count; i += 4099) {
-            ASSERT_EQ(b[i], static_cast<int32_t>(1000 * n * (n - 1) / 2 + n * (i % 1000)));
+            ASSERT_EQ(b[i], static_cast<int32_t>(1000 * n * (n - 1) / 2 +
+                                                 n * (i % 1000)));
           }
         }
       });
@@ -66,7 +74,8 @@ TEST(TcpTransportTest, ClosedPeerIsUnavailableNamingIt) {
 TEST(TcpTransportTest, SilentPeerTimesOutNamingIt) {
   auto mesh = Mesh(2, 1);
   char c;
-  Status st = mesh[0]->Recv(1, &c, 1, Clock::now() + std::chrono::milliseconds(50));
+  Status st =
+      mesh[0]->Recv(1, &c, 1, Clock::now() + std::chrono::milliseconds(50));
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st;
 }
