@@ -10,32 +10,15 @@
 
 #include "checkpoint/checkpointer.h"
 #include "gtest/gtest.h"
+#include "tests/integration/cli/run_command.h"
 
 namespace strata {
 namespace {
 
-struct RunResult {
-  int code = -1;
-  std::string out;
-};
+using testing::RunCommand;
+using testing::RunResult;
 
-RunResult RunCmd(const std::string& cmd) {
-  RunResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string Strata() {
-  const char* bin = std::getenv("STRATA_BINARY_DIR");
-  return std::string(bin ? bin : ".") + "/cli/strata";
-}
+std::string Strata() { return testing::StrataBinary(); }
 
 // Two ranks each save half of "w" [4, 6] (rows) and all of "b" [6] as DP
 // replicas; values are the flat global index.
@@ -70,24 +53,24 @@ std::string MakeCheckpoint() {
 
 TEST(CkptCliTest, LsInspectVerifyExport) {
   const std::string dir = MakeCheckpoint();
-  RunResult ls = RunCmd(Strata() + " ckpt ls file://" + dir);
+  RunResult ls = RunCommand(Strata() + " ckpt ls file://" + dir);
   ASSERT_EQ(ls.code, 0) << ls.out;
   EXPECT_NE(ls.out.find("           5        2        2"), std::string::npos)
       << ls.out;
-  RunResult inspect = RunCmd(Strata() + " ckpt inspect " + dir);
+  RunResult inspect = RunCommand(Strata() + " ckpt inspect " + dir);
   ASSERT_EQ(inspect.code, 0) << inspect.out;
   EXPECT_NE(inspect.out.find("[2,6] x2"), std::string::npos)
       << inspect.out;  // w: two row halves
   EXPECT_NE(inspect.out.find("[3] x2"), std::string::npos)
       << inspect.out;  // b: split over replicas
-  RunResult verify = RunCmd(Strata() + " ckpt verify " + dir + " --step 5");
+  RunResult verify = RunCommand(Strata() + " ckpt verify " + dir + " --step 5");
   EXPECT_EQ(verify.code, 0) << verify.out;
   const std::string out = dir + "/model.safetensors";
-  RunResult exp = RunCmd(Strata() + " ckpt export " + dir +
+  RunResult exp = RunCommand(Strata() + " ckpt export " + dir +
                          " --step 5 --format safetensors --out " + out);
   ASSERT_EQ(exp.code, 0) << exp.out;
   const char* src = std::getenv("STRATA_SOURCE_DIR");
-  RunResult py = RunCmd(
+  RunResult py = RunCommand(
       std::string("/usr/bin/python3 ") + (src ? src : ".") +
       "/tests/integration/cli/check_safetensors.py " + out +
       " '{\"w\":{\"dtype\":\"F32\",\"shape\":[4,6],\"first\":0,\"last\":23},"
@@ -104,13 +87,13 @@ TEST(CkptCliTest, CorruptionAndBadInputExitNonZero) {
     f.seekp(4);
     f.put('\x7f');
   }
-  RunResult verify = RunCmd(Strata() + " ckpt verify " + dir);
+  RunResult verify = RunCommand(Strata() + " ckpt verify " + dir);
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find("checksum mismatch"), std::string::npos)
       << verify.out;
-  RunResult rocks = RunCmd(Strata() + " ckpt ls rocksdb:///tmp/x");
+  RunResult rocks = RunCommand(Strata() + " ckpt ls rocksdb:///tmp/x");
   EXPECT_EQ(rocks.code, 2) << rocks.out;
-  RunResult missing = RunCmd(Strata() + " ckpt inspect " + dir + " --step 99");
+  RunResult missing = RunCommand(Strata() + " ckpt inspect " + dir + " --step 99");
   EXPECT_EQ(missing.code, 1) << missing.out;
   EXPECT_NE(missing.out.find("step 99"), std::string::npos) << missing.out;
 }

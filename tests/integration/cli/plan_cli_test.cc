@@ -10,30 +10,13 @@
 #include "common/config.h"
 #include "gtest/gtest.h"
 #include "proto/plan.pb.h"
+#include "tests/integration/cli/run_command.h"
 
 namespace strata {
 namespace {
 
-struct RunResult {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-RunResult RunStrata(const std::string& args) {
-  const char* bin = std::getenv("STRATA_BINARY_DIR");
-  std::string cmd =
-      std::string(bin ? bin : ".") + "/cli/strata " + args + " 2>&1";
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::RunResult;
+using testing::RunStrata;
 
 constexpr char kBase[] =
     "plan --model llama3-70b --cluster dgx-h100 --gpus 64 --global-batch 256";
