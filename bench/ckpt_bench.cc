@@ -75,7 +75,7 @@ int CkptBench(int argc, char** argv) {
     std::vector<checkpoint::ShardedTensor> shards(kRanks);
     for (int r = 0; r < kRanks; ++r) {
       checkpoint::CheckpointOptions o;
-      o.dir = dir;
+      o.uri = dir;
       o.rank = r;
       o.world_size = kRanks;
       o.store = store;
@@ -168,7 +168,7 @@ int CkptBench(int argc, char** argv) {
       for (int h = 0; h < 2; ++h) {
         th.emplace_back([&, h] {
           checkpoint::CheckpointOptions o;
-          o.dir = dir;
+          o.uri = dir;
           o.rank = h;
           o.world_size = 2;
           o.store = s2;

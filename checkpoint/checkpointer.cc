@@ -16,15 +16,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "checkpoint/direct_writer.h"
-#include "checkpoint/file_util.h"
 #include "common/logging.h"
 
 namespace strata::checkpoint {
-
-using internal::FsyncDir;
-using internal::MakeDirs;
-using internal::WriteFileAtomic;
 
 std::string StepDir(const std::string& dir, int64_t step) {
   return absl::StrFormat("%s/step-%012d", dir, step);
@@ -37,7 +31,7 @@ std::string RankFile(int rank, const char* ext) {
 }
 
 // Appends `n` bytes to the data file, recording block checksums.
-Status AppendChunk(internal::DirectWriter& out, const char* data, size_t n,
+Status AppendChunk(DataSink& out, const char* data, size_t n,
                    size_t block, ChunkMeta* chunk) {
   chunk->set_offset(out.size());
   chunk->set_length(n);
@@ -79,9 +73,13 @@ Status Checkpointer::SaveAsync(int64_t step,
     GetLogger("CKPT")->warn("previous checkpoint failed: {}",
                             std::string(previous.message()));
   }
-  if (opts_.dir.empty() || !opts_.store || opts_.world_size < 1) {
+  if (opts_.uri.empty() || !opts_.store || opts_.world_size < 1) {
     return absl::InvalidArgumentError(
-        "checkpointer needs a directory, a store and a world size");
+        "checkpointer needs a URI, a store and a world size");
+  }
+  if (!storage_) {
+    ASSIGN_OR_RETURN(storage_,
+                     OpenStorage(opts_.uri, opts_.rank, /*writable=*/true));
   }
   // Stage 1: copy into staging buffers, reused across saves (their pages
   // are already faulted in, so this runs at memcpy speed).
@@ -127,11 +125,10 @@ void Checkpointer::Loop() {
 }
 
 Status Checkpointer::Persist(int64_t step) {
-  const std::string sdir = StepDir(opts_.dir, step);
-  RETURN_IF_ERROR(MakeDirs(sdir));
+  Storage& storage = *storage_;
+  RETURN_IF_ERROR(storage.CollectGarbage(step));
   const std::string data_name = RankFile(opts_.rank, "data");
-  const std::string data_path = sdir + "/" + data_name;
-  ASSIGN_OR_RETURN(auto out, internal::DirectWriter::Create(data_path));
+  ASSIGN_OR_RETURN(auto out, storage.CreateData(step, data_name));
   RankIndex index;
   index.set_rank(opts_.rank);
   Status st;
@@ -184,8 +181,7 @@ Status Checkpointer::Persist(int64_t step) {
   }
   if (st.ok()) st = out->Finish();
   RETURN_IF_ERROR(st);
-  RETURN_IF_ERROR(WriteFileAtomic(sdir + "/" + RankFile(opts_.rank, "index"),
-                                  index.SerializeAsString()));
+  RETURN_IF_ERROR(storage.PutMeta(step, RankFile(opts_.rank, "index"), index.SerializeAsString()));
 
   // Commit: rank 0 waits for every rank's durable index, then publishes the
   // manifest (the commit point) and LATEST.
@@ -202,11 +198,11 @@ Status Checkpointer::Persist(int64_t step) {
   manifest.set_created_by("strata");
   std::map<std::string, int> by_name;
   for (int r = 0; r < opts_.world_size; ++r) {
-    const std::string path = sdir + "/" + RankFile(r, "index");
-    std::ifstream in(path, std::ios::binary);
+    const std::string name = RankFile(r, "index");
+    auto bytes = storage.GetMeta(step, name);
     RankIndex ri;
-    if (!in || !ri.ParseFromIstream(&in)) {
-      return absl::DataLossError("cannot read rank index " + path);
+    if (!bytes.ok() || !ri.ParseFromString(*bytes)) {
+      return absl::DataLossError("cannot read rank index " + storage.Where(step, name));
     }
     for (const TensorMeta& t : ri.tensors()) {
       auto [it, inserted] = by_name.emplace(t.name(), manifest.tensors_size());
@@ -228,60 +224,46 @@ Status Checkpointer::Persist(int64_t step) {
     for (const BlobMeta& b : ri.blobs()) *manifest.add_blobs() = b;
   }
   RETURN_IF_ERROR(
-      WriteFileAtomic(sdir + "/manifest.pb", manifest.SerializeAsString()));
-  RETURN_IF_ERROR(WriteFileAtomic(opts_.dir + "/LATEST", std::to_string(step)));
+      storage.PutMeta(step, "manifest.pb", manifest.SerializeAsString()));
+  RETURN_IF_ERROR(storage.PutMeta(-1, "LATEST", std::to_string(step)));
   // Retention: keep the newest keep_last plus every keep_every-th step.
   if (opts_.keep_last > 0) {
-    auto steps = ListSteps(opts_.dir);
+    auto steps = storage.Steps();
     if (steps.ok() && static_cast<int>(steps->size()) > opts_.keep_last) {
       for (size_t i = 0; i + opts_.keep_last < steps->size(); ++i) {
         const int64_t s = (*steps)[i];
         if (opts_.keep_every > 0 && s % opts_.keep_every == 0) continue;
-        const std::string victim = StepDir(opts_.dir, s);
-        // Uncommit first (manifest gone = not a checkpoint), then delete.
-        unlink((victim + "/manifest.pb").c_str());
-        std::string cmd = "rm -rf '" + victim + "'";
-        (void)!std::system(cmd.c_str());
+        // Uncommits first; other ranks drop their part at their next save
+        // (CollectGarbage).
+        RETURN_IF_ERROR(storage.RemoveStep(s));
       }
     }
   }
   return absl::OkStatus();
 }
 
-StatusOr<std::vector<int64_t>> ListSteps(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr)
-    return ErrnoToStatus(errno, "open checkpoint directory " + dir);
-  std::vector<int64_t> steps;
-  while (dirent* e = readdir(d)) {
-    int64_t step = 0;
-    const std::string name = e->d_name;
-    if (name.rfind("step-", 0) != 0 || !absl::SimpleAtoi(name.substr(5), &step))
-      continue;
-    if (access((dir + "/" + name + "/manifest.pb").c_str(), F_OK) == 0)
-      steps.push_back(step);
-  }
-  closedir(d);
-  std::sort(steps.begin(), steps.end());
-  return steps;
+StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri) {
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  return storage->Steps();
 }
 
-StatusOr<int64_t> LatestStep(const std::string& dir) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListSteps(dir));
-  if (steps.empty())
-    return absl::NotFoundError("no committed checkpoint in " + dir);
+StatusOr<int64_t> LatestStep(const std::string& uri) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListSteps(uri));
+  if (steps.empty()) return absl::NotFoundError("no committed checkpoint in " + uri);
   return steps.back();
 }
 
-StatusOr<Manifest> ReadManifest(const std::string& dir, int64_t step) {
-  const std::string path = StepDir(dir, step) + "/manifest.pb";
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ",
-                                            step, " (", path, " missing)"));
+StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step) {
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  auto bytes = storage->GetMeta(step, "manifest.pb");
+  if (!bytes.ok()) {
+    return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ", step, " (",
+                                            storage->Where(step, "manifest.pb"), " missing)"));
+  }
   Manifest m;
-  if (!m.ParseFromIstream(&in))
-    return absl::DataLossError("corrupt manifest " + path);
+  if (!m.ParseFromString(*bytes)) {
+    return absl::DataLossError("corrupt manifest " + storage->Where(step, "manifest.pb"));
+  }
   return m;
 }
 

@@ -1,16 +1,14 @@
 // Asynchronous, sharded checkpoints to a directory (local disk or a
-// parallel file system), loadable under any other parallelism
-// (DESIGN.md §7; docs/checkpoint.md).
+// parallel file system) or an embedded RocksDB, loadable under any other
+// parallelism (DESIGN.md §7; docs/checkpoint.md).
 //
-// Layout of DIR/step-<12 digits>/:
-//   rank-<5 digits>.data    every chunk and blob this rank wrote
-//   rank-<5 digits>.index   RankIndex proto: where they are, checksums
-//   manifest.pb             Manifest proto, written last by rank 0
-// plus DIR/LATEST (the newest committed step). A step is committed iff its
-// manifest exists: rank 0 writes it (tmp + fsync + rename + directory
-// fsync) only after every rank has fsynced its data and index, so a crash
-// at any moment leaves either the previous or the new checkpoint, never a
-// partial one reported as committed.
+// Per step, each rank writes a data stream "rank-<5 digits>.data" (every
+// chunk and blob it saves) and a "rank-<5 digits>.index" (RankIndex proto:
+// where they are, checksums); rank 0 then writes "manifest.pb" (Manifest
+// proto) and "LATEST". A step is committed iff its manifest exists: rank 0
+// writes it atomically and durably only after every rank has made its data
+// and index durable, so a crash at any moment leaves either the previous or
+// the new checkpoint, never a partial one reported as committed.
 #pragma once
 
 #include <chrono>
@@ -21,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/storage.h"
 #include "checkpoint/tensor.h"
 #include "comm/store.h"
 #include "proto/checkpoint.pb.h"
@@ -28,7 +27,8 @@
 namespace strata::checkpoint {
 
 struct CheckpointOptions {
-  std::string dir;
+  // file:///path (or a plain path) or rocksdb:///path (checkpoint/storage.h).
+  std::string uri;
   int rank = 0;
   int world_size = 1;
   // Rendezvous for the commit (a PrefixStore per job works).
@@ -63,6 +63,7 @@ class Checkpointer {
   void Loop();
 
   CheckpointOptions opts_;
+  std::shared_ptr<Storage> storage_;              // opened on first save
   std::vector<ShardedTensor> staged_;  // data -> staging_
   std::map<std::string, std::vector<char>> staging_;
   std::vector<Blob> staged_blobs_;
@@ -74,15 +75,15 @@ class Checkpointer {
   std::thread worker_;
 };
 
-// The step directory name, e.g. "step-000000000120".
+// The step directory of a file:// checkpoint, e.g. DIR/step-000000000120.
 std::string StepDir(const std::string& dir, int64_t step);
 // The newest committed step: the newest step directory with a manifest
 // (LATEST is a convenience for people and scripts).
 // NotFound when there is none.
-StatusOr<int64_t> LatestStep(const std::string& dir);
+StatusOr<int64_t> LatestStep(const std::string& uri);
 // Committed steps, ascending.
-StatusOr<std::vector<int64_t>> ListSteps(const std::string& dir);
-StatusOr<Manifest> ReadManifest(const std::string& dir, int64_t step);
+StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri);
+StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step);
 
 // Fills each target's data with its box of the saved tensor of the same
 // name, reading only the checksum blocks that overlap it. InvalidArgument
@@ -99,6 +100,6 @@ Status Load(const std::string& dir, int64_t step,
 StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
                                const std::string& name);
 // Re-reads and checks every block of every chunk and blob.
-Status Verify(const std::string& dir, int64_t step);
+Status Verify(const std::string& uri, int64_t step);
 
 }  // namespace strata::checkpoint

@@ -12,35 +12,9 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/box.h"
 #include "checkpoint/checkpointer.h"
-#include "checkpoint/file_util.h"
 
 namespace strata::checkpoint {
 namespace {
-
-class Files {
- public:
-  explicit Files(std::string dir) : dir_(std::move(dir)) {}
-  ~Files() {
-    for (auto& [name, fd] : fds_) close(fd);
-  }
-  StatusOr<int> Open(const std::string& name) {
-    auto it = fds_.find(name);
-    if (it != fds_.end()) return it->second;
-    const std::string path = dir_ + "/" + name;
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return absl::DataLossError(
-          absl::StrCat("checkpoint data file ", path, " is missing"));
-    }
-    fds_[name] = fd;
-    return fd;
-  }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
- private:
-  std::string dir_;
-  std::map<std::string, int> fds_;
-};
 
 Box ChunkBox(const ChunkMeta& c) {
   return Box{{c.global_offset().begin(), c.global_offset().end()},
@@ -49,10 +23,10 @@ Box ChunkBox(const ChunkMeta& c) {
 
 // Reads blocks [first, last] of `chunk` into buf (chunk-relative offsets)
 // and checks their checksums.
-Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
+Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
+                  int chunk_index,
                   const ChunkMeta& chunk, uint64_t first, uint64_t last,
                   char* buf, LoadStats* stats = nullptr) {
-  ASSIGN_OR_RETURN(int fd, files.Open(chunk.file()));
   const uint64_t bb = chunk.block_bytes();
   if (bb == 0 || chunk.block_xxh3_size() !=
                      static_cast<int>((chunk.length() + bb - 1) / bb)) {
@@ -62,9 +36,8 @@ Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
   }
   const uint64_t begin = first * bb,
                  end = std::min<uint64_t>((last + 1) * bb, chunk.length());
-  Status st =
-      internal::ReadAt(fd, files.Path(chunk.file()), chunk.offset() + begin,
-                       buf + begin, end - begin);
+  Status st = storage.ReadData(step, chunk.file(), chunk.offset() + begin,
+                               buf + begin, end - begin);
   if (stats) stats->bytes_read += end - begin;
   if (!st.ok()) {
     return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ",
@@ -75,7 +48,7 @@ Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
     if (XXH3_64bits(buf + o, n) != chunk.block_xxh3(static_cast<int>(b))) {
       return absl::DataLossError(
           absl::StrCat("tensor '", tensor, "' chunk ", chunk_index, " (",
-                       files.Path(chunk.file()), " bytes ", chunk.offset() + o,
+                       storage.Where(step, chunk.file()), " bytes ", chunk.offset() + o,
                        "-", chunk.offset() + o + n, "): checksum mismatch"));
     }
   }
@@ -87,7 +60,7 @@ Status ReadBlocks(Files& files, const std::string& tensor, int chunk_index,
 Status Load(const std::string& dir, int64_t step,
             std::vector<ShardedTensor>& targets, LoadStats* stats) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
-  Files files(StepDir(dir, step));
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(dir));
   std::map<std::string, const TensorMeta*> by_name;
   for (const TensorMeta& t : m.tensors()) by_name[t.name()] = &t;
   // Reused across calls: faulting in a fresh chunk-sized buffer per load
@@ -136,7 +109,7 @@ Status Load(const std::string& dir, int64_t step,
       for (auto k = blocks.begin(); k != blocks.end();) {
         uint64_t first = *k, last = first;
         while (++k != blocks.end() && *k == last + 1) last = *k;
-        RETURN_IF_ERROR(ReadBlocks(files, target.name, ci, chunk, first, last,
+        RETURN_IF_ERROR(ReadBlocks(*storage, step, target.name, ci, chunk, first, last,
                                    chunk_buf.data(), stats));
       }
       CopyRegion(*region, have, chunk_buf.data(), want, target.data, es);
@@ -154,16 +127,14 @@ Status Load(const std::string& dir, int64_t step,
 StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
                                const std::string& name) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
-  Files files(StepDir(dir, step));
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(dir));
   for (const BlobMeta& b : m.blobs()) {
     if (b.name() != name) continue;
-    ASSIGN_OR_RETURN(int fd, files.Open(b.file()));
     std::string out(b.length(), '\0');
-    RETURN_IF_ERROR(internal::ReadAt(fd, files.Path(b.file()), b.offset(),
-                                     out.data(), out.size()));
+    RETURN_IF_ERROR(storage->ReadData(step, b.file(), b.offset(), out.data(), out.size()));
     if (XXH3_64bits(out.data(), out.size()) != b.xxh3()) {
       return absl::DataLossError(absl::StrCat(
-          "blob '", name, "' (", files.Path(b.file()), "): checksum mismatch"));
+          "blob '", name, "' (", storage->Where(step, b.file()), "): checksum mismatch"));
     }
     return out;
   }
@@ -173,7 +144,7 @@ StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
 
 Status Verify(const std::string& dir, int64_t step) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
-  Files files(StepDir(dir, step));
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(dir));
   std::vector<char> buf;
   for (const TensorMeta& t : m.tensors()) {
     for (int ci = 0; ci < t.chunks_size(); ++ci) {
@@ -181,7 +152,7 @@ Status Verify(const std::string& dir, int64_t step) {
       if (c.length() == 0) continue;
       if (buf.size() < c.length()) buf.resize(c.length());
       RETURN_IF_ERROR(
-          ReadBlocks(files, t.name(), ci, c, 0,
+          ReadBlocks(*storage, step, t.name(), ci, c, 0,
                      (c.length() - 1) / std::max<uint64_t>(1, c.block_bytes()),
                      buf.data()));
     }

@@ -1,5 +1,5 @@
 // `strata ckpt ls|inspect|verify|export|gc URI`: look after checkpoints.
-// URI: file:///path or a plain path (rocksdb:// is not implemented yet).
+// URI: file:///path, a plain path, or rocksdb:///path.
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,16 +22,6 @@ namespace {
   throw CLI::RuntimeError(code);
 }
 
-std::string DirOf(const std::string& uri) {
-  if (absl::StartsWith(uri, "file://")) return uri.substr(7);
-  if (absl::StrContains(uri, "://")) {
-    Fail(kExitBadInput,
-         "unsupported checkpoint URI '" + uri +
-             "': only file:///path (or a plain path) is implemented");
-  }
-  return uri;
-}
-
 int64_t StepOrLatest(const std::string& dir, int64_t step) {
   if (step >= 0) return step;
   auto latest = checkpoint::LatestStep(dir);
@@ -40,7 +30,7 @@ int64_t StepOrLatest(const std::string& dir, int64_t step) {
 }
 
 void Ls(const std::string& uri) {
-  const std::string dir = DirOf(uri);
+  const std::string& dir = uri;
   auto steps = checkpoint::ListSteps(dir);
   if (!steps.ok()) Fail(kExitBadInput, std::string(steps.status().message()));
   std::printf("%12s %8s %8s %14s\n", "step", "ranks", "tensors", "bytes");
@@ -61,7 +51,7 @@ void Ls(const std::string& uri) {
 }
 
 void Inspect(const std::string& uri, int64_t step) {
-  const std::string dir = DirOf(uri);
+  const std::string& dir = uri;
   step = StepOrLatest(dir, step);
   auto m = checkpoint::ReadManifest(dir, step);
   if (!m.ok()) Fail(kExitFailed, std::string(m.status().message()));
@@ -91,7 +81,7 @@ void Inspect(const std::string& uri, int64_t step) {
 }
 
 void Verify(const std::string& uri, int64_t step) {
-  const std::string dir = DirOf(uri);
+  const std::string& dir = uri;
   step = StepOrLatest(dir, step);
   Status st = checkpoint::Verify(dir, step);
   if (!st.ok())
@@ -102,7 +92,7 @@ void Verify(const std::string& uri, int64_t step) {
 
 void Export(const std::string& uri, int64_t step, const std::string& format,
             const std::string& out) {
-  const std::string dir = DirOf(uri);
+  const std::string& dir = uri;
   step = StepOrLatest(dir, step);
   Status st = checkpoint::ExportSafetensors(dir, step, out);
   if (!st.ok()) Fail(kExitFailed, std::string(st.message()));
@@ -111,15 +101,17 @@ void Export(const std::string& uri, int64_t step, const std::string& format,
 }
 
 void Gc(const std::string& uri, int keep_last) {
-  const std::string dir = DirOf(uri);
-  auto steps = checkpoint::ListSteps(dir);
+  // Acts as rank 0: removes old manifests (and for file:// whole steps; a
+  // rocksdb:// rank drops its data of uncommitted steps at its next save).
+  auto storage = checkpoint::OpenStorage(uri, 0, /*writable=*/true);
+  if (!storage.ok()) Fail(kExitBadInput, std::string(storage.status().message()));
+  auto steps = (*storage)->Steps();
   if (!steps.ok()) Fail(kExitBadInput, std::string(steps.status().message()));
   int removed = 0;
   for (size_t i = 0; i + keep_last < steps->size(); ++i) {
-    const std::string victim = checkpoint::StepDir(dir, (*steps)[i]);
-    unlink((victim + "/manifest.pb").c_str());  // uncommit first
-    std::string cmd = "rm -rf '" + victim + "'";
-    if (std::system(cmd.c_str()) == 0) ++removed;
+    Status st = (*storage)->RemoveStep((*steps)[i]);
+    if (!st.ok()) Fail(kExitFailed, std::string(st.message()));
+    ++removed;
   }
   std::printf("removed %d checkpoint(s), kept %zu\n", removed,
               steps->size() - static_cast<size_t>(removed));

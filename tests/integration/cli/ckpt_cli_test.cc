@@ -22,9 +22,9 @@ std::string Strata() { return testing::StrataBinary(); }
 
 // Two ranks each save half of "w" [4, 6] (rows) and all of "b" [6] as DP
 // replicas; values are the flat global index.
-std::string MakeCheckpoint() {
+std::string MakeCheckpoint(const std::string& scheme = "") {
   std::string tmpl = ::testing::TempDir() + "/ckptcli_XXXXXX";
-  const std::string dir = mkdtemp(tmpl.data());
+  const std::string dir = scheme + mkdtemp(tmpl.data());
   auto store = comm::NewInMemoryStore();
   std::vector<std::thread> ranks;
   for (int r = 0; r < 2; ++r) {
@@ -38,7 +38,7 @@ std::string MakeCheckpoint() {
       checkpoint::ShardedTensor tb{
           "b", checkpoint::DType::kF32, {6}, {6}, {0}, r, 2, b.data()};
       checkpoint::CheckpointOptions o;
-      o.dir = dir;
+      o.uri = dir;
       o.rank = r;
       o.world_size = 2;
       o.store = store;
@@ -91,11 +91,27 @@ TEST(CkptCliTest, CorruptionAndBadInputExitNonZero) {
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find("checksum mismatch"), std::string::npos)
       << verify.out;
-  RunResult rocks = RunCommand(Strata() + " ckpt ls rocksdb:///tmp/x");
-  EXPECT_EQ(rocks.code, 2) << rocks.out;
+  RunResult bad = RunCommand(Strata() + " ckpt ls s3://bucket/x");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("unsupported checkpoint URI"), std::string::npos) << bad.out;
   RunResult missing = RunCommand(Strata() + " ckpt inspect " + dir + " --step 99");
   EXPECT_EQ(missing.code, 1) << missing.out;
   EXPECT_NE(missing.out.find("step 99"), std::string::npos) << missing.out;
+}
+
+TEST(CkptCliTest, RocksDbCheckpointsWorkThroughTheSameCommands) {
+  const std::string uri = MakeCheckpoint("rocksdb://");
+  RunResult ls = RunCommand(Strata() + " ckpt ls " + uri);
+  ASSERT_EQ(ls.code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("           5        2        2"), std::string::npos) << ls.out;
+  RunResult verify = RunCommand(Strata() + " ckpt verify " + uri);
+  EXPECT_EQ(verify.code, 0) << verify.out;
+  const std::string out = ::testing::TempDir() + "/rocks_model.safetensors";
+  RunResult exp = RunCommand(Strata() + " ckpt export " + uri + " --format safetensors --out " + out);
+  EXPECT_EQ(exp.code, 0) << exp.out;
+  RunResult gc = RunCommand(Strata() + " ckpt gc " + uri + " --keep 1");
+  EXPECT_EQ(gc.code, 0) << gc.out;
+  EXPECT_NE(gc.out.find("removed 0 checkpoint(s), kept 1"), std::string::npos) << gc.out;
 }
 
 }  // namespace

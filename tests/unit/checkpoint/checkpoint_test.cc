@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "checkpoint/checkpointer.h"
+#include "rocksdb/db.h"
 #include "gtest/gtest.h"
 
 namespace strata::checkpoint {
@@ -97,7 +98,7 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
       std::vector<std::vector<float>> storage;
       auto shards = Shards(l, r, storage, true);
       CheckpointOptions o;
-      o.dir = dir;
+      o.uri = dir;
       o.rank = r;
       o.world_size = l.World();
       o.store = store;
@@ -116,12 +117,14 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
   for (auto& t : ranks) t.join();
 }
 
-class ReshardTest : public ::testing::TestWithParam<std::pair<Layout, Layout>> {
-};
+class ReshardTest
+    : public ::testing::TestWithParam<
+          std::tuple<std::pair<Layout, Layout>, std::string>> {};
 
+// Both backends: a directory and an embedded RocksDB per rank.
 TEST_P(ReshardTest, LoadUnderAnotherLayoutMatchesGlobalTensors) {
-  const auto [saved, loaded] = GetParam();
-  const std::string dir = FreshDir("reshard");
+  const auto [saved, loaded] = std::get<0>(GetParam());
+  const std::string dir = std::get<1>(GetParam()) + FreshDir("reshard");
   SaveLayout(dir, saved, 7);
   ASSERT_EQ(*LatestStep(dir), 7);
   ASSERT_TRUE(Verify(dir, 7).ok());
@@ -141,12 +144,38 @@ TEST_P(ReshardTest, LoadUnderAnotherLayoutMatchesGlobalTensors) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, ReshardTest,
-    ::testing::Values(std::make_pair(Layout{2, 2, 2}, Layout{1, 1, 1}),
-                      std::make_pair(Layout{2, 2, 2}, Layout{2, 1, 4}),
-                      std::make_pair(Layout{4, 1, 2}, Layout{8, 1, 1}),
-                      std::make_pair(Layout{4, 1, 2}, Layout{1, 2, 4}),
-                      std::make_pair(Layout{1, 4, 2}, Layout{8, 1, 1}),
-                      std::make_pair(Layout{1, 4, 2}, Layout{2, 1, 4})));
+    ::testing::Combine(
+        ::testing::Values(std::make_pair(Layout{2, 2, 2}, Layout{1, 1, 1}),
+                          std::make_pair(Layout{2, 2, 2}, Layout{2, 1, 4}),
+                          std::make_pair(Layout{4, 1, 2}, Layout{8, 1, 1}),
+                          std::make_pair(Layout{4, 1, 2}, Layout{1, 2, 4}),
+                          std::make_pair(Layout{1, 4, 2}, Layout{8, 1, 1}),
+                          std::make_pair(Layout{1, 4, 2}, Layout{2, 1, 4})),
+        ::testing::Values(std::string("file://"), std::string("rocksdb://"))));
+
+TEST(RocksDbTest, DamagedValueIsDataLossAndRetentionDropsOldSteps) {
+  const std::string uri = "rocksdb://" + FreshDir("rocks");
+  SaveLayout(uri, Layout{2, 1, 1}, 1);
+  SaveLayout(uri, Layout{2, 1, 1}, 2);
+  EXPECT_EQ(*ListSteps(uri), (std::vector<int64_t>{1, 2}));
+  ASSERT_TRUE(Verify(uri, 2).ok());
+  {  // overwrite rank 1's first data piece of step 2 with other bytes
+    rocksdb::DB* db = nullptr;
+    rocksdb::Options o;
+    ASSERT_TRUE(rocksdb::DB::Open(o, uri.substr(10) + "/rank-00001.rocksdb", &db).ok());
+    std::string value;
+    const std::string key = "d/000000000002/rank-00001.data/000000000000";
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), key, &value).ok());
+    value[3] ^= 0x55;
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, value).ok());
+    delete db;
+  }
+  Status v = Verify(uri, 2);
+  EXPECT_EQ(v.code(), absl::StatusCode::kDataLoss) << v;
+  EXPECT_NE(v.message().find("rank-00001"), std::string::npos) << v;
+  EXPECT_TRUE(Verify(uri, 1).ok());
+  EXPECT_EQ(Verify(uri, 9).code(), absl::StatusCode::kNotFound);
+}
 
 TEST(CorruptionTest, FlippedByteTruncationAndMissingManifestAreReported) {
   const std::string dir = FreshDir("corrupt");
@@ -190,7 +219,7 @@ TEST(CrashTest, SigkillDuringSavesNeverLeavesAPartialCommittedCheckpoint) {
       // Child: save bigger states in a loop until killed.
       std::vector<float> w(1 << 16);
       CheckpointOptions o;
-      o.dir = dir;
+      o.uri = dir;
       o.store = comm::NewInMemoryStore();
       Checkpointer ckpt(o);
       for (int64_t step = next_step;; ++step) {

@@ -1,0 +1,299 @@
+// rocksdb:// storage: one embedded RocksDB per rank under DIR
+// (DIR/rank-<5 digits>.rocksdb), so ranks in different processes never
+// share a writer. Keys:
+//   d/<step:012>/<name>/<piece:012>   1 MiB pieces of a data stream
+//   m/<step:012>/<name>               metadata (index, manifest)
+//   m/root/<name>                     LATEST
+// Data streams and indexes live in their rank's instance, manifests and
+// LATEST in rank 0's. Other ranks' instances are opened as secondaries
+// (RocksDB's supported way to read a DB another process writes) and caught
+// up before metadata reads.
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "checkpoint/storage/storages.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/write_batch.h"
+
+namespace strata::checkpoint {
+namespace {
+
+constexpr size_t kPiece = 1 << 20;
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.IsNotFound()) return absl::NotFoundError(what + ": " + s.ToString());
+  if (s.IsCorruption()) return absl::DataLossError(what + ": " + s.ToString());
+  return absl::UnavailableError(what + ": " + s.ToString());
+}
+
+std::string StepKey(int64_t step) {
+  return step < 0 ? std::string("root") : absl::StrFormat("%012d", step);
+}
+std::string MetaKey(int64_t step, const std::string& name) {
+  return "m/" + StepKey(step) + "/" + name;
+}
+std::string DataKey(int64_t step, const std::string& name, uint64_t piece) {
+  return absl::StrFormat("d/%s/%s/%012d", StepKey(step), name, piece);
+}
+
+// "rank-00003.data" / "rank-00003.index" -> 3; manifest and LATEST -> 0.
+int OwnerOf(const std::string& name) {
+  int rank = 0;
+  if (name.rfind("rank-", 0) == 0 && absl::SimpleAtoi(name.substr(5, 5), &rank)) return rank;
+  return 0;
+}
+
+class RocksSink final : public DataSink {
+ public:
+  RocksSink(rocksdb::DB* db, int64_t step, std::string name)
+      : db_(db), step_(step), name_(std::move(name)) {
+    piece_.reserve(kPiece);
+  }
+  Status Append(const char* data, size_t n) override {
+    while (n > 0) {
+      const size_t k = std::min(n, kPiece - piece_.size());
+      piece_.append(data, k);
+      data += k;
+      n -= k;
+      size_ += k;
+      if (piece_.size() == kPiece) RETURN_IF_ERROR(Flush(false));
+    }
+    return absl::OkStatus();
+  }
+  Status Finish() override { return Flush(/*sync=*/true); }  // syncs the WAL
+  uint64_t size() const override { return size_; }
+
+ private:
+  Status Flush(bool sync) {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    if (!piece_.empty() || sync) {
+      RETURN_IF_ERROR(FromRocks(db_->Put(wo, DataKey(step_, name_, next_++), piece_), "rocksdb put"));
+    }
+    piece_.clear();
+    return absl::OkStatus();
+  }
+  rocksdb::DB* db_;
+  int64_t step_;
+  std::string name_;
+  std::string piece_;
+  uint64_t next_ = 0, size_ = 0;
+};
+
+class RocksDbStorage final : public Storage {
+ public:
+  RocksDbStorage(std::string dir, int rank, bool writable)
+      : dir_(std::move(dir)), rank_(rank), writable_(writable) {}
+  ~RocksDbStorage() override {
+    for (auto& [r, db] : dbs_) delete db;
+    for (const auto& p : secondary_dirs_) {
+      const std::string cmd = "rm -rf '" + p + "'";
+      (void)!std::system(cmd.c_str());
+    }
+  }
+
+  Status Init() {
+    if (!writable_) return absl::OkStatus();
+    rocksdb::DB* db = nullptr;
+    RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(Options(), DbPath(rank_), &db),
+                              "open rocksdb " + DbPath(rank_)));
+    dbs_[rank_] = db;
+    return absl::OkStatus();
+  }
+
+  StatusOr<std::unique_ptr<DataSink>> CreateData(int64_t step, const std::string& name) override {
+    ASSIGN_OR_RETURN(rocksdb::DB * db, Writable(name));
+    return std::unique_ptr<DataSink>(std::make_unique<RocksSink>(db, step, name));
+  }
+
+  Status ReadData(int64_t step, const std::string& name, uint64_t offset, void* buf,
+                  size_t n) override {
+    ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/false));
+    char* out = static_cast<char*>(buf);
+    rocksdb::PinnableSlice value;
+    for (uint64_t pos = offset; pos < offset + n;) {
+      const uint64_t piece = pos / kPiece, within = pos % kPiece;
+      value.Reset();
+      auto s = db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(), DataKey(step, name, piece),
+                       &value);
+      if (!s.ok()) {
+        return absl::DataLossError(absl::StrCat(Where(step, name), " piece ", piece, " is missing (",
+                                                s.ToString(), ")"));
+      }
+      if (value.size() <= within) {
+        return absl::DataLossError(absl::StrCat(Where(step, name), " is truncated at byte ", pos));
+      }
+      const size_t k = std::min<uint64_t>(value.size() - within, offset + n - pos);
+      std::memcpy(out + (pos - offset), value.data() + within, k);
+      pos += k;
+    }
+    return absl::OkStatus();
+  }
+
+  Status PutMeta(int64_t step, const std::string& name, const std::string& bytes) override {
+    ASSIGN_OR_RETURN(rocksdb::DB * db, Writable(name));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    return FromRocks(db->Put(wo, MetaKey(step, name), bytes), "rocksdb put " + Where(step, name));
+  }
+
+  StatusOr<std::string> GetMeta(int64_t step, const std::string& name) override {
+    ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/true));
+    std::string value;
+    auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+    if (s.IsNotFound()) return absl::NotFoundError(Where(step, name) + " is missing");
+    RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
+    return value;
+  }
+
+  StatusOr<std::vector<int64_t>> Steps() override {
+    auto db = Db(0, /*catch_up=*/true);
+    if (!db.ok()) {
+      if (db.status().code() == absl::StatusCode::kNotFound) return std::vector<int64_t>{};
+      return db.status();
+    }
+    std::vector<int64_t> steps;
+    std::unique_ptr<rocksdb::Iterator> it((*db)->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/"); it->Next()) {
+      const std::string key = it->key().ToString();  // m/<step>/<name>
+      int64_t step = 0;
+      if (key.size() > 14 && key.substr(14) == "/manifest.pb" &&
+          absl::SimpleAtoi(key.substr(2, 12), &step)) {
+        steps.push_back(step);
+      }
+    }
+    return steps;
+  }
+
+  Status RemoveStep(int64_t step) override {
+    if (rank_ == 0 && writable_) {
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      RETURN_IF_ERROR(FromRocks(dbs_[0]->Delete(wo, MetaKey(step, "manifest.pb")), "rocksdb delete"));
+    }
+    return DeleteOwn(step);
+  }
+
+  Status CollectGarbage(int64_t current) override {
+    if (!writable_) return absl::OkStatus();
+    ASSIGN_OR_RETURN(std::vector<int64_t> committed, Steps());
+    std::set<int64_t> keep(committed.begin(), committed.end());
+    keep.insert(current);
+    rocksdb::DB* db = dbs_[rank_];
+    std::set<int64_t> mine;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/"); it->Next()) {
+      int64_t step = 0;
+      if (absl::SimpleAtoi(it->key().ToString().substr(2, 12), &step)) mine.insert(step);
+    }
+    for (int64_t s : mine) {
+      if (!keep.count(s)) RETURN_IF_ERROR(DeleteOwn(s));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Where(int64_t step, const std::string& name) const override {
+    return absl::StrCat("rocksdb ", DbPath(OwnerOf(name)), " step ", step, " ", name);
+  }
+
+ private:
+  // Values stay in SST files: with enable_blob_files, RocksDB 7.8.3 (Debian
+  // 12) crashes in a secondary instance reading a blob value (null session
+  // id in the blob cache key; reproduced by tests/unit/checkpoint), and
+  // secondaries are how other processes read a rank's instance.
+  static rocksdb::Options Options() {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.enable_blob_files = false;  // see the note above Options()
+    o.min_blob_size = 4096;
+    o.blob_file_size = 256 << 20;
+    o.compression = rocksdb::kNoCompression;  // tensors do not compress
+    o.blob_compression_type = rocksdb::kNoCompression;
+    return o;
+  }
+  std::string DbPath(int rank) const { return absl::StrFormat("%s/rank-%05d.rocksdb", dir_, rank); }
+
+  StatusOr<rocksdb::DB*> Writable(const std::string& name) {
+    if (!writable_ || OwnerOf(name) != rank_) {
+      return absl::FailedPreconditionError("rank " + std::to_string(rank_) + " cannot write " + name);
+    }
+    return dbs_[rank_];
+  }
+
+  // The instance of `rank`: ours, or a secondary opened on first use.
+  StatusOr<rocksdb::DB*> Db(int rank, bool catch_up) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = dbs_.find(rank);
+    if (it != dbs_.end()) {
+      if (catch_up && !(writable_ && rank == rank_)) it->second->TryCatchUpWithPrimary();
+      return it->second;
+    }
+    if (access((DbPath(rank) + "/CURRENT").c_str(), F_OK) != 0) {
+      return absl::NotFoundError("no rocksdb checkpoint store at " + DbPath(rank));
+    }
+    static std::atomic<int> counter{0};
+    const std::string secondary = absl::StrFormat("/tmp/strata-rocksdb-secondary-%d-%d", getpid(),
+                                                  counter++);
+    secondary_dirs_.push_back(secondary);
+    rocksdb::Options o = Options();
+    o.max_open_files = -1;  // required for secondaries
+    rocksdb::DB* db = nullptr;
+    RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenAsSecondary(o, DbPath(rank), secondary, &db),
+                              "open rocksdb " + DbPath(rank)));
+    dbs_[rank] = db;
+    return db;
+  }
+
+  Status DeleteOwn(int64_t step) {
+    if (!writable_) return absl::OkStatus();
+    rocksdb::DB* db = dbs_[rank_];
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    const std::string s = StepKey(step);
+    RETURN_IF_ERROR(FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(), "d/" + s + "/", "d/" + s + "0"),
+                              "rocksdb delete"));
+    return FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(), "m/" + s + "/", "m/" + s + "0"),
+                     "rocksdb delete");
+  }
+
+  const std::string dir_;
+  const int rank_;
+  const bool writable_;
+  std::mutex mu_;
+  std::map<int, rocksdb::DB*> dbs_;  // guarded by mu_ for secondaries
+  std::vector<std::string> secondary_dirs_;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Storage>> NewRocksDbStorage(const std::string& dir, int rank, bool writable) {
+  if (writable) {
+    std::string cmd = "mkdir -p '" + dir + "'";
+    if (std::system(cmd.c_str()) != 0) return absl::UnavailableError("cannot create " + dir);
+  }
+  auto s = std::make_shared<RocksDbStorage>(dir, rank, writable);
+  RETURN_IF_ERROR(s->Init());
+  return std::shared_ptr<Storage>(std::move(s));
+}
+
+StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri, int rank, bool writable) {
+  if (uri.rfind("rocksdb://", 0) == 0) return NewRocksDbStorage(uri.substr(10), rank, writable);
+  if (uri.rfind("file://", 0) == 0) return NewFileStorage(uri.substr(7));
+  if (uri.find("://") != std::string::npos) {
+    return absl::InvalidArgumentError("unsupported checkpoint URI '" + uri +
+                                      "' (use file:///path or rocksdb:///path)");
+  }
+  return NewFileStorage(uri);
+}
+
+}  // namespace strata::checkpoint
