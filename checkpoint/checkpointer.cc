@@ -77,6 +77,7 @@ Status Checkpointer::SaveAsync(int64_t step,
     return absl::InvalidArgumentError(
         "checkpointer needs a URI, a store and a world size");
   }
+  if (!storage_) storage_ = opts_.storage;
   if (!storage_) {
     ASSIGN_OR_RETURN(storage_,
                      OpenStorage(opts_.uri, opts_.rank, /*writable=*/true));
@@ -255,14 +256,18 @@ StatusOr<int64_t> LatestStep(const std::string& uri) {
 
 StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step) {
   ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
-  auto bytes = storage->GetMeta(step, "manifest.pb");
+  return ReadManifest(*storage, step);
+}
+
+StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step) {
+  auto bytes = storage.GetMeta(step, "manifest.pb");
   if (!bytes.ok()) {
     return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ", step, " (",
-                                            storage->Where(step, "manifest.pb"), " missing)"));
+                                            storage.Where(step, "manifest.pb"), " missing)"));
   }
   Manifest m;
   if (!m.ParseFromString(*bytes)) {
-    return absl::DataLossError("corrupt manifest " + storage->Where(step, "manifest.pb"));
+    return absl::DataLossError("corrupt manifest " + storage.Where(step, "manifest.pb"));
   }
   return m;
 }

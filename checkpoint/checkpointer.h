@@ -29,6 +29,9 @@ namespace strata::checkpoint {
 struct CheckpointOptions {
   // file:///path (or a plain path) or rocksdb:///path (checkpoint/storage.h).
   std::string uri;
+  // Optional: use this storage instead of opening `uri` (tests wrap the real
+  // one in a FaultyStorage).
+  std::shared_ptr<Storage> storage;
   int rank = 0;
   int world_size = 1;
   // Rendezvous for the commit (a PrefixStore per job works).
@@ -84,6 +87,7 @@ StatusOr<int64_t> LatestStep(const std::string& uri);
 // Committed steps, ascending.
 StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri);
 StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step);
+StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step);
 
 // Fills each target's data with its box of the saved tensor of the same
 // name, reading only the checksum blocks that overlap it. InvalidArgument
@@ -94,12 +98,17 @@ struct LoadStats {
   uint64_t bytes_read = 0;    // from the data files
   uint64_t bytes_needed = 0;  // the targets' bytes
 };
-Status Load(const std::string& dir, int64_t step,
+Status Load(const std::string& uri, int64_t step,
             std::vector<ShardedTensor>& targets, LoadStats* stats = nullptr);
+Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
+            LoadStats* stats = nullptr);
 // Reads a blob ("<rank>/<name>" for per-rank blobs).
-StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
+StatusOr<std::string> LoadBlob(const std::string& uri, int64_t step,
+                               const std::string& name);
+StatusOr<std::string> LoadBlob(Storage& storage, int64_t step,
                                const std::string& name);
 // Re-reads and checks every block of every chunk and blob.
 Status Verify(const std::string& uri, int64_t step);
+Status Verify(Storage& storage, int64_t step);
 
 }  // namespace strata::checkpoint

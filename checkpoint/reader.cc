@@ -57,10 +57,9 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
 
 }  // namespace
 
-Status Load(const std::string& dir, int64_t step,
+Status Load(Storage& storage, int64_t step,
             std::vector<ShardedTensor>& targets, LoadStats* stats) {
-  ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(dir));
+  ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
   std::map<std::string, const TensorMeta*> by_name;
   for (const TensorMeta& t : m.tensors()) by_name[t.name()] = &t;
   // Reused across calls: faulting in a fresh chunk-sized buffer per load
@@ -109,7 +108,7 @@ Status Load(const std::string& dir, int64_t step,
       for (auto k = blocks.begin(); k != blocks.end();) {
         uint64_t first = *k, last = first;
         while (++k != blocks.end() && *k == last + 1) last = *k;
-        RETURN_IF_ERROR(ReadBlocks(*storage, step, target.name, ci, chunk, first, last,
+        RETURN_IF_ERROR(ReadBlocks(storage, step, target.name, ci, chunk, first, last,
                                    chunk_buf.data(), stats));
       }
       CopyRegion(*region, have, chunk_buf.data(), want, target.data, es);
@@ -124,17 +123,16 @@ Status Load(const std::string& dir, int64_t step,
   return absl::OkStatus();
 }
 
-StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
+StatusOr<std::string> LoadBlob(Storage& storage, int64_t step,
                                const std::string& name) {
-  ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(dir));
+  ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
   for (const BlobMeta& b : m.blobs()) {
     if (b.name() != name) continue;
     std::string out(b.length(), '\0');
-    RETURN_IF_ERROR(storage->ReadData(step, b.file(), b.offset(), out.data(), out.size()));
+    RETURN_IF_ERROR(storage.ReadData(step, b.file(), b.offset(), out.data(), out.size()));
     if (XXH3_64bits(out.data(), out.size()) != b.xxh3()) {
       return absl::DataLossError(absl::StrCat(
-          "blob '", name, "' (", storage->Where(step, b.file()), "): checksum mismatch"));
+          "blob '", name, "' (", storage.Where(step, b.file()), "): checksum mismatch"));
     }
     return out;
   }
@@ -142,9 +140,8 @@ StatusOr<std::string> LoadBlob(const std::string& dir, int64_t step,
       absl::StrCat("blob '", name, "' is not in step ", step));
 }
 
-Status Verify(const std::string& dir, int64_t step) {
-  ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(dir));
+Status Verify(Storage& storage, int64_t step) {
+  ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
   std::vector<char> buf;
   for (const TensorMeta& t : m.tensors()) {
     for (int ci = 0; ci < t.chunks_size(); ++ci) {
@@ -152,15 +149,31 @@ Status Verify(const std::string& dir, int64_t step) {
       if (c.length() == 0) continue;
       if (buf.size() < c.length()) buf.resize(c.length());
       RETURN_IF_ERROR(
-          ReadBlocks(*storage, step, t.name(), ci, c, 0,
+          ReadBlocks(storage, step, t.name(), ci, c, 0,
                      (c.length() - 1) / std::max<uint64_t>(1, c.block_bytes()),
                      buf.data()));
     }
   }
   for (const BlobMeta& b : m.blobs()) {
-    RETURN_IF_ERROR(LoadBlob(dir, step, b.name()).status());
+    RETURN_IF_ERROR(LoadBlob(storage, step, b.name()).status());
   }
   return absl::OkStatus();
+}
+
+Status Load(const std::string& uri, int64_t step, std::vector<ShardedTensor>& targets,
+            LoadStats* stats) {
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  return Load(*storage, step, targets, stats);
+}
+
+StatusOr<std::string> LoadBlob(const std::string& uri, int64_t step, const std::string& name) {
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  return LoadBlob(*storage, step, name);
+}
+
+Status Verify(const std::string& uri, int64_t step) {
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  return Verify(*storage, step);
 }
 
 }  // namespace strata::checkpoint
