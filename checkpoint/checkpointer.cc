@@ -1,5 +1,7 @@
 #include "checkpoint/checkpointer.h"
 
+#include "checkpoint/catalog.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -227,6 +229,9 @@ Status Checkpointer::Persist(int64_t step) {
   RETURN_IF_ERROR(
       storage.PutMeta(step, "manifest.pb", manifest.SerializeAsString()));
   RETURN_IF_ERROR(storage.PutMeta(-1, "LATEST", std::to_string(step)));
+  if (opts_.catalog) {
+    RETURN_IF_ERROR(opts_.catalog->RecordCommit(opts_.job, opts_.uri, manifest));
+  }
   // Retention: keep the newest keep_last plus every keep_every-th step.
   if (opts_.keep_last > 0) {
     auto steps = storage.Steps();
@@ -237,6 +242,7 @@ Status Checkpointer::Persist(int64_t step) {
         // Uncommits first; other ranks drop their part at their next save
         // (CollectGarbage).
         RETURN_IF_ERROR(storage.RemoveStep(s));
+        if (opts_.catalog) RETURN_IF_ERROR(opts_.catalog->RecordRemoval(opts_.job, s));
       }
     }
   }

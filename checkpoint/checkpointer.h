@@ -32,6 +32,10 @@ struct CheckpointOptions {
   // Optional: use this storage instead of opening `uri` (tests wrap the real
   // one in a FaultyStorage).
   std::shared_ptr<Storage> storage;
+  // Optional catalog (checkpoint/catalog.h) that rank 0 updates after each
+  // commit and removal, under job name `job`.
+  std::shared_ptr<class Catalog> catalog;
+  std::string job = "default";
   int rank = 0;
   int world_size = 1;
   // Rendezvous for the commit (a PrefixStore per job works).
