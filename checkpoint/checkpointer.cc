@@ -63,47 +63,59 @@ Checkpointer::~Checkpointer() {
 
 Status Checkpointer::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !pending_; });
-  return last_;
+  cv_.wait(lock, [&] { return in_flight_ == 0; });
+  Status st = last_;
+  last_ = absl::OkStatus();
+  return st;
 }
 
 Status Checkpointer::SaveAsync(int64_t step,
                                const std::vector<ShardedTensor>& tensors,
                                const std::vector<Blob>& blobs) {
-  Status previous = Wait();
-  if (!previous.ok()) {
-    GetLogger("CKPT")->warn("previous checkpoint failed: {}",
-                            std::string(previous.message()));
-  }
   if (opts_.uri.empty() || !opts_.store || opts_.world_size < 1) {
     return absl::InvalidArgumentError(
         "checkpointer needs a URI, a store and a world size");
   }
+  for (const ShardedTensor& t : tensors) RETURN_IF_ERROR(t.Validate());
+  Staged staged;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return in_flight_ < std::max(1, opts_.max_in_flight); });
+    ++in_flight_;
+    if (!pool_.empty()) {
+      staged = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
   if (!storage_) storage_ = opts_.storage;
   if (!storage_) {
-    ASSIGN_OR_RETURN(storage_,
-                     OpenStorage(opts_.uri, opts_.rank, /*writable=*/true));
+    auto opened = OpenStorage(opts_.uri, opts_.rank, /*writable=*/true);
+    if (!opened.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
+      cv_.notify_all();
+      return opened.status();
+    }
+    storage_ = *opened;
   }
   // Stage 1: copy into staging buffers, reused across saves (their pages
   // are already faulted in, so this runs at memcpy speed).
-  staged_.clear();
+  staged.step = step;
+  staged.tensors.clear();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ShardedTensor& t = tensors[i];
-    RETURN_IF_ERROR(t.Validate());
     // Keyed by name and position: a rank may hold two shards of a tensor.
-    std::vector<char>& buf = staging_[absl::StrCat(t.name, "#", i)];
+    std::vector<char>& buf = staged.buffers[absl::StrCat(t.name, "#", i)];
     if (buf.size() != t.Bytes()) buf.resize(t.Bytes());
     if (t.Bytes() > 0) std::memcpy(buf.data(), t.data, t.Bytes());
     ShardedTensor s = t;
     s.data = buf.data();
-    staged_.push_back(std::move(s));
+    staged.tensors.push_back(std::move(s));
   }
-  staged_blobs_ = blobs;
+  staged.blobs = blobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending_ = true;
-    pending_step_ = step;
-    last_ = absl::OkStatus();
+    queue_.push_back(std::move(staged));
   }
   cv_.notify_all();
   return absl::OkStatus();
@@ -112,22 +124,26 @@ Status Checkpointer::SaveAsync(int64_t step,
 void Checkpointer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || pending_; });
-    if (!pending_) return;
-    const int64_t step = pending_step_;
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;
+    Staged staged = std::move(queue_.front());
+    queue_.pop_front();
     lock.unlock();
-    Status st = Persist(step);
-    if (!st.ok())
-      GetLogger("CKPT")->error("checkpoint {}: {}", step,
+    Status st = Persist(staged);
+    if (!st.ok()) {
+      GetLogger("CKPT")->error("checkpoint {}: {}", staged.step,
                                std::string(st.message()));
+    }
     lock.lock();
-    last_ = st;
-    pending_ = false;
+    if (!st.ok() && last_.ok()) last_ = st;
+    pool_.push_back(std::move(staged));
+    --in_flight_;
     cv_.notify_all();
   }
 }
 
-Status Checkpointer::Persist(int64_t step) {
+Status Checkpointer::Persist(const Staged& staged) {
+  const int64_t step = staged.step;
   Storage& storage = *storage_;
   RETURN_IF_ERROR(storage.CollectGarbage(step));
   const std::string data_name = RankFile(opts_.rank, "data");
@@ -135,7 +151,7 @@ Status Checkpointer::Persist(int64_t step) {
   RankIndex index;
   index.set_rank(opts_.rank);
   Status st;
-  for (const ShardedTensor& t : staged_) {
+  for (const ShardedTensor& t : staged.tensors) {
     TensorMeta* meta = index.add_tensors();
     meta->set_name(t.name);
     meta->set_dtype(DTypeName(t.dtype));
@@ -169,7 +185,7 @@ Status Checkpointer::Persist(int64_t step) {
                      opts_.block_bytes, chunk);
     if (!st.ok()) break;
   }
-  for (const Blob& b : staged_blobs_) {
+  for (const Blob& b : staged.blobs) {
     if (!st.ok()) break;
     if (!b.per_rank && opts_.rank != 0) continue;
     BlobMeta* meta = index.add_blobs();

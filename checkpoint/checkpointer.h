@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,11 +47,15 @@ struct CheckpointOptions {
   // by `keep_every` (0 = none); rank 0 deletes the rest after a commit.
   int keep_last = 0;  // 0 = keep everything
   int64_t keep_every = 0;
+  // Saves persisting at once; each holds its own staging buffers.
+  int max_in_flight = 1;
 };
 
 // Threading: one thread calls SaveAsync/Wait; persisting runs on an
-// internal thread. At most one save is in flight: SaveAsync first waits
-// for the previous one.
+// internal thread, one save after another in step order. At most
+// max_in_flight saves are staged or persisting: SaveAsync first waits for a
+// slot. Each in-flight save has its own staging buffers, reused by later
+// saves.
 class Checkpointer {
  public:
   explicit Checkpointer(CheckpointOptions options);
@@ -62,22 +67,29 @@ class Checkpointer {
   // commits. The result of stage 2 is returned by Wait().
   Status SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
                    const std::vector<Blob>& blobs);
-  // Blocks until the save in flight (if any) is committed or failed.
+  // Blocks until every save in flight is committed or failed; returns the
+  // first failure since the last Wait.
   Status Wait();
 
  private:
-  Status Persist(int64_t step);
+  // One save's staged state; its buffers return to the pool afterwards.
+  struct Staged {
+    int64_t step = 0;
+    std::vector<ShardedTensor> tensors;  // data -> buffers
+    std::map<std::string, std::vector<char>> buffers;
+    std::vector<Blob> blobs;
+  };
+  Status Persist(const Staged& s);
   void Loop();
 
   CheckpointOptions opts_;
   std::shared_ptr<Storage> storage_;              // opened on first save
-  std::vector<ShardedTensor> staged_;  // data -> staging_
-  std::map<std::string, std::vector<char>> staging_;
-  std::vector<Blob> staged_blobs_;
+  std::deque<Staged> queue_;               // guarded by mu_
+  std::vector<Staged> pool_;               // free buffer sets; guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
-  bool pending_ = false, stopping_ = false;  // guarded by mu_
-  int64_t pending_step_ = 0;                 // guarded by mu_
+  int in_flight_ = 0;       // queued + persisting; guarded by mu_
+  bool stopping_ = false;   // guarded by mu_
   Status last_;                              // guarded by mu_
   std::thread worker_;
 };

@@ -177,6 +177,34 @@ TEST(RocksDbTest, DamagedValueIsDataLossAndRetentionDropsOldSteps) {
   EXPECT_EQ(Verify(uri, 9).code(), absl::StatusCode::kNotFound);
 }
 
+TEST(InFlightTest, TwoSavesInFlightKeepTheirOwnStagedState) {
+  const std::string dir = FreshDir("inflight");
+  CheckpointOptions o;
+  o.uri = dir;
+  o.store = comm::NewInMemoryStore();
+  o.max_in_flight = 2;
+  Checkpointer ckpt(o);
+  std::vector<float> w(1 << 16, 1.f);
+  ShardedTensor t;
+  t.name = "w";
+  t.global_shape = t.local_shape = {1 << 16};
+  t.global_offset = {0};
+  t.data = w.data();
+  ASSERT_TRUE(ckpt.SaveAsync(1, {t}, {}).ok());
+  std::fill(w.begin(), w.end(), 2.f);  // training moves on at once
+  ASSERT_TRUE(ckpt.SaveAsync(2, {t}, {}).ok());
+  std::fill(w.begin(), w.end(), 3.f);
+  ASSERT_TRUE(ckpt.Wait().ok());
+  for (int64_t step : {1, 2}) {
+    std::vector<float> got(1 << 16);
+    ShardedTensor g = t;
+    g.data = got.data();
+    std::vector<ShardedTensor> targets = {g};
+    ASSERT_TRUE(Load(dir, step, targets).ok());
+    EXPECT_EQ(got[123], static_cast<float>(step));
+  }
+}
+
 TEST(CorruptionTest, FlippedByteTruncationAndMissingManifestAreReported) {
   const std::string dir = FreshDir("corrupt");
   SaveLayout(dir, Layout{2, 1, 1}, 3);
