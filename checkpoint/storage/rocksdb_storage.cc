@@ -107,6 +107,7 @@ class RocksDbStorage final : public Storage {
     rocksdb::DB* db = nullptr;
     RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(Options(), DbPath(rank_), &db),
                               "open rocksdb " + DbPath(rank_)));
+    own_ = db;
     dbs_[rank_] = db;
     return absl::OkStatus();
   }
@@ -179,7 +180,7 @@ class RocksDbStorage final : public Storage {
     if (rank_ == 0 && writable_) {
       rocksdb::WriteOptions wo;
       wo.sync = true;
-      RETURN_IF_ERROR(FromRocks(dbs_[0]->Delete(wo, MetaKey(step, "manifest.pb")), "rocksdb delete"));
+      RETURN_IF_ERROR(FromRocks(own_->Delete(wo, MetaKey(step, "manifest.pb")), "rocksdb delete"));
     }
     return DeleteOwn(step);
   }
@@ -189,7 +190,7 @@ class RocksDbStorage final : public Storage {
     ASSIGN_OR_RETURN(std::vector<int64_t> committed, Steps());
     std::set<int64_t> keep(committed.begin(), committed.end());
     keep.insert(current);
-    rocksdb::DB* db = dbs_[rank_];
+    rocksdb::DB* db = own_;
     std::set<int64_t> mine;
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
     for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/"); it->Next()) {
@@ -227,7 +228,7 @@ class RocksDbStorage final : public Storage {
     if (!writable_ || OwnerOf(name) != rank_) {
       return absl::FailedPreconditionError("rank " + std::to_string(rank_) + " cannot write " + name);
     }
-    return dbs_[rank_];
+    return own_;
   }
 
   // The instance of `rank`: ours, or a secondary opened on first use.
@@ -256,7 +257,7 @@ class RocksDbStorage final : public Storage {
 
   Status DeleteOwn(int64_t step) {
     if (!writable_) return absl::OkStatus();
-    rocksdb::DB* db = dbs_[rank_];
+    rocksdb::DB* db = own_;
     rocksdb::WriteOptions wo;
     wo.sync = true;
     const std::string s = StepKey(step);
@@ -269,8 +270,9 @@ class RocksDbStorage final : public Storage {
   const std::string dir_;
   const int rank_;
   const bool writable_;
+  rocksdb::DB* own_ = nullptr;       // this rank's instance when writable
   std::mutex mu_;
-  std::map<int, rocksdb::DB*> dbs_;  // guarded by mu_ for secondaries
+  std::map<int, rocksdb::DB*> dbs_;  // every open instance; guarded by mu_
   std::vector<std::string> secondary_dirs_;
 };
 
