@@ -21,7 +21,9 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
 std::string StepKey(const std::string& job, int64_t step) {
   return absl::StrFormat("job/%s/step/%012d", job, step);
 }
-std::string LatestKey(const std::string& job) { return "job/" + job + "/latest"; }
+std::string LatestKey(const std::string& job) {
+  return "job/" + job + "/latest";
+}
 
 }  // namespace
 
@@ -29,7 +31,8 @@ StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
   rocksdb::Options o;
   o.create_if_missing = true;
   rocksdb::DB* db = nullptr;
-  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(o, path, &db), "open catalog " + path));
+  RETURN_IF_ERROR(
+      FromRocks(rocksdb::DB::Open(o, path, &db), "open catalog " + path));
   return std::unique_ptr<Catalog>(new Catalog(db));
 }
 
@@ -77,11 +80,13 @@ Status Catalog::RecordRemoval(const std::string& job, int64_t step) {
 
 StatusOr<Catalog::Entry> Catalog::Get(const std::string& job, int64_t step) {
   std::string value;
-  RETURN_IF_ERROR(FromRocks(db_->Get(rocksdb::ReadOptions(), StepKey(job, step), &value),
-                            absl::StrFormat("catalog has no step %d of job '%s'", step, job)));
+  RETURN_IF_ERROR(FromRocks(
+      db_->Get(rocksdb::ReadOptions(), StepKey(job, step), &value),
+      absl::StrFormat("catalog has no step %d of job '%s'", step, job)));
   CatalogEntry entry;
   if (!entry.ParseFromString(value)) {
-    return absl::DataLossError(absl::StrFormat("catalog entry of job '%s' step %d is damaged", job, step));
+    return absl::DataLossError(absl::StrFormat(
+        "catalog entry of job '%s' step %d is damaged", job, step));
   }
   Entry e;
   e.step = step;
@@ -93,23 +98,28 @@ StatusOr<Catalog::Entry> Catalog::Get(const std::string& job, int64_t step) {
 
 StatusOr<int64_t> Catalog::Latest(const std::string& job) {
   std::string value;
-  RETURN_IF_ERROR(FromRocks(db_->Get(rocksdb::ReadOptions(), LatestKey(job), &value),
-                            "catalog has no committed step of job '" + job + "'"));
+  RETURN_IF_ERROR(
+      FromRocks(db_->Get(rocksdb::ReadOptions(), LatestKey(job), &value),
+                "catalog has no committed step of job '" + job + "'"));
   int64_t step = 0;
-  if (!absl::SimpleAtoi(value, &step)) return absl::DataLossError("catalog latest is damaged");
+  if (!absl::SimpleAtoi(value, &step))
+    return absl::DataLossError("catalog latest is damaged");
   return step;
 }
 
 StatusOr<std::vector<int64_t>> Catalog::Steps(const std::string& job) {
   std::vector<int64_t> steps;
   const std::string prefix = "job/" + job + "/step/";
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
     CatalogEntry entry;
     int64_t step = 0;
     if (!entry.ParseFromString(it->value().ToString()) ||
         !absl::SimpleAtoi(it->key().ToString().substr(prefix.size()), &step)) {
-      return absl::DataLossError("catalog entry " + it->key().ToString() + " is damaged");
+      return absl::DataLossError("catalog entry " + it->key().ToString() +
+                                 " is damaged");
     }
     if (entry.committed()) steps.push_back(step);
   }

@@ -26,7 +26,8 @@ class Catalog {
 
   // Records a committed step (its manifest) and makes it the job's latest
   // if newer. Durable (synced) when it returns.
-  Status RecordCommit(const std::string& job, const std::string& uri, const Manifest& manifest);
+  Status RecordCommit(const std::string& job, const std::string& uri,
+                      const Manifest& manifest);
   // Marks a step as no longer committed (retention removed it).
   Status RecordRemoval(const std::string& job, int64_t step);
 

@@ -1,7 +1,5 @@
 #include "checkpoint/checkpointer.h"
 
-#include "checkpoint/catalog.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/catalog.h"
 #include "common/logging.h"
 
 namespace strata::checkpoint {
@@ -33,8 +32,8 @@ std::string RankFile(int rank, const char* ext) {
 }
 
 // Appends `n` bytes to the data file, recording block checksums.
-Status AppendChunk(DataSink& out, const char* data, size_t n,
-                   size_t block, ChunkMeta* chunk) {
+Status AppendChunk(DataSink& out, const char* data, size_t n, size_t block,
+                   ChunkMeta* chunk) {
   chunk->set_offset(out.size());
   chunk->set_length(n);
   chunk->set_block_bytes(block);
@@ -80,7 +79,8 @@ Status Checkpointer::SaveAsync(int64_t step,
   Staged staged;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return in_flight_ < std::max(1, opts_.max_in_flight); });
+    cv_.wait(lock,
+             [&] { return in_flight_ < std::max(1, opts_.max_in_flight); });
     ++in_flight_;
     if (!pool_.empty()) {
       staged = std::move(pool_.back());
@@ -200,7 +200,8 @@ Status Checkpointer::Persist(const Staged& staged) {
   }
   if (st.ok()) st = out->Finish();
   RETURN_IF_ERROR(st);
-  RETURN_IF_ERROR(storage.PutMeta(step, RankFile(opts_.rank, "index"), index.SerializeAsString()));
+  RETURN_IF_ERROR(storage.PutMeta(step, RankFile(opts_.rank, "index"),
+                                  index.SerializeAsString()));
 
   // Commit: rank 0 waits for every rank's durable index, then publishes the
   // manifest (the commit point) and LATEST.
@@ -221,7 +222,8 @@ Status Checkpointer::Persist(const Staged& staged) {
     auto bytes = storage.GetMeta(step, name);
     RankIndex ri;
     if (!bytes.ok() || !ri.ParseFromString(*bytes)) {
-      return absl::DataLossError("cannot read rank index " + storage.Where(step, name));
+      return absl::DataLossError("cannot read rank index " +
+                                 storage.Where(step, name));
     }
     for (const TensorMeta& t : ri.tensors()) {
       auto [it, inserted] = by_name.emplace(t.name(), manifest.tensors_size());
@@ -246,7 +248,8 @@ Status Checkpointer::Persist(const Staged& staged) {
       storage.PutMeta(step, "manifest.pb", manifest.SerializeAsString()));
   RETURN_IF_ERROR(storage.PutMeta(-1, "LATEST", std::to_string(step)));
   if (opts_.catalog) {
-    RETURN_IF_ERROR(opts_.catalog->RecordCommit(opts_.job, opts_.uri, manifest));
+    RETURN_IF_ERROR(
+        opts_.catalog->RecordCommit(opts_.job, opts_.uri, manifest));
   }
   // Retention: keep the newest keep_last plus every keep_every-th step.
   if (opts_.keep_last > 0) {
@@ -258,7 +261,8 @@ Status Checkpointer::Persist(const Staged& staged) {
         // Uncommits first; other ranks drop their part at their next save
         // (CollectGarbage).
         RETURN_IF_ERROR(storage.RemoveStep(s));
-        if (opts_.catalog) RETURN_IF_ERROR(opts_.catalog->RecordRemoval(opts_.job, s));
+        if (opts_.catalog)
+          RETURN_IF_ERROR(opts_.catalog->RecordRemoval(opts_.job, s));
       }
     }
   }
@@ -272,7 +276,8 @@ StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri) {
 
 StatusOr<int64_t> LatestStep(const std::string& uri) {
   ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListSteps(uri));
-  if (steps.empty()) return absl::NotFoundError("no committed checkpoint in " + uri);
+  if (steps.empty())
+    return absl::NotFoundError("no committed checkpoint in " + uri);
   return steps.back();
 }
 
@@ -284,12 +289,14 @@ StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step) {
 StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step) {
   auto bytes = storage.GetMeta(step, "manifest.pb");
   if (!bytes.ok()) {
-    return absl::NotFoundError(absl::StrCat("no committed checkpoint at step ", step, " (",
-                                            storage.Where(step, "manifest.pb"), " missing)"));
+    return absl::NotFoundError(
+        absl::StrCat("no committed checkpoint at step ", step, " (",
+                     storage.Where(step, "manifest.pb"), " missing)"));
   }
   Manifest m;
   if (!m.ParseFromString(*bytes)) {
-    return absl::DataLossError("corrupt manifest " + storage.Where(step, "manifest.pb"));
+    return absl::DataLossError("corrupt manifest " +
+                               storage.Where(step, "manifest.pb"));
   }
   return m;
 }

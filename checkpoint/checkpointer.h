@@ -83,14 +83,14 @@ class Checkpointer {
   void Loop();
 
   CheckpointOptions opts_;
-  std::shared_ptr<Storage> storage_;              // opened on first save
-  std::deque<Staged> queue_;               // guarded by mu_
-  std::vector<Staged> pool_;               // free buffer sets; guarded by mu_
+  std::shared_ptr<Storage> storage_;  // opened on first save
+  std::deque<Staged> queue_;          // guarded by mu_
+  std::vector<Staged> pool_;          // free buffer sets; guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
-  int in_flight_ = 0;       // queued + persisting; guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
-  Status last_;                              // guarded by mu_
+  int in_flight_ = 0;      // queued + persisting; guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+  Status last_;            // guarded by mu_
   std::thread worker_;
 };
 

@@ -16,7 +16,8 @@ namespace strata::checkpoint {
 
 class FaultyStorage final : public Storage {
  public:
-  explicit FaultyStorage(std::shared_ptr<Storage> base) : base_(std::move(base)) {}
+  explicit FaultyStorage(std::shared_ptr<Storage> base)
+      : base_(std::move(base)) {}
 
   // The `n`-th Append from now (0 = the next one) fails with Unavailable.
   void FailAppendAfter(int n) { appends_left_ = n; }
@@ -27,16 +28,21 @@ class FaultyStorage final : public Storage {
   // Simulated power loss: data streams not finished read as missing.
   void DropUnfinished(bool on) { drop_unfinished_ = on; }
 
-  StatusOr<std::unique_ptr<DataSink>> CreateData(int64_t step, const std::string& name) override;
-  Status ReadData(int64_t step, const std::string& name, uint64_t offset, void* buf,
-                  size_t n) override;
-  Status PutMeta(int64_t step, const std::string& name, const std::string& bytes) override;
-  StatusOr<std::string> GetMeta(int64_t step, const std::string& name) override {
+  StatusOr<std::unique_ptr<DataSink>> CreateData(
+      int64_t step, const std::string& name) override;
+  Status ReadData(int64_t step, const std::string& name, uint64_t offset,
+                  void* buf, size_t n) override;
+  Status PutMeta(int64_t step, const std::string& name,
+                 const std::string& bytes) override;
+  StatusOr<std::string> GetMeta(int64_t step,
+                                const std::string& name) override {
     return base_->GetMeta(step, name);
   }
   StatusOr<std::vector<int64_t>> Steps() override { return base_->Steps(); }
   Status RemoveStep(int64_t step) override { return base_->RemoveStep(step); }
-  Status CollectGarbage(int64_t current) override { return base_->CollectGarbage(current); }
+  Status CollectGarbage(int64_t current) override {
+    return base_->CollectGarbage(current);
+  }
   std::string Where(int64_t step, const std::string& name) const override {
     return base_->Where(step, name);
   }
@@ -51,8 +57,8 @@ class FaultyStorage final : public Storage {
   std::atomic<int> appends_left_{-1};
   std::atomic<bool> fail_finish_{false}, drop_unfinished_{false};
   std::mutex mu_;
-  std::set<std::string> failing_meta_;   // guarded by mu_
-  std::set<std::string> finished_;       // "<step>/<name>", guarded by mu_
+  std::set<std::string> failing_meta_;  // guarded by mu_
+  std::set<std::string> finished_;      // "<step>/<name>", guarded by mu_
 };
 
 }  // namespace strata::checkpoint

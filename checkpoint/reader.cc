@@ -24,9 +24,8 @@ Box ChunkBox(const ChunkMeta& c) {
 // Reads blocks [first, last] of `chunk` into buf (chunk-relative offsets)
 // and checks their checksums.
 Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
-                  int chunk_index,
-                  const ChunkMeta& chunk, uint64_t first, uint64_t last,
-                  char* buf, LoadStats* stats = nullptr) {
+                  int chunk_index, const ChunkMeta& chunk, uint64_t first,
+                  uint64_t last, char* buf, LoadStats* stats = nullptr) {
   const uint64_t bb = chunk.block_bytes();
   if (bb == 0 || chunk.block_xxh3_size() !=
                      static_cast<int>((chunk.length() + bb - 1) / bb)) {
@@ -46,10 +45,10 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
   for (uint64_t b = first; b <= last; ++b) {
     const uint64_t o = b * bb, n = std::min<uint64_t>(bb, chunk.length() - o);
     if (XXH3_64bits(buf + o, n) != chunk.block_xxh3(static_cast<int>(b))) {
-      return absl::DataLossError(
-          absl::StrCat("tensor '", tensor, "' chunk ", chunk_index, " (",
-                       storage.Where(step, chunk.file()), " bytes ", chunk.offset() + o,
-                       "-", chunk.offset() + o + n, "): checksum mismatch"));
+      return absl::DataLossError(absl::StrCat(
+          "tensor '", tensor, "' chunk ", chunk_index, " (",
+          storage.Where(step, chunk.file()), " bytes ", chunk.offset() + o, "-",
+          chunk.offset() + o + n, "): checksum mismatch"));
     }
   }
   return absl::OkStatus();
@@ -57,8 +56,8 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
 
 }  // namespace
 
-Status Load(Storage& storage, int64_t step,
-            std::vector<ShardedTensor>& targets, LoadStats* stats) {
+Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
+            LoadStats* stats) {
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
   std::map<std::string, const TensorMeta*> by_name;
   for (const TensorMeta& t : m.tensors()) by_name[t.name()] = &t;
@@ -108,8 +107,8 @@ Status Load(Storage& storage, int64_t step,
       for (auto k = blocks.begin(); k != blocks.end();) {
         uint64_t first = *k, last = first;
         while (++k != blocks.end() && *k == last + 1) last = *k;
-        RETURN_IF_ERROR(ReadBlocks(storage, step, target.name, ci, chunk, first, last,
-                                   chunk_buf.data(), stats));
+        RETURN_IF_ERROR(ReadBlocks(storage, step, target.name, ci, chunk, first,
+                                   last, chunk_buf.data(), stats));
       }
       CopyRegion(*region, have, chunk_buf.data(), want, target.data, es);
       covered += region->NumElements();
@@ -129,10 +128,12 @@ StatusOr<std::string> LoadBlob(Storage& storage, int64_t step,
   for (const BlobMeta& b : m.blobs()) {
     if (b.name() != name) continue;
     std::string out(b.length(), '\0');
-    RETURN_IF_ERROR(storage.ReadData(step, b.file(), b.offset(), out.data(), out.size()));
+    RETURN_IF_ERROR(
+        storage.ReadData(step, b.file(), b.offset(), out.data(), out.size()));
     if (XXH3_64bits(out.data(), out.size()) != b.xxh3()) {
-      return absl::DataLossError(absl::StrCat(
-          "blob '", name, "' (", storage.Where(step, b.file()), "): checksum mismatch"));
+      return absl::DataLossError(absl::StrCat("blob '", name, "' (",
+                                              storage.Where(step, b.file()),
+                                              "): checksum mismatch"));
     }
     return out;
   }
@@ -160,13 +161,14 @@ Status Verify(Storage& storage, int64_t step) {
   return absl::OkStatus();
 }
 
-Status Load(const std::string& uri, int64_t step, std::vector<ShardedTensor>& targets,
-            LoadStats* stats) {
+Status Load(const std::string& uri, int64_t step,
+            std::vector<ShardedTensor>& targets, LoadStats* stats) {
   ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
   return Load(*storage, step, targets, stats);
 }
 
-StatusOr<std::string> LoadBlob(const std::string& uri, int64_t step, const std::string& name) {
+StatusOr<std::string> LoadBlob(const std::string& uri, int64_t step,
+                               const std::string& name) {
   ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
   return LoadBlob(*storage, step, name);
 }

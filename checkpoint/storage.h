@@ -31,16 +31,18 @@ class DataSink {
 class Storage {
  public:
   virtual ~Storage() = default;
-  virtual StatusOr<std::unique_ptr<DataSink>> CreateData(int64_t step,
-                                                         const std::string& name) = 0;
+  virtual StatusOr<std::unique_ptr<DataSink>> CreateData(
+      int64_t step, const std::string& name) = 0;
   // Exactly n bytes at `offset`; DataLoss naming the place when missing or
   // short.
-  virtual Status ReadData(int64_t step, const std::string& name, uint64_t offset, void* buf,
-                          size_t n) = 0;
+  virtual Status ReadData(int64_t step, const std::string& name,
+                          uint64_t offset, void* buf, size_t n) = 0;
   // Durable and atomic: readers see the old entry or the new one.
-  virtual Status PutMeta(int64_t step, const std::string& name, const std::string& bytes) = 0;
+  virtual Status PutMeta(int64_t step, const std::string& name,
+                         const std::string& bytes) = 0;
   // NotFound when absent.
-  virtual StatusOr<std::string> GetMeta(int64_t step, const std::string& name) = 0;
+  virtual StatusOr<std::string> GetMeta(int64_t step,
+                                        const std::string& name) = 0;
   // Committed steps (with a manifest), ascending.
   virtual StatusOr<std::vector<int64_t>> Steps() = 0;
   // Uncommits (manifest first), then deletes what this process may delete
@@ -58,7 +60,8 @@ class Storage {
 // selects the RocksDB instance this process writes; other ranks' instances
 // (and all of them when not writable) are opened as read-only secondaries
 // that catch up with their writers. InvalidArgument for other schemes.
-StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri, int rank = 0,
+StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri,
+                                               int rank = 0,
                                                bool writable = false);
 
 }  // namespace strata::checkpoint

@@ -104,7 +104,8 @@ void Gc(const std::string& uri, int keep_last) {
   // Acts as rank 0: removes old manifests (and for file:// whole steps; a
   // rocksdb:// rank drops its data of uncommitted steps at its next save).
   auto storage = checkpoint::OpenStorage(uri, 0, /*writable=*/true);
-  if (!storage.ok()) Fail(kExitBadInput, std::string(storage.status().message()));
+  if (!storage.ok())
+    Fail(kExitBadInput, std::string(storage.status().message()));
   auto steps = (*storage)->Steps();
   if (!steps.ok()) Fail(kExitBadInput, std::string(steps.status().message()));
   int removed = 0;

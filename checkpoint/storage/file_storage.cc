@@ -22,8 +22,11 @@ namespace {
 
 class DirectSink final : public DataSink {
  public:
-  explicit DirectSink(std::unique_ptr<internal::DirectWriter> w) : w_(std::move(w)) {}
-  Status Append(const char* data, size_t n) override { return w_->Append(data, n); }
+  explicit DirectSink(std::unique_ptr<internal::DirectWriter> w)
+      : w_(std::move(w)) {}
+  Status Append(const char* data, size_t n) override {
+    return w_->Append(data, n);
+  }
   Status Finish() override { return w_->Finish(); }
   uint64_t size() const override { return w_->size(); }
 
@@ -38,14 +41,16 @@ class FileStorage final : public Storage {
     for (auto& [path, fd] : fds_) close(fd);
   }
 
-  StatusOr<std::unique_ptr<DataSink>> CreateData(int64_t step, const std::string& name) override {
+  StatusOr<std::unique_ptr<DataSink>> CreateData(
+      int64_t step, const std::string& name) override {
     RETURN_IF_ERROR(internal::MakeDirs(StepPath(step)));
     ASSIGN_OR_RETURN(auto w, internal::DirectWriter::Create(Where(step, name)));
-    return std::unique_ptr<DataSink>(std::make_unique<DirectSink>(std::move(w)));
+    return std::unique_ptr<DataSink>(
+        std::make_unique<DirectSink>(std::move(w)));
   }
 
-  Status ReadData(int64_t step, const std::string& name, uint64_t offset, void* buf,
-                  size_t n) override {
+  Status ReadData(int64_t step, const std::string& name, uint64_t offset,
+                  void* buf, size_t n) override {
     const std::string path = Where(step, name);
     int fd;
     {
@@ -53,7 +58,9 @@ class FileStorage final : public Storage {
       auto it = fds_.find(path);
       if (it == fds_.end()) {
         fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return absl::DataLossError("checkpoint data file " + path + " is missing");
+        if (fd < 0)
+          return absl::DataLossError("checkpoint data file " + path +
+                                     " is missing");
         fds_[path] = fd;
       } else {
         fd = it->second;
@@ -62,12 +69,14 @@ class FileStorage final : public Storage {
     return internal::ReadAt(fd, path, offset, buf, n);
   }
 
-  Status PutMeta(int64_t step, const std::string& name, const std::string& bytes) override {
+  Status PutMeta(int64_t step, const std::string& name,
+                 const std::string& bytes) override {
     RETURN_IF_ERROR(internal::MakeDirs(step < 0 ? dir_ : StepPath(step)));
     return internal::WriteFileAtomic(Where(step, name), bytes);
   }
 
-  StatusOr<std::string> GetMeta(int64_t step, const std::string& name) override {
+  StatusOr<std::string> GetMeta(int64_t step,
+                                const std::string& name) override {
     std::ifstream in(Where(step, name), std::ios::binary);
     if (!in) return absl::NotFoundError(Where(step, name) + " is missing");
     std::ostringstream os;
@@ -77,13 +86,17 @@ class FileStorage final : public Storage {
 
   StatusOr<std::vector<int64_t>> Steps() override {
     DIR* d = opendir(dir_.c_str());
-    if (d == nullptr) return ErrnoToStatus(errno, "open checkpoint directory " + dir_);
+    if (d == nullptr)
+      return ErrnoToStatus(errno, "open checkpoint directory " + dir_);
     std::vector<int64_t> steps;
     while (dirent* e = readdir(d)) {
       int64_t step = 0;
       const std::string name = e->d_name;
-      if (name.rfind("step-", 0) != 0 || !absl::SimpleAtoi(name.substr(5), &step)) continue;
-      if (access((dir_ + "/" + name + "/manifest.pb").c_str(), F_OK) == 0) steps.push_back(step);
+      if (name.rfind("step-", 0) != 0 ||
+          !absl::SimpleAtoi(name.substr(5), &step))
+        continue;
+      if (access((dir_ + "/" + name + "/manifest.pb").c_str(), F_OK) == 0)
+        steps.push_back(step);
     }
     closedir(d);
     std::sort(steps.begin(), steps.end());
@@ -93,18 +106,23 @@ class FileStorage final : public Storage {
   Status RemoveStep(int64_t step) override {
     unlink(Where(step, "manifest.pb").c_str());  // uncommit first
     const std::string cmd = "rm -rf '" + StepPath(step) + "'";
-    if (std::system(cmd.c_str()) != 0) return absl::UnavailableError("could not remove " + StepPath(step));
+    if (std::system(cmd.c_str()) != 0)
+      return absl::UnavailableError("could not remove " + StepPath(step));
     return absl::OkStatus();
   }
 
-  Status CollectGarbage(int64_t) override { return absl::OkStatus(); }  // rank 0 removes dirs
+  Status CollectGarbage(int64_t) override {
+    return absl::OkStatus();
+  }  // rank 0 removes dirs
 
   std::string Where(int64_t step, const std::string& name) const override {
     return (step < 0 ? dir_ : StepPath(step)) + "/" + name;
   }
 
  private:
-  std::string StepPath(int64_t step) const { return absl::StrFormat("%s/step-%012d", dir_, step); }
+  std::string StepPath(int64_t step) const {
+    return absl::StrFormat("%s/step-%012d", dir_, step);
+  }
 
   const std::string dir_;
   std::mutex mu_;

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <map>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -49,7 +49,8 @@ std::string DataKey(int64_t step, const std::string& name, uint64_t piece) {
 // "rank-00003.data" / "rank-00003.index" -> 3; manifest and LATEST -> 0.
 int OwnerOf(const std::string& name) {
   int rank = 0;
-  if (name.rfind("rank-", 0) == 0 && absl::SimpleAtoi(name.substr(5, 5), &rank)) return rank;
+  if (name.rfind("rank-", 0) == 0 && absl::SimpleAtoi(name.substr(5, 5), &rank))
+    return rank;
   return 0;
 }
 
@@ -78,7 +79,8 @@ class RocksSink final : public DataSink {
     rocksdb::WriteOptions wo;
     wo.sync = sync;
     if (!piece_.empty() || sync) {
-      RETURN_IF_ERROR(FromRocks(db_->Put(wo, DataKey(step_, name_, next_++), piece_), "rocksdb put"));
+      RETURN_IF_ERROR(FromRocks(
+          db_->Put(wo, DataKey(step_, name_, next_++), piece_), "rocksdb put"));
     }
     piece_.clear();
     return absl::OkStatus();
@@ -112,47 +114,56 @@ class RocksDbStorage final : public Storage {
     return absl::OkStatus();
   }
 
-  StatusOr<std::unique_ptr<DataSink>> CreateData(int64_t step, const std::string& name) override {
+  StatusOr<std::unique_ptr<DataSink>> CreateData(
+      int64_t step, const std::string& name) override {
     ASSIGN_OR_RETURN(rocksdb::DB * db, Writable(name));
-    return std::unique_ptr<DataSink>(std::make_unique<RocksSink>(db, step, name));
+    return std::unique_ptr<DataSink>(
+        std::make_unique<RocksSink>(db, step, name));
   }
 
-  Status ReadData(int64_t step, const std::string& name, uint64_t offset, void* buf,
-                  size_t n) override {
+  Status ReadData(int64_t step, const std::string& name, uint64_t offset,
+                  void* buf, size_t n) override {
     ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/false));
     char* out = static_cast<char*>(buf);
     rocksdb::PinnableSlice value;
     for (uint64_t pos = offset; pos < offset + n;) {
       const uint64_t piece = pos / kPiece, within = pos % kPiece;
       value.Reset();
-      auto s = db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(), DataKey(step, name, piece),
-                       &value);
+      auto s = db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(),
+                       DataKey(step, name, piece), &value);
       if (!s.ok()) {
-        return absl::DataLossError(absl::StrCat(Where(step, name), " piece ", piece, " is missing (",
+        return absl::DataLossError(absl::StrCat(Where(step, name), " piece ",
+                                                piece, " is missing (",
                                                 s.ToString(), ")"));
       }
       if (value.size() <= within) {
-        return absl::DataLossError(absl::StrCat(Where(step, name), " is truncated at byte ", pos));
+        return absl::DataLossError(
+            absl::StrCat(Where(step, name), " is truncated at byte ", pos));
       }
-      const size_t k = std::min<uint64_t>(value.size() - within, offset + n - pos);
+      const size_t k =
+          std::min<uint64_t>(value.size() - within, offset + n - pos);
       std::memcpy(out + (pos - offset), value.data() + within, k);
       pos += k;
     }
     return absl::OkStatus();
   }
 
-  Status PutMeta(int64_t step, const std::string& name, const std::string& bytes) override {
+  Status PutMeta(int64_t step, const std::string& name,
+                 const std::string& bytes) override {
     ASSIGN_OR_RETURN(rocksdb::DB * db, Writable(name));
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    return FromRocks(db->Put(wo, MetaKey(step, name), bytes), "rocksdb put " + Where(step, name));
+    return FromRocks(db->Put(wo, MetaKey(step, name), bytes),
+                     "rocksdb put " + Where(step, name));
   }
 
-  StatusOr<std::string> GetMeta(int64_t step, const std::string& name) override {
+  StatusOr<std::string> GetMeta(int64_t step,
+                                const std::string& name) override {
     ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/true));
     std::string value;
     auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
-    if (s.IsNotFound()) return absl::NotFoundError(Where(step, name) + " is missing");
+    if (s.IsNotFound())
+      return absl::NotFoundError(Where(step, name) + " is missing");
     RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
     return value;
   }
@@ -160,12 +171,15 @@ class RocksDbStorage final : public Storage {
   StatusOr<std::vector<int64_t>> Steps() override {
     auto db = Db(0, /*catch_up=*/true);
     if (!db.ok()) {
-      if (db.status().code() == absl::StatusCode::kNotFound) return std::vector<int64_t>{};
+      if (db.status().code() == absl::StatusCode::kNotFound)
+        return std::vector<int64_t>{};
       return db.status();
     }
     std::vector<int64_t> steps;
-    std::unique_ptr<rocksdb::Iterator> it((*db)->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/"); it->Next()) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        (*db)->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/");
+         it->Next()) {
       const std::string key = it->key().ToString();  // m/<step>/<name>
       int64_t step = 0;
       if (key.size() > 14 && key.substr(14) == "/manifest.pb" &&
@@ -180,7 +194,8 @@ class RocksDbStorage final : public Storage {
     if (rank_ == 0 && writable_) {
       rocksdb::WriteOptions wo;
       wo.sync = true;
-      RETURN_IF_ERROR(FromRocks(own_->Delete(wo, MetaKey(step, "manifest.pb")), "rocksdb delete"));
+      RETURN_IF_ERROR(FromRocks(own_->Delete(wo, MetaKey(step, "manifest.pb")),
+                                "rocksdb delete"));
     }
     return DeleteOwn(step);
   }
@@ -192,10 +207,13 @@ class RocksDbStorage final : public Storage {
     keep.insert(current);
     rocksdb::DB* db = own_;
     std::set<int64_t> mine;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/"); it->Next()) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/");
+         it->Next()) {
       int64_t step = 0;
-      if (absl::SimpleAtoi(it->key().ToString().substr(2, 12), &step)) mine.insert(step);
+      if (absl::SimpleAtoi(it->key().ToString().substr(2, 12), &step))
+        mine.insert(step);
     }
     for (int64_t s : mine) {
       if (!keep.count(s)) RETURN_IF_ERROR(DeleteOwn(s));
@@ -204,7 +222,8 @@ class RocksDbStorage final : public Storage {
   }
 
   std::string Where(int64_t step, const std::string& name) const override {
-    return absl::StrCat("rocksdb ", DbPath(OwnerOf(name)), " step ", step, " ", name);
+    return absl::StrCat("rocksdb ", DbPath(OwnerOf(name)), " step ", step, " ",
+                        name);
   }
 
  private:
@@ -222,11 +241,14 @@ class RocksDbStorage final : public Storage {
     o.blob_compression_type = rocksdb::kNoCompression;
     return o;
   }
-  std::string DbPath(int rank) const { return absl::StrFormat("%s/rank-%05d.rocksdb", dir_, rank); }
+  std::string DbPath(int rank) const {
+    return absl::StrFormat("%s/rank-%05d.rocksdb", dir_, rank);
+  }
 
   StatusOr<rocksdb::DB*> Writable(const std::string& name) {
     if (!writable_ || OwnerOf(name) != rank_) {
-      return absl::FailedPreconditionError("rank " + std::to_string(rank_) + " cannot write " + name);
+      return absl::FailedPreconditionError("rank " + std::to_string(rank_) +
+                                           " cannot write " + name);
     }
     return own_;
   }
@@ -236,21 +258,24 @@ class RocksDbStorage final : public Storage {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = dbs_.find(rank);
     if (it != dbs_.end()) {
-      if (catch_up && !(writable_ && rank == rank_)) it->second->TryCatchUpWithPrimary();
+      if (catch_up && !(writable_ && rank == rank_))
+        it->second->TryCatchUpWithPrimary();
       return it->second;
     }
     if (access((DbPath(rank) + "/CURRENT").c_str(), F_OK) != 0) {
-      return absl::NotFoundError("no rocksdb checkpoint store at " + DbPath(rank));
+      return absl::NotFoundError("no rocksdb checkpoint store at " +
+                                 DbPath(rank));
     }
     static std::atomic<int> counter{0};
-    const std::string secondary = absl::StrFormat("/tmp/strata-rocksdb-secondary-%d-%d", getpid(),
-                                                  counter++);
+    const std::string secondary = absl::StrFormat(
+        "/tmp/strata-rocksdb-secondary-%d-%d", getpid(), counter++);
     secondary_dirs_.push_back(secondary);
     rocksdb::Options o = Options();
     o.max_open_files = -1;  // required for secondaries
     rocksdb::DB* db = nullptr;
-    RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenAsSecondary(o, DbPath(rank), secondary, &db),
-                              "open rocksdb " + DbPath(rank)));
+    RETURN_IF_ERROR(
+        FromRocks(rocksdb::DB::OpenAsSecondary(o, DbPath(rank), secondary, &db),
+                  "open rocksdb " + DbPath(rank)));
     dbs_[rank] = db;
     return db;
   }
@@ -261,16 +286,18 @@ class RocksDbStorage final : public Storage {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     const std::string s = StepKey(step);
-    RETURN_IF_ERROR(FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(), "d/" + s + "/", "d/" + s + "0"),
+    RETURN_IF_ERROR(FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(),
+                                              "d/" + s + "/", "d/" + s + "0"),
                               "rocksdb delete"));
-    return FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(), "m/" + s + "/", "m/" + s + "0"),
+    return FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(),
+                                     "m/" + s + "/", "m/" + s + "0"),
                      "rocksdb delete");
   }
 
   const std::string dir_;
   const int rank_;
   const bool writable_;
-  rocksdb::DB* own_ = nullptr;       // this rank's instance when writable
+  rocksdb::DB* own_ = nullptr;  // this rank's instance when writable
   std::mutex mu_;
   std::map<int, rocksdb::DB*> dbs_;  // every open instance; guarded by mu_
   std::vector<std::string> secondary_dirs_;
@@ -278,22 +305,27 @@ class RocksDbStorage final : public Storage {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<Storage>> NewRocksDbStorage(const std::string& dir, int rank, bool writable) {
+StatusOr<std::shared_ptr<Storage>> NewRocksDbStorage(const std::string& dir,
+                                                     int rank, bool writable) {
   if (writable) {
     std::string cmd = "mkdir -p '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0) return absl::UnavailableError("cannot create " + dir);
+    if (std::system(cmd.c_str()) != 0)
+      return absl::UnavailableError("cannot create " + dir);
   }
   auto s = std::make_shared<RocksDbStorage>(dir, rank, writable);
   RETURN_IF_ERROR(s->Init());
   return std::shared_ptr<Storage>(std::move(s));
 }
 
-StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri, int rank, bool writable) {
-  if (uri.rfind("rocksdb://", 0) == 0) return NewRocksDbStorage(uri.substr(10), rank, writable);
+StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri, int rank,
+                                               bool writable) {
+  if (uri.rfind("rocksdb://", 0) == 0)
+    return NewRocksDbStorage(uri.substr(10), rank, writable);
   if (uri.rfind("file://", 0) == 0) return NewFileStorage(uri.substr(7));
   if (uri.find("://") != std::string::npos) {
-    return absl::InvalidArgumentError("unsupported checkpoint URI '" + uri +
-                                      "' (use file:///path or rocksdb:///path)");
+    return absl::InvalidArgumentError(
+        "unsupported checkpoint URI '" + uri +
+        "' (use file:///path or rocksdb:///path)");
   }
   return NewFileStorage(uri);
 }

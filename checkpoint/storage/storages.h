@@ -9,7 +9,7 @@
 namespace strata::checkpoint {
 
 std::shared_ptr<Storage> NewFileStorage(const std::string& dir);
-StatusOr<std::shared_ptr<Storage>> NewRocksDbStorage(const std::string& dir, int rank,
-                                                     bool writable);
+StatusOr<std::shared_ptr<Storage>> NewRocksDbStorage(const std::string& dir,
+                                                     int rank, bool writable);
 
 }  // namespace strata::checkpoint

@@ -67,7 +67,7 @@ TEST(CkptCliTest, LsInspectVerifyExport) {
   EXPECT_EQ(verify.code, 0) << verify.out;
   const std::string out = dir + "/model.safetensors";
   RunResult exp = RunCommand(Strata() + " ckpt export " + dir +
-                         " --step 5 --format safetensors --out " + out);
+                             " --step 5 --format safetensors --out " + out);
   ASSERT_EQ(exp.code, 0) << exp.out;
   const char* src = std::getenv("STRATA_SOURCE_DIR");
   RunResult py = RunCommand(
@@ -93,8 +93,10 @@ TEST(CkptCliTest, CorruptionAndBadInputExitNonZero) {
       << verify.out;
   RunResult bad = RunCommand(Strata() + " ckpt ls s3://bucket/x");
   EXPECT_EQ(bad.code, 2) << bad.out;
-  EXPECT_NE(bad.out.find("unsupported checkpoint URI"), std::string::npos) << bad.out;
-  RunResult missing = RunCommand(Strata() + " ckpt inspect " + dir + " --step 99");
+  EXPECT_NE(bad.out.find("unsupported checkpoint URI"), std::string::npos)
+      << bad.out;
+  RunResult missing =
+      RunCommand(Strata() + " ckpt inspect " + dir + " --step 99");
   EXPECT_EQ(missing.code, 1) << missing.out;
   EXPECT_NE(missing.out.find("step 99"), std::string::npos) << missing.out;
 }
@@ -103,15 +105,18 @@ TEST(CkptCliTest, RocksDbCheckpointsWorkThroughTheSameCommands) {
   const std::string uri = MakeCheckpoint("rocksdb://");
   RunResult ls = RunCommand(Strata() + " ckpt ls " + uri);
   ASSERT_EQ(ls.code, 0) << ls.out;
-  EXPECT_NE(ls.out.find("           5        2        2"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("           5        2        2"), std::string::npos)
+      << ls.out;
   RunResult verify = RunCommand(Strata() + " ckpt verify " + uri);
   EXPECT_EQ(verify.code, 0) << verify.out;
   const std::string out = ::testing::TempDir() + "/rocks_model.safetensors";
-  RunResult exp = RunCommand(Strata() + " ckpt export " + uri + " --format safetensors --out " + out);
+  RunResult exp = RunCommand(Strata() + " ckpt export " + uri +
+                             " --format safetensors --out " + out);
   EXPECT_EQ(exp.code, 0) << exp.out;
   RunResult gc = RunCommand(Strata() + " ckpt gc " + uri + " --keep 1");
   EXPECT_EQ(gc.code, 0) << gc.out;
-  EXPECT_NE(gc.out.find("removed 0 checkpoint(s), kept 1"), std::string::npos) << gc.out;
+  EXPECT_NE(gc.out.find("removed 0 checkpoint(s), kept 1"), std::string::npos)
+      << gc.out;
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ TEST_P(CatalogTest, CommitsAndRetentionAreRecordedForBothBackends) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CatalogTest,
-                         ::testing::Values(std::string("file://"), std::string("rocksdb://")));
+                         ::testing::Values(std::string("file://"),
+                                           std::string("rocksdb://")));
 
 TEST(CatalogDamageTest, DamagedValueIsDataLoss) {
   std::string tmpl = ::testing::TempDir() + "/catalogd_XXXXXX";
@@ -67,7 +68,9 @@ TEST(CatalogDamageTest, DamagedValueIsDataLoss) {
   {
     rocksdb::DB* db = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &db).ok());
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "job/j/step/000000000004", "\xff\xff garbage").ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "job/j/step/000000000004",
+                        "\xff\xff garbage")
+                    .ok());
     delete db;
   }
   auto cat = Catalog::Open(path);

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "checkpoint/checkpointer.h"
-#include "rocksdb/db.h"
 #include "gtest/gtest.h"
+#include "rocksdb/db.h"
 
 namespace strata::checkpoint {
 namespace {
@@ -117,9 +117,8 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
   for (auto& t : ranks) t.join();
 }
 
-class ReshardTest
-    : public ::testing::TestWithParam<
-          std::tuple<std::pair<Layout, Layout>, std::string>> {};
+class ReshardTest : public ::testing::TestWithParam<
+                        std::tuple<std::pair<Layout, Layout>, std::string>> {};
 
 // Both backends: a directory and an embedded RocksDB per rank.
 TEST_P(ReshardTest, LoadUnderAnotherLayoutMatchesGlobalTensors) {
@@ -162,7 +161,8 @@ TEST(RocksDbTest, DamagedValueIsDataLossAndRetentionDropsOldSteps) {
   {  // overwrite rank 1's first data piece of step 2 with other bytes
     rocksdb::DB* db = nullptr;
     rocksdb::Options o;
-    ASSERT_TRUE(rocksdb::DB::Open(o, uri.substr(10) + "/rank-00001.rocksdb", &db).ok());
+    ASSERT_TRUE(
+        rocksdb::DB::Open(o, uri.substr(10) + "/rank-00001.rocksdb", &db).ok());
     std::string value;
     const std::string key = "d/000000000002/rank-00001.data/000000000000";
     ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), key, &value).ok());

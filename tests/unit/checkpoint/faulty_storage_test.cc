@@ -23,7 +23,8 @@ class FaultyStorageTest : public ::testing::Test {
 
   Status Save(int64_t step, float value) {
     w_.assign(1 << 14, value);
-    ShardedTensor t{"w", DType::kF32, {1 << 14}, {1 << 14}, {0}, 0, 1, w_.data()};
+    ShardedTensor t{"w", DType::kF32, {1 << 14}, {1 << 14},
+                    {0}, 0,           1,         w_.data()};
     RETURN_IF_ERROR(ckpt_->SaveAsync(step, {t}, {Blob{"rng", true, "r"}}));
     return ckpt_->Wait();
   }
@@ -31,7 +32,8 @@ class FaultyStorageTest : public ::testing::Test {
   // The value stored at step `step`, read through the faulty storage.
   float Stored(int64_t step) {
     std::vector<float> got(1 << 14, -1);
-    ShardedTensor t{"w", DType::kF32, {1 << 14}, {1 << 14}, {0}, 0, 1, got.data()};
+    ShardedTensor t{"w", DType::kF32, {1 << 14}, {1 << 14},
+                    {0}, 0,           1,         got.data()};
     std::vector<ShardedTensor> targets = {t};
     Status st = Load(*faulty_, step, targets);
     EXPECT_TRUE(st.ok()) << st;
@@ -70,7 +72,8 @@ TEST_F(FaultyStorageTest, FailedManifestWriteIsNotACommit) {
   faulty_->FailPutMeta("manifest.pb");
   EXPECT_FALSE(Save(1, 1.f).ok());
   EXPECT_TRUE(faulty_->Steps()->empty());
-  EXPECT_EQ(ReadManifest(*faulty_, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadManifest(*faulty_, 1).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(FaultyStorageTest, CommittedDataSurvivesLosingEverythingUnsynced) {
