@@ -72,9 +72,12 @@ int Join(Proc& p, std::string* output, int timeout_s = 60) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
+// `slow_ms` replaces the timeout of every rank except `fast_rank` (so that
+// rank times out first, deterministically).
 std::vector<Proc> Start(const std::string& transport, int n,
                         const std::string& mode, int timeout_ms,
-                        const std::string& nodes = "") {
+                        const std::string& nodes = "", int fast_rank = -1,
+                        int slow_ms = 0) {
   const std::string dir = FreshDir(transport + mode);
   std::vector<Proc> procs;
   for (int r = 0; r < n; ++r) {
@@ -84,7 +87,9 @@ std::vector<Proc> Start(const std::string& transport, int n,
                                      std::to_string(r),
                                      std::to_string(n),
                                      mode,
-                                     std::to_string(timeout_ms)};
+                                     std::to_string(fast_rank >= 0 && r != fast_rank
+                                                        ? slow_ms
+                                                        : timeout_ms)};
     if (!nodes.empty()) args.push_back(nodes);
     procs.push_back(Spawn(args));
   }
@@ -139,7 +144,11 @@ TEST_P(MultiProcessTest, SigkillOneRankOthersFailWithinTimeout) {
 
 TEST_P(MultiProcessTest, SigstopOneRankNeighbourNamesIt) {
   const std::string nodes = GetParam() == "hybrid" ? "0,0,1,1" : "";
-  auto procs = Start(GetParam(), 4, "loop", 1500, nodes);
+  // The rank that receives from rank 1: rank 2 in the flat ring, rank 0 in
+  // the hybrid layout's intra-node ring. It gets the shortest timeout so it
+  // fails first, by timeout, rather than by a neighbour's cascade.
+  const int receiver = nodes.empty() ? 2 : 0;
+  auto procs = Start(GetParam(), 4, "loop", 1500, nodes, receiver, 4000);
   WaitReady(procs);
   kill(procs[1].pid, SIGSTOP);
   std::vector<std::string> outs(4);
@@ -152,15 +161,12 @@ TEST_P(MultiProcessTest, SigstopOneRankNeighbourNamesIt) {
   kill(procs[1].pid, SIGCONT);
   std::string ignored;
   Join(procs[1], &ignored);
-  // The rank that receives from rank 1 (rank 2 in the flat ring, rank 0
-  // in the hybrid layout's intra-node ring) times out naming it; the others
-  // fail too, by timeout or because a failed neighbour closed its sockets.
-  bool named = false;
-  for (const std::string& out : outs) {
-    named |= out.find("DEADLINE_EXCEEDED") != std::string::npos &&
-             out.find("from rank 1") != std::string::npos;
-  }
-  EXPECT_TRUE(named) << outs[0] << outs[2] << outs[3];
+  // The receiver times out naming rank 1; the others fail too, by timeout
+  // or because a failed neighbour closed its sockets.
+  EXPECT_NE(outs[receiver].find("DEADLINE_EXCEEDED"), std::string::npos)
+      << outs[receiver];
+  EXPECT_NE(outs[receiver].find("from rank 1"), std::string::npos)
+      << outs[receiver];
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, MultiProcessTest,
