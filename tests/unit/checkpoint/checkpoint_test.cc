@@ -261,7 +261,10 @@ TEST(CrashTest, SigkillDuringSavesNeverLeavesAPartialCommittedCheckpoint) {
         if (!ckpt.SaveAsync(step, {t}, {}).ok() || !ckpt.Wait().ok()) _exit(1);
       }
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+    // Mostly mid-save kills; every tenth trial gives the child time to
+    // commit, so the check below has something to load even on a slow box.
+    std::this_thread::sleep_for(trial % 10 == 9 ? std::chrono::microseconds(300000)
+                                                : std::chrono::microseconds(rng() % 20000));
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     auto latest = LatestStep(dir);
