@@ -82,7 +82,7 @@ bool RouterServer::PollOnce(int timeout_ms) {
   control::Reply reply;
   if (!request.ok()) {
     logger_->warn("rejected request from peer ({} rejects so far): {}",
-                  rejects_.Total(), request.status().message());
+                  rejects_.Total(), std::string(request.status().message()));
     reply = MakeReply(request_id, request.status());
   } else {
     reply = service_->Handle(*request);
