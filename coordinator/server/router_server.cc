@@ -1,5 +1,6 @@
 #include "coordinator/server/router_server.h"
 
+#include <cerrno>
 #include <chrono>
 #include <vector>
 
@@ -45,7 +46,7 @@ bool RouterServer::PollOnce(int timeout_ms) {
   try {
     zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
   } catch (const zmq::error_t& e) {
-    logger_->warn("poll failed: {}", e.what());
+    if (e.num() != EINTR) logger_->warn("poll failed: {}", e.what());
     return false;
   }
   if ((item.revents & ZMQ_POLLIN) == 0) return false;
