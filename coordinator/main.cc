@@ -1,8 +1,9 @@
 // strata-coordinator: serves the control protocol on --listen. Currently
-// hosts the worker registry, heartbeats and the rendezvous KV (in memory);
-// job state in RocksDB under --state-dir is not implemented yet.
-#include <csignal>
+// hosts the worker registry, heartbeats, the rendezvous KV (in memory) and
+// job records (submit/status/list/cancel) persisted in RocksDB under
+// --state-dir. Placement and launch are not implemented yet.
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 
@@ -45,9 +46,22 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
 
   strata::coordinator::SystemClock clock;
-  strata::coordinator::Service service(
-      &clock, {.heartbeat_interval_ms = heartbeat_ms,
-               .lost_after_ms = heartbeat_ms * missed});
+  auto store = strata::coordinator::StateStore::Open(state_dir + "/db");
+  if (!store.ok()) {
+    std::cerr << "strata-coordinator: " << store.status().message() << "\n";
+    return 1;
+  }
+  strata::coordinator::JobManager jobs(&clock, store->get());
+  if (auto s = jobs.Recover(); !s.ok()) {
+    std::cerr << "strata-coordinator: recovering state: " << s.message()
+              << "\n";
+    return 1;
+  }
+  logger->info("recovered {} jobs from {}", jobs.List().jobs_size(), state_dir);
+  strata::coordinator::Service service(&clock,
+                                       {.heartbeat_interval_ms = heartbeat_ms,
+                                        .lost_after_ms = heartbeat_ms * missed},
+                                       &jobs);
   zmq::context_t ctx;
   strata::coordinator::RouterServer server(&ctx, &service, logger);
   auto bound = server.Bind(listen);

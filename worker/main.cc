@@ -69,8 +69,7 @@ int main(int argc, char** argv) {
         logger->info("registered as {} (heartbeat {} ms)", worker_id,
                      interval_ms);
       } else if (reply->heartbeat().reregister()) {
-        logger->warn("coordinator does not know {}; re-registering",
-                     worker_id);
+        logger->warn("coordinator does not know {}; re-registering", worker_id);
         worker_id.clear();
         continue;
       }

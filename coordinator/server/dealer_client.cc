@@ -7,8 +7,7 @@
 
 namespace strata::coordinator {
 
-DealerClient::DealerClient(zmq::context_t* context,
-                           const std::string& endpoint)
+DealerClient::DealerClient(zmq::context_t* context, const std::string& endpoint)
     : socket_(*context, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "common/status.h"

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "common/logging.h"

@@ -6,8 +6,8 @@
 
 namespace strata::coordinator {
 
-Service::Service(const Clock* clock, RegistryOptions options)
-    : registry_(clock, options) {}
+Service::Service(const Clock* clock, RegistryOptions options, JobManager* jobs)
+    : registry_(clock, options), jobs_(jobs) {}
 
 void Service::Tick() { registry_.CheckLiveness(); }
 
@@ -36,10 +36,10 @@ control::Reply Service::Handle(const control::Request& request) {
     case control::Request::kKvGet: {
       auto it = kv_.find(request.kv_get().key());
       if (it == kv_.end()) {
-        return MakeReply(request.request_id(),
-                         absl::NotFoundError(absl::StrCat(
-                             "KvGet: key '", request.kv_get().key(),
-                             "' not set")));
+        return MakeReply(
+            request.request_id(),
+            absl::NotFoundError(absl::StrCat(
+                "KvGet: key '", request.kv_get().key(), "' not set")));
       }
       reply.mutable_kv()->set_value(it->second);
       break;
@@ -59,10 +59,44 @@ control::Reply Service::Handle(const control::Request& request) {
       reply.mutable_kv()->set_counter(value);
       break;
     }
+    case control::Request::kSubmitJob:
+    case control::Request::kJobStatus:
+    case control::Request::kCancelJob:
+    case control::Request::kListJobs:
+      return HandleJob(request);
     case control::Request::BODY_NOT_SET:
       return MakeReply(request.request_id(),
                        absl::InvalidArgumentError("request has no body"));
   }
+  return reply;
+}
+
+control::Reply Service::HandleJob(const control::Request& request) {
+  const uint64_t id = request.request_id();
+  if (jobs_ == nullptr) {
+    return MakeReply(id, absl::UnimplementedError("no job manager"));
+  }
+  control::Reply reply = MakeReply(id, absl::OkStatus());
+  StatusOr<control::JobInfo> info = absl::UnknownError("unhandled job request");
+  switch (request.body_case()) {
+    case control::Request::kSubmitJob: {
+      auto job_id = jobs_->Submit(request.submit_job().spec());
+      if (!job_id.ok()) return MakeReply(id, job_id.status());
+      reply.mutable_submit_job()->set_job_id(*job_id);
+      return reply;
+    }
+    case control::Request::kListJobs:
+      *reply.mutable_jobs() = jobs_->List();
+      return reply;
+    case control::Request::kJobStatus:
+      info = jobs_->Get(request.job_status().job_id());
+      break;
+    default:
+      info = jobs_->Cancel(request.cancel_job().job_id());
+      break;
+  }
+  if (!info.ok()) return MakeReply(id, info.status());
+  *reply.mutable_jobs()->add_jobs() = *info;
   return reply;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "coordinator/jobs/job_manager.h"
 #include "coordinator/protocol/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "proto/control.pb.h"
@@ -15,7 +16,10 @@ namespace strata::coordinator {
 
 class Service {
  public:
-  Service(const Clock* clock, RegistryOptions options);
+  // `jobs` may be null (job requests then fail with Unimplemented); it must
+  // outlive the service otherwise.
+  Service(const Clock* clock, RegistryOptions options,
+          JobManager* jobs = nullptr);
 
   // Never fails: errors are reported in reply.status.
   control::Reply Handle(const control::Request& request);
@@ -26,7 +30,10 @@ class Service {
   WorkerRegistry& registry() { return registry_; }
 
  private:
+  control::Reply HandleJob(const control::Request& request);
+
   WorkerRegistry registry_;
+  JobManager* jobs_;
   // Rendezvous KV (in memory for now; see docs/control-plane.md).
   std::map<std::string, std::string> kv_;
 };

@@ -15,32 +15,15 @@
 #include <vector>
 
 #include "coordinator/server/dealer_client.h"
+#include "tests/integration/control/process_util.h"
 
 namespace strata::coordinator {
 namespace {
 
 constexpr int kHeartbeatMs = 200;
 
-pid_t Spawn(std::vector<std::string> args) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-void Kill(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-}
+using strata::testing::Spawn;
+void Kill(pid_t pid) { strata::testing::KillAndReap(pid); }
 
 StatusOr<control::ListWorkersReply> List(DealerClient& client) {
   control::Request req;
@@ -55,10 +38,10 @@ TEST(WorkerLossTest, SigkilledWorkerDeclaredLostWithinThreeIntervals) {
   std::string dir = std::string(bin);
   std::string state = "/tmp/strata-loss-" + std::to_string(getpid());
   std::string endpoint = "ipc://" + state + ".sock";
-  pid_t coord = Spawn({dir + "/coordinator/strata-coordinator",
-                       "--state-dir", state, "--listen", endpoint,
-                       "--heartbeat-ms", std::to_string(kHeartbeatMs),
-                       "--missed-heartbeats", "3"});
+  pid_t coord =
+      Spawn({dir + "/coordinator/strata-coordinator", "--state-dir", state,
+             "--listen", endpoint, "--heartbeat-ms",
+             std::to_string(kHeartbeatMs), "--missed-heartbeats", "3"});
   pid_t w0 = Spawn({dir + "/worker/strata-worker", "--coordinator", endpoint,
                     "--node-name", "n0"});
   pid_t w1 = Spawn({dir + "/worker/strata-worker", "--coordinator", endpoint,
@@ -88,7 +71,9 @@ TEST(WorkerLossTest, SigkilledWorkerDeclaredLostWithinThreeIntervals) {
     ASSERT_TRUE(list.ok()) << list.status();
     for (const auto& w : list->workers()) {
       if (w.node_name() == "n1" && !w.alive()) lost = true;
-      if (w.node_name() == "n0") EXPECT_TRUE(w.alive());
+      if (w.node_name() == "n0") {
+        EXPECT_TRUE(w.alive());
+      }
     }
     elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                      std::chrono::steady_clock::now() - killed_at)

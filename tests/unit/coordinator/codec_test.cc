@@ -63,8 +63,7 @@ TEST(CodecTest, RejectsOversizedAndEmptyBody) {
 }
 
 TEST(CodecTest, ReplyCarriesStatus) {
-  control::Reply reply =
-      MakeReply(3, absl::NotFoundError("no such job 'x'"));
+  control::Reply reply = MakeReply(3, absl::NotFoundError("no such job 'x'"));
   auto decoded = DecodeReply(EncodeReply(reply));
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ(decoded->request_id(), 3u);

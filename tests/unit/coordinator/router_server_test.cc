@@ -18,8 +18,8 @@ class RouterServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     endpoint_ = "ipc:///tmp/strata-router-test-" + std::to_string(getpid());
-    server_ = std::make_unique<RouterServer>(&ctx_, &service_,
-                                             GetLogger("CTRL"));
+    server_ =
+        std::make_unique<RouterServer>(&ctx_, &service_, GetLogger("CTRL"));
     ASSERT_TRUE(server_->Bind(endpoint_).ok());
     thread_ = std::thread([this] { server_->Run(stop_, 20); });
   }

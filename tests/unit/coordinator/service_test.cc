@@ -23,8 +23,8 @@ control::Request Heartbeat(const std::string& id) {
 
 TEST(ServiceTest, RegisterHeartbeatAndLoss) {
   FakeClock clock;
-  Service service(&clock, {.heartbeat_interval_ms = 1000,
-                           .lost_after_ms = 3000});
+  Service service(&clock,
+                  {.heartbeat_interval_ms = 1000, .lost_after_ms = 3000});
   control::Reply reply = service.Handle(Register("node-a"));
   ASSERT_EQ(reply.status().code(), 0) << reply.status().message();
   EXPECT_EQ(reply.register_worker().worker_id(), "w-node-a");
@@ -88,6 +88,21 @@ TEST(ServiceTest, KvSetGetAdd) {
   r.mutable_kv_add()->set_key("k");  // "v" is not an integer
   EXPECT_EQ(service.Handle(r).status().code(),
             static_cast<int>(absl::StatusCode::kFailedPrecondition));
+}
+
+}  // namespace
+}  // namespace strata::coordinator
+
+namespace strata::coordinator {
+namespace {
+
+TEST(ServiceJobsTest, JobRequestsWithoutManagerAreUnimplemented) {
+  FakeClock clock;
+  Service service(&clock, {});
+  control::Request r;
+  r.mutable_job_status()->set_job_id("job-1");
+  EXPECT_EQ(service.Handle(r).status().code(),
+            static_cast<int>(absl::StatusCode::kUnimplemented));
 }
 
 }  // namespace
