@@ -36,6 +36,7 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   std::string dir = bin;
   std::string state = "/tmp/strata-restart-" + std::to_string(getpid());
   std::filesystem::remove_all(state);
+  std::filesystem::remove(state + ".sock");
   std::string endpoint = "ipc://" + state + ".sock";
   std::vector<std::string> coord_args = {
       dir + "/coordinator/strata-coordinator",
@@ -48,6 +49,9 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   pid_t coord = Spawn(coord_args, state + ".coord.log");
   pid_t worker = Spawn({dir + "/worker/strata-worker", "--coordinator",
                         endpoint, "--node-name", "n0"});
+  strata::testing::ProcessReaper reaper;
+  reaper.Watch(&coord);
+  reaper.Watch(&worker);
   zmq::context_t ctx;
   DealerClient client(&ctx, endpoint);
 
@@ -98,8 +102,12 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
             absl::StatusCode::kNotFound);
 
   KillAndReap(worker);
+  worker = -1;
   KillAndReap(coord);
+  coord = -1;
   std::filesystem::remove_all(state);
+  std::filesystem::remove(state + ".sock");
+  std::filesystem::remove(state + ".coord.log");
 }
 
 }  // namespace

@@ -34,4 +34,21 @@ inline void KillAndReap(pid_t pid) {
   waitpid(pid, nullptr, 0);
 }
 
+// SIGKILLs and reaps the watched pids when it goes out of scope, so a failed
+// ASSERT does not leave processes behind. Watched pids set to <= 0 are
+// skipped (set them to -1 after reaping by hand).
+class ProcessReaper {
+ public:
+  void Watch(pid_t* pid) { pids_.push_back(pid); }
+  ~ProcessReaper() {
+    for (pid_t* pid : pids_) {
+      KillAndReap(*pid);
+      *pid = -1;
+    }
+  }
+
+ private:
+  std::vector<pid_t*> pids_;
+};
+
 }  // namespace strata::testing

@@ -46,6 +46,10 @@ TEST(WorkerLossTest, SigkilledWorkerDeclaredLostWithinThreeIntervals) {
                     "--node-name", "n0"});
   pid_t w1 = Spawn({dir + "/worker/strata-worker", "--coordinator", endpoint,
                     "--node-name", "n1"});
+  strata::testing::ProcessReaper reaper;
+  reaper.Watch(&coord);
+  reaper.Watch(&w0);
+  reaper.Watch(&w1);
   zmq::context_t ctx;
   DealerClient client(&ctx, endpoint);
 
@@ -80,8 +84,11 @@ TEST(WorkerLossTest, SigkilledWorkerDeclaredLostWithinThreeIntervals) {
                      .count();
   }
   Kill(w0);
+  w0 = -1;
   Kill(coord);
+  coord = -1;
   std::filesystem::remove_all(state);
+  std::filesystem::remove(state + ".sock");
   ASSERT_TRUE(lost);
   std::printf("worker declared lost %lld ms after SIGKILL (interval %d ms)\n",
               static_cast<long long>(elapsed_ms), kHeartbeatMs);
