@@ -1,0 +1,66 @@
+#include "coordinator/registry/worker_registry.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace strata::coordinator {
+
+WorkerRegistry::WorkerRegistry(const Clock* clock, RegistryOptions options)
+    : clock_(clock), options_(options) {}
+
+StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
+    const control::RegisterWorkerRequest& request) {
+  if (request.node_name().empty()) {
+    return absl::InvalidArgumentError("RegisterWorker: node_name is empty");
+  }
+  std::string id = absl::StrCat("w-", request.node_name());
+  control::WorkerInfo& info = workers_[id];
+  info.set_worker_id(id);
+  info.set_node_name(request.node_name());
+  *info.mutable_probe() = request.probe();
+  info.set_alive(true);
+  info.set_last_heartbeat_unix_ms(clock_->NowMs());
+  control::RegisterWorkerReply reply;
+  reply.set_worker_id(id);
+  reply.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  return reply;
+}
+
+control::HeartbeatReply WorkerRegistry::Heartbeat(
+    const control::HeartbeatRequest& request) {
+  control::HeartbeatReply reply;
+  auto it = workers_.find(request.worker_id());
+  if (it == workers_.end()) {
+    reply.set_reregister(true);
+    return reply;
+  }
+  it->second.set_alive(true);
+  it->second.set_last_heartbeat_unix_ms(clock_->NowMs());
+  return reply;
+}
+
+std::vector<std::string> WorkerRegistry::CheckLiveness() {
+  std::vector<std::string> lost;
+  int64_t now = clock_->NowMs();
+  for (auto& [id, info] : workers_) {
+    if (info.alive() &&
+        now - info.last_heartbeat_unix_ms() > options_.lost_after_ms) {
+      info.set_alive(false);
+      lost.push_back(id);
+    }
+  }
+  return lost;
+}
+
+control::ListWorkersReply WorkerRegistry::List() const {
+  control::ListWorkersReply reply;
+  for (const auto& [id, info] : workers_) *reply.add_workers() = info;
+  return reply;
+}
+
+int WorkerRegistry::AliveCount() const {
+  int n = 0;
+  for (const auto& [id, info] : workers_) n += info.alive() ? 1 : 0;
+  return n;
+}
+
+}  // namespace strata::coordinator

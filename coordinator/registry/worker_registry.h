@@ -1,0 +1,49 @@
+// Tracks registered workers and their liveness (DESIGN.md §2). A worker that
+// has not heartbeated for `lost_after_ms` is marked lost by CheckLiveness().
+// Runs on the coordinator event loop thread only; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "coordinator/protocol/clock.h"
+#include "proto/control.pb.h"
+
+namespace strata::coordinator {
+
+struct RegistryOptions {
+  int64_t heartbeat_interval_ms = 1000;  // told to workers at registration
+  int64_t lost_after_ms = 3000;          // 3 missed intervals
+};
+
+class WorkerRegistry {
+ public:
+  // `clock` must outlive the registry.
+  WorkerRegistry(const Clock* clock, RegistryOptions options);
+
+  // Registers (or re-adopts, by node name) a worker. Node name must be
+  // non-empty. Returns the worker id ("w-<node_name>").
+  StatusOr<control::RegisterWorkerReply> Register(
+      const control::RegisterWorkerRequest& request);
+
+  // Records a heartbeat. Unknown ids get reregister=true (coordinator
+  // restarted); a lost worker that heartbeats again is revived.
+  control::HeartbeatReply Heartbeat(const control::HeartbeatRequest& request);
+
+  // Marks workers silent for longer than lost_after_ms as lost and returns
+  // the ids newly lost by this call.
+  std::vector<std::string> CheckLiveness();
+
+  control::ListWorkersReply List() const;
+  int AliveCount() const;
+
+ private:
+  const Clock* clock_;
+  RegistryOptions options_;
+  std::map<std::string, control::WorkerInfo> workers_;  // by worker id
+};
+
+}  // namespace strata::coordinator

@@ -1,0 +1,31 @@
+// Client side of the control protocol: a DEALER socket that sends one
+// Request and waits for the Reply with the same request id (stale replies
+// from timed-out calls are discarded). Used by workers and the CLI.
+// Not thread-safe: one caller thread per client.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <zmq.hpp>
+
+#include "common/status.h"
+#include "proto/control.pb.h"
+
+namespace strata::coordinator {
+
+class DealerClient {
+ public:
+  // `context` must outlive the client. Connects lazily (ZeroMQ reconnects).
+  DealerClient(zmq::context_t* context, const std::string& endpoint);
+
+  // Sends `request` (version and id are filled in) and waits up to
+  // `timeout_ms` for its reply. Returns DeadlineExceeded on timeout,
+  // the reply's status if it is not OK, else the reply.
+  StatusOr<control::Reply> Call(control::Request request, int timeout_ms);
+
+ private:
+  zmq::socket_t socket_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace strata::coordinator

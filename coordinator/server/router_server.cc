@@ -1,0 +1,102 @@
+#include "coordinator/server/router_server.h"
+
+#include <cerrno>
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata::coordinator {
+
+RouterServer::RouterServer(zmq::context_t* context, Service* service,
+                           Logger logger)
+    : socket_(*context, zmq::socket_type::router),
+      service_(service),
+      logger_(std::move(logger)) {
+  // Peers sending larger frames are disconnected by libzmq before we read.
+  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::router_mandatory, 0);
+}
+
+StatusOr<std::string> RouterServer::Bind(const std::string& endpoint) {
+  try {
+    socket_.bind(endpoint);
+    return socket_.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(
+        absl::StrCat("bind ", endpoint, ": ", e.what()));
+  }
+}
+
+void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
+  auto last_tick = std::chrono::steady_clock::now();
+  while (!stop.load()) {
+    PollOnce(tick_ms);
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_tick >= std::chrono::milliseconds(tick_ms)) {
+      service_->Tick();
+      last_tick = now;
+    }
+  }
+}
+
+bool RouterServer::PollOnce(int timeout_ms) {
+  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+  try {
+    zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) logger_->warn("poll failed: {}", e.what());
+    return false;
+  }
+  if ((item.revents & ZMQ_POLLIN) == 0) return false;
+
+  // A DEALER message arrives as [identity][payload]; anything else is a
+  // protocol error from the peer.
+  std::vector<zmq::message_t> parts;
+  try {
+    do {
+      zmq::message_t part;
+      if (!socket_.recv(part, zmq::recv_flags::dontwait)) break;
+      parts.push_back(std::move(part));
+    } while (parts.back().more() && parts.size() < 16);
+    while (!parts.empty() && parts.back().more()) {  // drain excess frames
+      zmq::message_t junk;
+      if (!socket_.recv(junk, zmq::recv_flags::dontwait) || !junk.more()) {
+        break;
+      }
+    }
+  } catch (const zmq::error_t& e) {
+    logger_->warn("recv failed: {}", e.what());
+    return false;
+  }
+  if (parts.empty()) return false;
+  if (parts.size() != 2) {
+    ++rejects_.malformed;
+    logger_->warn("rejected message with {} frames (expected identity+1)",
+                  parts.size());
+    return true;
+  }
+  std::string_view frame(parts[1].data<char>(), parts[1].size());
+  uint64_t request_id = 0;
+  auto request = DecodeRequest(frame, &rejects_, &request_id);
+  control::Reply reply;
+  if (!request.ok()) {
+    logger_->warn("rejected request from peer ({} rejects so far): {}",
+                  rejects_.Total(), std::string(request.status().message()));
+    reply = MakeReply(request_id, request.status());
+  } else {
+    reply = service_->Handle(*request);
+    ++handled_;
+  }
+  std::string out = EncodeReply(std::move(reply));
+  try {
+    socket_.send(parts[0], zmq::send_flags::sndmore);
+    socket_.send(zmq::buffer(out), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    logger_->warn("send reply failed: {}", e.what());
+  }
+  return true;
+}
+
+}  // namespace strata::coordinator

@@ -1,0 +1,114 @@
+// Multi-process: submit jobs to a real strata-coordinator, SIGKILL it,
+// restart it on the same --state-dir and check every acknowledged job is
+// still listed with its spec and state, and that a worker re-registers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "coordinator/server/dealer_client.h"
+#include "tests/integration/control/process_util.h"
+
+namespace strata::coordinator {
+namespace {
+
+using strata::testing::KillAndReap;
+using strata::testing::Spawn;
+
+StatusOr<control::Reply> CallRetry(DealerClient& client,
+                                   const control::Request& req) {
+  StatusOr<control::Reply> reply = absl::UnavailableError("not called");
+  for (int i = 0; i < 50; ++i) {  // up to ~10 s while the process starts
+    reply = client.Call(req, 200);
+    if (reply.ok() ||
+        reply.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      return reply;
+    }
+  }
+  return reply;
+}
+
+TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  ASSERT_NE(bin, nullptr);
+  std::string dir = bin;
+  std::string state = "/tmp/strata-restart-" + std::to_string(getpid());
+  std::filesystem::remove_all(state);
+  std::filesystem::remove(state + ".sock");
+  std::string endpoint = "ipc://" + state + ".sock";
+  std::vector<std::string> coord_args = {
+      dir + "/coordinator/strata-coordinator",
+      "--state-dir",
+      state,
+      "--listen",
+      endpoint,
+      "--heartbeat-ms",
+      "100"};
+  pid_t coord = Spawn(coord_args, state + ".coord.log");
+  pid_t worker = Spawn({dir + "/worker/strata-worker", "--coordinator",
+                        endpoint, "--node-name", "n0"});
+  strata::testing::ProcessReaper reaper;
+  reaper.Watch(&coord);
+  reaper.Watch(&worker);
+  zmq::context_t ctx;
+  DealerClient client(&ctx, endpoint);
+
+  control::Request submit;
+  auto* spec = submit.mutable_submit_job()->mutable_spec();
+  spec->set_name("survivor");
+  spec->mutable_launch()->add_command("/bin/echo");
+  spec->mutable_launch()->add_command("hi");
+  auto r1 = CallRetry(client, submit);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  auto r2 = CallRetry(client, submit);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  control::Request cancel;
+  cancel.mutable_cancel_job()->set_job_id(r2->submit_job().job_id());
+  ASSERT_TRUE(CallRetry(client, cancel).ok());
+
+  KillAndReap(coord);
+  coord = Spawn(coord_args, state + ".coord.log");
+
+  control::Request list;
+  list.mutable_list_jobs();
+  auto jobs = CallRetry(client, list);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->jobs().jobs_size(), 2);
+  EXPECT_EQ(jobs->jobs().jobs(0).job_id(), r1->submit_job().job_id());
+  EXPECT_EQ(jobs->jobs().jobs(0).spec().name(), "survivor");
+  EXPECT_EQ(jobs->jobs().jobs(0).spec().launch().command(1), "hi");
+  EXPECT_EQ(jobs->jobs().jobs(0).state(), control::PENDING);
+  EXPECT_EQ(jobs->jobs().jobs(1).state(), control::CANCELLED);
+
+  // The worker is told to re-register on its next heartbeat.
+  bool adopted = false;
+  for (int i = 0; i < 50 && !adopted; ++i) {
+    control::Request lw;
+    lw.mutable_list_workers();
+    auto workers = CallRetry(client, lw);
+    ASSERT_TRUE(workers.ok());
+    adopted = workers->list_workers().workers_size() == 1 &&
+              workers->list_workers().workers(0).alive();
+    if (!adopted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(adopted);
+
+  // Bad input over the wire: unknown job.
+  control::Request status;
+  status.mutable_job_status()->set_job_id("job-404");
+  EXPECT_EQ(client.Call(status, 2000).status().code(),
+            absl::StatusCode::kNotFound);
+
+  KillAndReap(worker);
+  worker = -1;
+  KillAndReap(coord);
+  coord = -1;
+  std::filesystem::remove_all(state);
+  std::filesystem::remove(state + ".sock");
+  std::filesystem::remove(state + ".coord.log");
+}
+
+}  // namespace
+}  // namespace strata::coordinator
