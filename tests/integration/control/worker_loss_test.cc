@@ -20,7 +20,9 @@
 namespace strata::coordinator {
 namespace {
 
-constexpr int kHeartbeatMs = 200;
+// Long enough that a loaded 2-core CI machine's scheduling delays stay small
+// next to it.
+constexpr int kHeartbeatMs = 500;
 
 using strata::testing::Spawn;
 void Kill(pid_t pid) { strata::testing::KillAndReap(pid); }
@@ -92,7 +94,9 @@ TEST(WorkerLossTest, SigkilledWorkerDeclaredLostWithinThreeIntervals) {
   ASSERT_TRUE(lost);
   std::printf("worker declared lost %lld ms after SIGKILL (interval %d ms)\n",
               static_cast<long long>(elapsed_ms), kHeartbeatMs);
-  EXPECT_LE(elapsed_ms, 3 * kHeartbeatMs + 50 + 30);
+  // Three missed intervals, plus the coordinator's check period and this
+  // test's polling and scheduling on a loaded machine.
+  EXPECT_LE(elapsed_ms, 3 * kHeartbeatMs + 300);
 }
 
 }  // namespace
