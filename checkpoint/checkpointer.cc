@@ -1,19 +1,12 @@
 #include "checkpoint/checkpointer.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <set>
-#include <sstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint/catalog.h"
