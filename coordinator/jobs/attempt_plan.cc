@@ -128,17 +128,24 @@ StatusOr<Plan> PlanAttempt(const JobSpec& spec,
   return plan;
 }
 
-std::vector<control::RankLaunch> BuildLaunches(
-    const control::JobInfo& job,
-    const std::vector<control::WorkerInfo>& nodes) {
+std::string PlanFileJson(const Plan& plan) {
+  Plan small = plan;
+  small.mutable_placement()->clear_ranks();
+  small.mutable_placement()->clear_groups();
+  return MessageToJson(small);
+}
+
+std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
+                                               const std::vector<int>& ranks,
+                                               int local_world_size,
+                                               const std::string& plan_json) {
   const Plan& plan = job.plan();
   const JobLaunch& l = job.spec().launch();
   const int world = plan.placement().ranks_size();
-  std::vector<int> per_node(nodes.size(), 0);
-  for (const auto& r : plan.placement().ranks()) ++per_node[r.node()];
-  const std::string plan_json = MessageToJson(plan);
+  const auto& nodes = job.node_info();
   std::vector<control::RankLaunch> out;
-  for (const auto& r : plan.placement().ranks()) {
+  for (int rank : ranks) {
+    const RankPlacement& r = plan.placement().ranks(rank);
     control::RankLaunch launch;
     launch.set_job_id(job.job_id());
     launch.set_attempt(job.attempt());
@@ -154,7 +161,7 @@ std::vector<control::RankLaunch> BuildLaunches(
     set("RANK", r.rank());
     set("LOCAL_RANK", r.local_gpu());
     set("WORLD_SIZE", world);
-    set("LOCAL_WORLD_SIZE", per_node[r.node()]);
+    set("LOCAL_WORLD_SIZE", local_world_size);
     set("GROUP_RANK", r.node());
     set("NODE_RANK", r.node());
     set("GROUP_WORLD_SIZE", nodes.size());

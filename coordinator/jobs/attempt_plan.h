@@ -33,11 +33,21 @@ ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
 StatusOr<Plan> PlanAttempt(const JobSpec& spec,
                            const std::vector<control::WorkerInfo>& nodes);
 
-// Launch orders for every rank of `job`'s current attempt (job.plan and
-// job.nodes set). STRATA_STORE, STRATA_TELEMETRY and STRATA_PLAN are added
-// by the worker, which knows its endpoints and files.
-std::vector<control::RankLaunch> BuildLaunches(
-    const control::JobInfo& job, const std::vector<control::WorkerInfo>& nodes);
+// What STRATA_PLAN holds: the plan without the per-rank list and group
+// member lists, which grow with the job (2 MB of JSON at 16,384 ranks,
+// sent to every node). A rank's coordinates are in its environment and
+// every group follows from the sizes and placement.order (tp-cp-dp-pp).
+std::string PlanFileJson(const Plan& plan);
+
+// Launch orders for `ranks` (some of the `local_world_size` ranks of one
+// node) of `job`'s current
+// attempt (job.plan and job.node_info set). STRATA_STORE, STRATA_TELEMETRY
+// and STRATA_PLAN are added by the worker, which knows its endpoints and
+// files.
+std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
+                                               const std::vector<int>& ranks,
+                                               int local_world_size,
+                                               const std::string& plan_json);
 
 // A TCP port that was free on this host a moment ago (bind to port 0), for
 // MASTER_PORT. Rank 0 runs on a worker host; for `strata run`, Slurm's

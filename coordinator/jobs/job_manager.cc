@@ -330,35 +330,33 @@ void JobManager::OnWorkerReport(
       FailAttempt(job, absl::StrCat("rank ", r.rank(), " on ", worker_id, " ",
                                     DescribeExit(r)));
       stop.insert(AttemptKey(r.job_id(), r.attempt()));
-      touched.erase(job.job_id());
     }
   }
   for (auto& [id, job] : jobs_) {
     if (job.state() != control::RUNNING) continue;
-    int node = -1;
-    for (int i = 0; i < job.node_info_size(); ++i) {
-      if (job.node_info(i).worker_id() == worker_id) node = i;
-    }
-    if (node < 0) continue;
-    std::vector<control::RankLaunch> launches;
-    for (const auto& p : job.plan().placement().ranks()) {
-      if (p.node() != node || held.contains({id, p.rank()})) continue;
-      const control::RankReport& cur = job.ranks(p.rank());
-      if (cur.state() == control::RANK_STATE_UNSPECIFIED) {
-        if (launches.empty()) {
-          launches = BuildLaunches(
-              job, {job.node_info().begin(), job.node_info().end()});
-        }
-        *orders->add_launch() = launches[p.rank()];
-      } else {
-        const int attempt = job.attempt();
-        FailAttempt(job, absl::StrCat("rank ", p.rank(), " vanished from ",
-                                      worker_id, " (worker restarted?)"));
-        stop.insert(AttemptKey(id, attempt));
-        break;
+    const AttemptIndex& index = Index(job);
+    auto node = index.node_of_worker.find(worker_id);
+    if (node == index.node_of_worker.end()) continue;
+    std::vector<int> to_launch;
+    for (int rank : index.ranks_of_node[node->second]) {
+      if (held.contains({id, rank})) continue;
+      if (job.ranks(rank).state() == control::RANK_STATE_UNSPECIFIED) {
+        to_launch.push_back(rank);
+        continue;
       }
+      const int attempt = job.attempt();
+      FailAttempt(job, absl::StrCat("rank ", rank, " vanished from ",
+                                    worker_id, " (worker restarted?)"));
+      stop.insert(AttemptKey(id, attempt));
+      to_launch.clear();
+      break;
     }
-    if (job.state() == control::RUNNING &&
+    const int local_world =
+        static_cast<int>(index.ranks_of_node[node->second].size());
+    for (auto& l : BuildLaunches(job, to_launch, local_world, index.plan_json)) {
+      *orders->add_launch() = std::move(l);
+    }
+    if (job.state() == control::RUNNING && touched.contains(id) &&
         std::all_of(job.ranks().begin(), job.ranks().end(),
                     [](const control::RankReport& r) {
                       return r.state() == control::RANK_EXITED &&
@@ -366,10 +364,10 @@ void JobManager::OnWorkerReport(
                     })) {
       Finish(job, control::SUCCEEDED,
              absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
-      touched.erase(id);
     }
   }
-  for (const auto& id : touched) PersistOrLog(jobs_[id]);
+  // Rank states are not persisted on every change: after a coordinator
+  // restart the workers report them again on re-registration.
   for (const auto& key : stop) orders->add_stop(key);
   orders->set_grace_ms(options_.default_grace_ms);
   for (const auto& r : ranks) {
@@ -378,6 +376,24 @@ void JobManager::OnWorkerReport(
       orders->set_grace_ms(it->second.spec().launch().stop_grace_ms());
     }
   }
+}
+
+const JobManager::AttemptIndex& JobManager::Index(const control::JobInfo& job) {
+  AttemptIndex& index = index_[job.job_id()];
+  if (index.attempt == job.attempt() && !index.plan_json.empty()) return index;
+  index = AttemptIndex();
+  index.attempt = job.attempt();
+  index.plan_json = PlanFileJson(job.plan());
+  for (int i = 0; i < job.node_info_size(); ++i) {
+    index.node_of_worker[job.node_info(i).worker_id()] = i;
+  }
+  index.ranks_of_node.resize(job.node_info_size());
+  for (const auto& r : job.plan().placement().ranks()) {
+    if (r.node() >= 0 && r.node() < job.node_info_size()) {
+      index.ranks_of_node[r.node()].push_back(r.rank());
+    }
+  }
+  return index;
 }
 
 void JobManager::OnLogs(

@@ -80,6 +80,17 @@ class JobManager {
               const std::string& message);
   int64_t WaitMs(const control::JobInfo& job) const;
 
+  // Per-attempt lookups derived from the job record, rebuilt when the
+  // attempt changes, so a heartbeat costs O(ranks on that node) even for
+  // 16,384-rank jobs.
+  struct AttemptIndex {
+    int attempt = -1;
+    std::string plan_json;
+    std::map<std::string, int> node_of_worker;
+    std::vector<std::vector<int>> ranks_of_node;
+  };
+  const AttemptIndex& Index(const control::JobInfo& job);
+
   const Clock* clock_;
   StateStore* store_;
   EventLog* events_;
@@ -92,6 +103,7 @@ class JobManager {
   std::map<std::string, control::JobInfo> jobs_;
   // Latest telemetry per job and rank (memory only).
   std::map<std::string, std::map<int, control::StepReport>> steps_;
+  std::map<std::string, AttemptIndex> index_;
 };
 
 }  // namespace strata::coordinator
