@@ -2,6 +2,8 @@
 // registry and heartbeats, jobs (placement, launch orders, restart), events,
 // job output and the rendezvous KV. State lives under --state-dir: RocksDB
 // in db/ (jobs, events, KV) and relayed output in logs/ (docs/control-plane.md).
+#include <sys/resource.h>
+
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -41,6 +43,12 @@ int main(int argc, char** argv) {
     std::cerr << "strata-coordinator: cannot create --state-dir " << state_dir
               << ": " << ec.message() << "\n";
     return 2;
+  }
+  // One connection per worker: thousands of descriptors on a large cluster.
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
