@@ -180,6 +180,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   // A restarted attempt never sees the keys of the previous one.
   rt->store_ = comm::NewPrefixStore(
       absl::StrCat(i.job_id, "/", i.restart_count), base);
+  rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
+  if (!options.build_groups) return rt;
   std::vector<int> node_of(i.world_size);
   for (int r = 0; r < i.world_size; ++r) node_of[r] = r / i.local_world_size;
   std::shared_ptr<comm::Transport> world;
@@ -200,7 +202,6 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
       PlacementFromSizes(i.tp, i.cp, i.dp, i.pp, i.local_world_size);
   comm::GroupOptions go;
   ASSIGN_OR_RETURN(rt->groups_, comm::BuildPlanGroups(world, pl, go));
-  rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   return rt;
 }
 

@@ -28,6 +28,9 @@ namespace strata {
 
 struct RuntimeOptions {
   int tp = 0, pp = 0, cp = 0;  // 0: from STRATA_TP/PP/CP, else 1
+  // false: no strata transport or groups (ranks that communicate through
+  // another library); tp()..cp() are then null.
+  bool build_groups = true;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
 };
 
@@ -61,11 +64,12 @@ class Runtime {
   ~Runtime();
 
   const RankInfo& info() const { return info_; }
-  // Groups; each is a size-1 group when that dimension is 1.
-  comm::ProcessGroup* tp() const { return groups_->tp.get(); }
-  comm::ProcessGroup* pp() const { return groups_->pp.get(); }
-  comm::ProcessGroup* dp() const { return groups_->dp.get(); }
-  comm::ProcessGroup* cp() const { return groups_->cp.get(); }
+  // Groups; each is a size-1 group when that dimension is 1. Null without
+  // build_groups.
+  comm::ProcessGroup* tp() const { return groups_ ? groups_->tp.get() : nullptr; }
+  comm::ProcessGroup* pp() const { return groups_ ? groups_->pp.get() : nullptr; }
+  comm::ProcessGroup* dp() const { return groups_ ? groups_->dp.get() : nullptr; }
+  comm::ProcessGroup* cp() const { return groups_ ? groups_->cp.get() : nullptr; }
   // The job attempt's namespace of the rendezvous store.
   std::shared_ptr<comm::Store> store() const { return store_; }
   // A checkpointer for `uri` (default STRATA_CKPT_URI) whose commit spans

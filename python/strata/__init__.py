@@ -1,0 +1,247 @@
+"""strata for Python ranks: placement, sharded checkpoints and step telemetry.
+
+A ctypes wrapper over libstrata's C API (runtime/include/strata/c_api.h), so
+any Python rank started by `strata run`, `strata submit`, `mpirun
+strata-exec` or srun can read its placement, save and load checkpoints in
+global coordinates (reshardable), and report steps to its worker.
+
+The library is found through $STRATA_LIB, then next to this package in a
+build tree (build/runtime/libstrata.so), then the loader's search path.
+"""
+
+import ctypes
+import math
+import os
+
+__all__ = ["Runtime", "Checkpointer", "Shard", "StrataError", "latest_step",
+           "load", "load_blob"]
+
+
+class StrataError(RuntimeError):
+    """A failed strata call: `code` is the absl::StatusCode value."""
+
+    def __init__(self, code, message):
+        super().__init__(f"strata error {code}: {message}")
+        self.code = code
+
+
+def _find_library():
+    env = os.environ.get("STRATA_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for build in ("build", os.environ.get("STRATA_BUILD_DIR", "build")):
+        cand = os.path.join(here, "..", "..", build, "runtime", "libstrata.so")
+        if os.path.exists(cand):
+            return os.path.normpath(cand)
+    return "libstrata.so"
+
+
+_lib = ctypes.CDLL(_find_library())
+
+
+class _Placement(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int) for n in (
+        "rank", "world_size", "local_rank", "local_world_size", "tp", "pp",
+        "dp", "cp", "tp_rank", "pp_rank", "dp_rank", "cp_rank",
+        "restart_count")]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int),
+                ("ndim", ctypes.c_int),
+                ("global_shape", ctypes.POINTER(ctypes.c_int64)),
+                ("local_shape", ctypes.POINTER(ctypes.c_int64)),
+                ("global_offset", ctypes.POINTER(ctypes.c_int64)),
+                ("replica_id", ctypes.c_int), ("num_replicas", ctypes.c_int),
+                ("data", ctypes.c_void_p)]
+
+
+class _Blob(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("per_rank", ctypes.c_int),
+                ("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
+
+
+_lib.strata_last_error.restype = ctypes.c_char_p
+_lib.strata_job_id.restype = ctypes.c_char_p
+_lib.strata_ckpt_uri.restype = ctypes.c_char_p
+_lib.strata_init.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+_lib.strata_finalize.argtypes = [ctypes.c_void_p]
+_lib.strata_get_placement.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Placement)]
+_lib.strata_job_id.argtypes = [ctypes.c_void_p]
+_lib.strata_ckpt_uri.argtypes = [ctypes.c_void_p]
+_lib.strata_timer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
+_lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.c_int64, ctypes.c_double]
+_lib.strata_ckpt_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                                  ctypes.POINTER(ctypes.c_void_p)]
+_lib.strata_ckpt_save.argtypes = [ctypes.c_void_p, ctypes.c_int64,
+                                  ctypes.POINTER(_Tensor), ctypes.c_int,
+                                  ctypes.POINTER(_Blob), ctypes.c_int]
+_lib.strata_ckpt_wait.argtypes = [ctypes.c_void_p]
+_lib.strata_ckpt_close.argtypes = [ctypes.c_void_p]
+_lib.strata_ckpt_latest.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]
+_lib.strata_ckpt_load.argtypes = [ctypes.c_char_p, ctypes.c_int64,
+                                  ctypes.POINTER(_Tensor), ctypes.c_int]
+_lib.strata_ckpt_load_blob.argtypes = [ctypes.c_char_p, ctypes.c_int64,
+                                       ctypes.c_char_p, ctypes.c_void_p,
+                                       ctypes.c_size_t,
+                                       ctypes.POINTER(ctypes.c_size_t)]
+
+
+def _check(code):
+    if code != 0:
+        raise StrataError(code, _lib.strata_last_error().decode())
+
+
+# dtype codes of c_api.h by numpy / torch dtype name.
+_DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3,
+           "int32": 4, "int64": 5, "uint8": 6}
+
+
+def _buffer(array):
+    """(data pointer, dtype code, shape) of a contiguous numpy array or CPU
+    torch tensor, without copying."""
+    if hasattr(array, "data_ptr"):  # torch.Tensor
+        if array.device.type != "cpu" or not array.is_contiguous():
+            raise ValueError("torch tensors must be contiguous and on the CPU")
+        name = str(array.dtype).replace("torch.", "")
+        return array.data_ptr(), name, tuple(array.shape)
+    if not array.flags["C_CONTIGUOUS"]:
+        raise ValueError("numpy arrays must be C-contiguous")
+    return array.ctypes.data, str(array.dtype), tuple(array.shape)
+
+
+class Shard:
+    """A box of a global tensor held by this rank: `array` is the local
+    part, placed at `offset` in a tensor of `global_shape`. Replicas of the
+    same box carry replica ids 0..num_replicas-1 (each writes a share)."""
+
+    def __init__(self, array, global_shape=None, offset=None, replica_id=0,
+                 num_replicas=1):
+        self.array = array
+        _, _, shape = _buffer(array)
+        self.global_shape = tuple(global_shape) if global_shape else shape
+        self.offset = tuple(offset) if offset else (0,) * len(shape)
+        self.replica_id = replica_id
+        self.num_replicas = num_replicas
+
+
+def _tensors(items, default_replica=(0, 1)):
+    keep, out = [], []
+    for name, value in items.items():
+        shard = value if isinstance(value, Shard) else Shard(
+            value, replica_id=default_replica[0],
+            num_replicas=default_replica[1])
+        ptr, dtype, shape = _buffer(shard.array)
+        if dtype not in _DTYPES:
+            raise ValueError(f"{name}: unsupported dtype {dtype}")
+        nd = len(shape)
+        arrays = [(ctypes.c_int64 * max(nd, 1))(*v) for v in
+                  (shard.global_shape, shape, shard.offset)]
+        keep.append(arrays)
+        encoded = name.encode()
+        keep.append(encoded)
+        out.append(_Tensor(encoded, _DTYPES[dtype], nd, arrays[0], arrays[1],
+                           arrays[2], shard.replica_id, shard.num_replicas,
+                           ptr))
+    return (_Tensor * len(out))(*out), keep
+
+
+class Checkpointer:
+    """Asynchronous checkpoints whose commit spans every rank of the job."""
+
+    def __init__(self, runtime, uri=None, keep_last=3):
+        self._rt = runtime
+        self._h = ctypes.c_void_p()
+        _check(_lib.strata_ckpt_open(runtime._h, (uri or "").encode(),
+                                     keep_last, ctypes.byref(self._h)))
+
+    def save(self, step, tensors, blobs=None, replicated=True):
+        """Copies `tensors` (name -> array, or Shard) and `blobs` (name ->
+        bytes, per rank) and returns; persisting goes on in the background.
+        Plain arrays are taken as replicated on every rank: each rank then
+        writes 1/world of them (fully-parallel save)."""
+        rt = self._rt
+        replica = (rt.rank, rt.world_size) if replicated else (0, 1)
+        arr, keep = _tensors(tensors, replica)
+        blob_list = []
+        for name, data in (blobs or {}).items():
+            buf = ctypes.create_string_buffer(bytes(data), len(data))
+            keep.append(buf)
+            keep.append(name.encode())
+            blob_list.append(_Blob(keep[-1], 1, ctypes.addressof(buf), len(data)))
+        barr = (_Blob * len(blob_list))(*blob_list)
+        _check(_lib.strata_ckpt_save(self._h, int(step), arr, len(tensors),
+                                     barr, len(blob_list)))
+
+    def wait(self):
+        _check(_lib.strata_ckpt_wait(self._h))
+
+    def close(self):
+        if self._h:
+            h, self._h = self._h, None
+            _check(_lib.strata_ckpt_close(h))
+
+
+class Runtime:
+    """This rank's placement (DESIGN.md §6) and services. With
+    build_groups=False (the default for Python, which communicates through
+    torch) strata builds no transport of its own."""
+
+    def __init__(self, build_groups=False):
+        self._h = ctypes.c_void_p()
+        _check(_lib.strata_init(1 if build_groups else 0, ctypes.byref(self._h)))
+        p = _Placement()
+        _check(_lib.strata_get_placement(self._h, ctypes.byref(p)))
+        for name, _ in _Placement._fields_:
+            setattr(self, name, getattr(p, name))
+        self.job_id = _lib.strata_job_id(self._h).decode()
+        self.ckpt_uri = _lib.strata_ckpt_uri(self._h).decode()
+
+    def checkpointer(self, uri=None, keep_last=3):
+        return Checkpointer(self, uri, keep_last)
+
+    def end_step(self, step, tokens=0, loss=math.nan, sections=None):
+        """Reports one step (section name -> seconds) to the worker."""
+        for name, seconds in (sections or {}).items():
+            _check(_lib.strata_timer_add(self._h, name.encode(), float(seconds)))
+        _check(_lib.strata_timer_end_step(self._h, int(step), int(tokens),
+                                          float(loss)))
+
+    def close(self):
+        if self._h:
+            _lib.strata_finalize(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def latest_step(uri):
+    """The newest committed step of `uri`, or None."""
+    step = ctypes.c_int64()
+    _check(_lib.strata_ckpt_latest(uri.encode(), ctypes.byref(step)))
+    return None if step.value < 0 else step.value
+
+
+def load(uri, step, tensors):
+    """Fills each array (name -> array, or Shard for a box of the global
+    tensor) from checkpoint `step`, whatever sharding wrote it."""
+    arr, _keep = _tensors(tensors)
+    _check(_lib.strata_ckpt_load(uri.encode(), int(step), arr, len(tensors)))
+
+
+def load_blob(uri, step, name, rank=None):
+    """A blob's bytes; per-rank blobs are named "<rank>/<name>"."""
+    full = name if rank is None else f"{rank}/{name}"
+    size = ctypes.c_size_t()
+    _check(_lib.strata_ckpt_load_blob(uri.encode(), int(step), full.encode(),
+                                      None, 0, ctypes.byref(size)))
+    buf = ctypes.create_string_buffer(size.value)
+    _check(_lib.strata_ckpt_load_blob(uri.encode(), int(step), full.encode(),
+                                      buf, size.value, ctypes.byref(size)))
+    return buf.raw[:size.value]

@@ -1,0 +1,91 @@
+/* The C API of libstrata (issue 7): what other languages use — the Python
+ * package in python/strata wraps it with ctypes. Every function returns
+ * STRATA_OK (0) or an error code (absl::StatusCode values: 3 invalid
+ * argument, 5 not found, 14 unavailable, 15 data loss, ...) and leaves a
+ * message for strata_last_error() in the calling thread. Handles are
+ * opaque; a runtime and its checkpointers are used from one thread. */
+#ifndef STRATA_C_API_H_
+#define STRATA_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STRATA_OK 0
+
+typedef struct strata_runtime strata_runtime;
+typedef struct strata_checkpointer strata_checkpointer;
+
+/* The calling thread's last error message ("" after success). */
+const char* strata_last_error(void);
+
+/* Runtime::FromEnv. With build_groups = 0 only the placement, the
+ * rendezvous store and the step timer are set up (no strata transport:
+ * for ranks that communicate with another library, e.g. torch). */
+int strata_init(int build_groups, strata_runtime** out);
+void strata_finalize(strata_runtime* rt);
+
+typedef struct {
+  int rank, world_size, local_rank, local_world_size;
+  int tp, pp, dp, cp, tp_rank, pp_rank, dp_rank, cp_rank;
+  int restart_count;
+} strata_placement;
+int strata_get_placement(const strata_runtime* rt, strata_placement* out);
+/* Valid until strata_finalize. */
+const char* strata_job_id(const strata_runtime* rt);
+const char* strata_ckpt_uri(const strata_runtime* rt);
+
+/* Step telemetry (runtime/step_timer.h). */
+int strata_timer_add(strata_runtime* rt, const char* section, double seconds);
+int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
+                          double loss);
+
+/* dtype codes: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64, 6 u8. */
+typedef struct {
+  const char* name;
+  int dtype;
+  int ndim;
+  const int64_t* global_shape;
+  const int64_t* local_shape;
+  const int64_t* global_offset;
+  int replica_id;
+  int num_replicas;
+  void* data;
+} strata_tensor;
+
+typedef struct {
+  const char* name;
+  int per_rank; /* stored as "<rank>/<name>" */
+  const void* data;
+  size_t size;
+} strata_blob;
+
+/* A checkpointer whose commits span every rank (uri NULL or "": the job's
+ * STRATA_CKPT_URI). */
+int strata_ckpt_open(strata_runtime* rt, const char* uri, int keep_last,
+                     strata_checkpointer** out);
+/* Copies the tensors and blobs and returns; persisting continues in the
+ * background. */
+int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
+                     const strata_tensor* tensors, int num_tensors,
+                     const strata_blob* blobs, int num_blobs);
+int strata_ckpt_wait(strata_checkpointer* ck);
+/* Waits, then frees. */
+int strata_ckpt_close(strata_checkpointer* ck);
+
+/* The newest committed step, or STRATA_OK with *step = -1 when none. */
+int strata_ckpt_latest(const char* uri, int64_t* step);
+/* Fills each tensor's data with its box (any sharding of the saved one). */
+int strata_ckpt_load(const char* uri, int64_t step, strata_tensor* tensors,
+                     int num_tensors);
+/* Copies up to `capacity` bytes; *size is the blob's full size. */
+int strata_ckpt_load_blob(const char* uri, int64_t step, const char* name,
+                          void* buf, size_t capacity, size_t* size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STRATA_C_API_H_ */
