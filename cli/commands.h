@@ -5,14 +5,23 @@
 // 1 = the operation failed.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "CLI/CLI.hpp"
 
 namespace strata::cli {
+
+// Arguments after the first "--" on the command line (cli/main.cc).
+const std::vector<std::string>& CommandAfterDashDash();
 
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitFailed = 1;
 
 void AddPlanCommand(CLI::App* app);
 void AddCkptCommand(CLI::App* app);
+void AddJobCommands(CLI::App* app);  // submit status logs cancel workers events
+void AddRunCommand(CLI::App* app);
+void AddProbeCommand(CLI::App* app);
 
 }  // namespace strata::cli

@@ -1,11 +1,29 @@
 // `strata`: the user-facing command. Subcommands are registered from
 // cli/*_command.cc (see commands.h for the exit-code contract).
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/logging.h"
 
+namespace strata::cli {
+namespace {
+std::vector<std::string> g_command;
+}
+const std::vector<std::string>& CommandAfterDashDash() { return g_command; }
+}  // namespace strata::cli
+
 int main(int argc, char** argv) {
+  // `strata run ... -- COMMAND ARGS`: everything after the first "--" is the
+  // rank command, never parsed as strata's own arguments.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      strata::cli::g_command.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
+  }
   CLI::App app{
       "strata: plans, launches and checkpoints large-model training jobs"};
   app.require_subcommand(1);
@@ -21,6 +39,9 @@ int main(int argc, char** argv) {
 
   strata::cli::AddPlanCommand(&app);
   strata::cli::AddCkptCommand(&app);
+  strata::cli::AddJobCommands(&app);
+  strata::cli::AddRunCommand(&app);
+  strata::cli::AddProbeCommand(&app);
 
   try {
     app.parse(argc, argv);

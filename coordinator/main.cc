@@ -1,7 +1,9 @@
-// strata-coordinator: serves the control protocol on --listen. Currently
-// hosts the worker registry, heartbeats, the rendezvous KV (in memory) and
-// job records (submit/status/list/cancel) persisted in RocksDB under
-// --state-dir. Placement and launch are not implemented yet.
+// strata-coordinator: serves the control protocol on --listen: worker
+// registry and heartbeats, jobs (placement, launch orders, restart), events,
+// job output and the rendezvous KV. State lives under --state-dir: RocksDB
+// in db/ (jobs, events, KV) and relayed output in logs/ (docs/control-plane.md).
+#include <sys/resource.h>
+
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -42,6 +44,12 @@ int main(int argc, char** argv) {
               << ": " << ec.message() << "\n";
     return 2;
   }
+  // One connection per worker: thousands of descriptors on a large cluster.
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
@@ -51,17 +59,26 @@ int main(int argc, char** argv) {
     std::cerr << "strata-coordinator: " << store.status().message() << "\n";
     return 1;
   }
-  strata::coordinator::JobManager jobs(&clock, store->get());
-  if (auto s = jobs.Recover(); !s.ok()) {
-    std::cerr << "strata-coordinator: recovering state: " << s.message()
-              << "\n";
-    return 1;
+  namespace sc = strata::coordinator;
+  sc::EventLog events(&clock, store->get());
+  sc::LogStore logs(state_dir + "/logs");
+  sc::KvStore kv(store->get());
+  sc::JobManager jobs(&clock, store->get(), &events, &logs, &kv,
+                      {.lost_after_ms = heartbeat_ms * missed});
+  for (auto s : {events.Recover(), kv.Recover(), jobs.Recover()}) {
+    if (!s.ok()) {
+      std::cerr << "strata-coordinator: recovering state from " << state_dir
+                << ": " << s.message() << "\n";
+      return 1;
+    }
   }
-  logger->info("recovered {} jobs from {}", jobs.List().jobs_size(), state_dir);
-  strata::coordinator::Service service(&clock,
-                                       {.heartbeat_interval_ms = heartbeat_ms,
-                                        .lost_after_ms = heartbeat_ms * missed},
-                                       &jobs);
+  logger->info("recovered {} jobs, {} KV keys from {}", jobs.List().jobs_size(),
+               kv.size(), state_dir);
+  sc::Service service(&clock,
+                      {.heartbeat_interval_ms = heartbeat_ms,
+                       .lost_after_ms = heartbeat_ms * missed},
+                      {.jobs = &jobs, .kv = &kv, .events = &events,
+                       .logs = &logs});
   zmq::context_t ctx;
   strata::coordinator::RouterServer server(&ctx, &service, logger);
   auto bound = server.Bind(listen);

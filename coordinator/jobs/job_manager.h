@@ -1,44 +1,109 @@
-// Job records: submit, status, list, cancel, persisted in a StateStore
-// before any reply so a coordinator restart loses no acknowledged job.
-// Placement and launch are not implemented yet: jobs stay PENDING until
-// cancelled. Event-loop thread only; not thread-safe.
+// Jobs from submit to end (issue 6): records persisted in the StateStore
+// before any reply, placement of pending attempts on idle workers
+// (attempt_plan.h), launch and stop orders handed to workers in heartbeat
+// replies, rank exit tracking, and detection-driven restart:
+//
+//   PENDING --enough idle workers--> RUNNING --all ranks exit 0--> SUCCEEDED
+//      ^                                |
+//      +--restart_count < max_restarts--+ a rank exits non-zero / by a
+//                                       | signal / vanishes, or a node's
+//                 otherwise FAILED <----+ worker is lost
+//
+// Orders are declarative: every heartbeat carries the ranks the worker
+// holds; the reply launches the ranks of the worker's current assignment it
+// does not hold yet and stops every attempt it holds that is no longer
+// wanted. Lost replies, worker or coordinator restarts therefore converge
+// without extra protocol. A worker is given a new attempt only once it holds
+// nothing (old ranks stopped), so attempts never overlap on a node.
+// Event-loop thread only; not thread-safe.
 #pragma once
 
 #include <map>
-#include <memory>
 #include <string>
 
+#include "common/logging.h"
 #include "common/status.h"
+#include "coordinator/jobs/event_log.h"
+#include "coordinator/jobs/log_store.h"
+#include "coordinator/kv/kv_store.h"
 #include "coordinator/protocol/clock.h"
+#include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
 
+struct JobOptions {
+  // After a coordinator (re)start, a node worker that has not re-registered
+  // within this window is declared lost.
+  int64_t lost_after_ms = 3000;
+  int64_t default_worker_wait_ms = 60000;  // JobLaunch.worker_wait_s = 0
+  int64_t default_grace_ms = 5000;         // JobLaunch.stop_grace_ms = 0
+};
+
 class JobManager {
  public:
-  // `clock` and `store` must outlive the manager.
-  JobManager(const Clock* clock, StateStore* store);
+  // Every pointer must outlive the manager.
+  JobManager(const Clock* clock, StateStore* store, EventLog* events,
+             LogStore* logs, KvStore* kv, JobOptions options = {});
 
   // Reloads every job from the store. DataLoss if a record does not parse.
   Status Recover();
 
-  // Validates the spec (non-empty command, non-negative counts) and stores
-  // it as a PENDING job. Returns the new job id ("job-<n>").
+  // Validates the spec and stores it as a PENDING job ("job-<n>").
   StatusOr<std::string> Submit(const JobSpec& spec);
   StatusOr<control::JobInfo> Get(const std::string& job_id) const;
-  // Moves a PENDING/RUNNING job to CANCELLED; FailedPrecondition if it has
-  // already ended.
+  // Moves a PENDING/RUNNING job to CANCELLED (its ranks are stopped through
+  // the next heartbeats); FailedPrecondition if it has already ended.
   StatusOr<control::JobInfo> Cancel(const std::string& job_id);
   control::JobsReply List() const;
 
+  // Fails attempts whose workers are lost; places pending attempts.
+  void Tick(const WorkerRegistry& registry);
+
+  // Applies a worker's rank report (heartbeat or re-registration) and fills
+  // `orders` with its launch and stop orders.
+  void OnWorkerReport(const std::string& worker_id,
+                      const google::protobuf::RepeatedPtrField<
+                          control::RankReport>& ranks,
+                      control::HeartbeatReply* orders);
+  void OnLogs(const google::protobuf::RepeatedPtrField<control::LogChunk>& c);
+  void OnSteps(const google::protobuf::RepeatedPtrField<control::StepReport>& s);
+
  private:
+  static bool Active(const control::JobInfo& job);
   Status Persist(const control::JobInfo& info);
+  void PersistOrLog(const control::JobInfo& info);
+  void TryPlace(control::JobInfo& job, const WorkerRegistry& registry);
+  void FailAttempt(control::JobInfo& job, const std::string& reason);
+  void Finish(control::JobInfo& job, control::JobState state,
+              const std::string& message);
+  int64_t WaitMs(const control::JobInfo& job) const;
+
+  // Per-attempt lookups derived from the job record, rebuilt when the
+  // attempt changes, so a heartbeat costs O(ranks on that node) even for
+  // 16,384-rank jobs.
+  struct AttemptIndex {
+    int attempt = -1;
+    std::string plan_json;
+    std::map<std::string, int> node_of_worker;
+    std::vector<std::vector<int>> ranks_of_node;
+  };
+  const AttemptIndex& Index(const control::JobInfo& job);
 
   const Clock* clock_;
   StateStore* store_;
+  EventLog* events_;
+  LogStore* logs_;
+  KvStore* kv_;
+  JobOptions options_;
+  Logger logger_;
+  int64_t started_ms_;
   int64_t next_id_ = 1;
   std::map<std::string, control::JobInfo> jobs_;
+  // Latest telemetry per job and rank (memory only).
+  std::map<std::string, std::map<int, control::StepReport>> steps_;
+  std::map<std::string, AttemptIndex> index_;
 };
 
 }  // namespace strata::coordinator

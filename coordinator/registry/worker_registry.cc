@@ -1,5 +1,7 @@
 #include "coordinator/registry/worker_registry.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 
 namespace strata::coordinator {
@@ -17,6 +19,9 @@ StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
   info.set_worker_id(id);
   info.set_node_name(request.node_name());
   *info.mutable_probe() = request.probe();
+  info.set_address(request.address().empty() ? request.probe().hostname()
+                                             : request.address());
+  SetHolds(id, request.ranks());
   info.set_alive(true);
   info.set_last_heartbeat_unix_ms(clock_->NowMs());
   control::RegisterWorkerReply reply;
@@ -49,6 +54,25 @@ std::vector<std::string> WorkerRegistry::CheckLiveness() {
     }
   }
   return lost;
+}
+
+void WorkerRegistry::SetHolds(
+    const std::string& worker_id,
+    const google::protobuf::RepeatedPtrField<control::RankReport>& ranks) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return;
+  std::set<std::string> holds;
+  for (const auto& r : ranks) {
+    holds.insert(absl::StrCat(r.job_id(), "/", r.attempt()));
+  }
+  it->second.clear_holds();
+  for (const auto& h : holds) it->second.add_holds(h);
+}
+
+const control::WorkerInfo* WorkerRegistry::Find(
+    const std::string& worker_id) const {
+  auto it = workers_.find(worker_id);
+  return it == workers_.end() ? nullptr : &it->second;
 }
 
 control::ListWorkersReply WorkerRegistry::List() const {

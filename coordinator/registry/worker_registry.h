@@ -37,6 +37,13 @@ class WorkerRegistry {
   // the ids newly lost by this call.
   std::vector<std::string> CheckLiveness();
 
+  // Records which attempts ("<job>/<attempt>") the worker still holds.
+  void SetHolds(const std::string& worker_id,
+                const google::protobuf::RepeatedPtrField<control::RankReport>&
+                    ranks);
+  // nullptr if unknown.
+  const control::WorkerInfo* Find(const std::string& worker_id) const;
+
   control::ListWorkersReply List() const;
   int AliveCount() const;
 

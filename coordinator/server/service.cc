@@ -1,63 +1,93 @@
 #include "coordinator/server/service.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/protocol/codec.h"
 
 namespace strata::coordinator {
+namespace {
+Status Missing(const char* what) {
+  return absl::UnimplementedError(
+      absl::StrCat("this coordinator has no ", what));
+}
+}  // namespace
 
-Service::Service(const Clock* clock, RegistryOptions options, JobManager* jobs)
-    : registry_(clock, options), jobs_(jobs) {}
+Service::Service(const Clock* clock, RegistryOptions options,
+                 Services services)
+    : registry_(clock, options), s_(services) {}
 
-void Service::Tick() { registry_.CheckLiveness(); }
+void Service::Tick() {
+  for (const auto& id : registry_.CheckLiveness()) {
+    if (s_.events != nullptr) {
+      s_.events->Record("", 0, "worker_lost",
+                        absl::StrCat(id, " missed its heartbeats"));
+    }
+  }
+  if (s_.jobs != nullptr) s_.jobs->Tick(registry_);
+}
 
 control::Reply Service::Handle(const control::Request& request) {
+  auto reply = HandleBody(request);
+  if (!reply.ok()) return MakeReply(request.request_id(), reply.status());
+  return *std::move(reply);
+}
+
+StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
   control::Reply reply = MakeReply(request.request_id(), absl::OkStatus());
   switch (request.body_case()) {
     case control::Request::kRegisterWorker: {
-      auto r = registry_.Register(request.register_worker());
-      if (!r.ok()) return MakeReply(request.request_id(), r.status());
-      *reply.mutable_register_worker() = *r;
-      break;
+      ASSIGN_OR_RETURN(*reply.mutable_register_worker(),
+                       registry_.Register(request.register_worker()));
+      if (s_.jobs != nullptr) {
+        // Re-adoption after a coordinator restart: the ranks it still runs.
+        // Orders follow with the next heartbeat.
+        control::HeartbeatReply ignored;
+        s_.jobs->OnWorkerReport(reply.register_worker().worker_id(),
+                                request.register_worker().ranks(), &ignored);
+      }
+      return reply;
     }
-    case control::Request::kHeartbeat:
-      *reply.mutable_heartbeat() = registry_.Heartbeat(request.heartbeat());
-      break;
+    case control::Request::kHeartbeat: {
+      const control::HeartbeatRequest& hb = request.heartbeat();
+      control::HeartbeatReply* out = reply.mutable_heartbeat();
+      *out = registry_.Heartbeat(hb);
+      if (out->reregister()) return reply;
+      registry_.SetHolds(hb.worker_id(), hb.ranks());
+      if (s_.jobs != nullptr) {
+        s_.jobs->OnLogs(hb.logs());
+        s_.jobs->OnSteps(hb.steps());
+        s_.jobs->OnWorkerReport(hb.worker_id(), hb.ranks(), out);
+      }
+      return reply;
+    }
     case control::Request::kListWorkers:
       *reply.mutable_list_workers() = registry_.List();
-      break;
+      return reply;
     case control::Request::kKvSet:
-      if (request.kv_set().key().empty()) {
-        return MakeReply(request.request_id(),
-                         absl::InvalidArgumentError("KvSet: empty key"));
-      }
-      kv_[request.kv_set().key()] = request.kv_set().value();
-      break;
-    case control::Request::kKvGet: {
-      auto it = kv_.find(request.kv_get().key());
-      if (it == kv_.end()) {
-        return MakeReply(
-            request.request_id(),
-            absl::NotFoundError(absl::StrCat(
-                "KvGet: key '", request.kv_get().key(), "' not set")));
-      }
-      reply.mutable_kv()->set_value(it->second);
-      break;
+    case control::Request::kKvGet:
+    case control::Request::kKvAdd:
+    case control::Request::kKvWait:
+    case control::Request::kKvDelete:
+      return HandleKv(request);
+    case control::Request::kEvents: {
+      if (s_.events == nullptr) return Missing("event log");
+      ASSIGN_OR_RETURN(*reply.mutable_events(),
+                       s_.events->List(request.events().job_id(),
+                                       request.events().after_seq()));
+      return reply;
     }
-    case control::Request::kKvAdd: {
-      // Counters are stored as decimal strings, like c10d's TCPStore.
-      std::string& slot = kv_[request.kv_add().key()];
-      int64_t value = 0;
-      if (!slot.empty() && !absl::SimpleAtoi(slot, &value)) {
-        return MakeReply(request.request_id(),
-                         absl::FailedPreconditionError(absl::StrCat(
-                             "KvAdd: key '", request.kv_add().key(),
-                             "' holds a non-integer value")));
-      }
-      value += request.kv_add().delta();
-      slot = absl::StrCat(value);
-      reply.mutable_kv()->set_counter(value);
-      break;
+    case control::Request::kLogs: {
+      if (s_.logs == nullptr || s_.jobs == nullptr) return Missing("log store");
+      ASSIGN_OR_RETURN(control::JobInfo job,
+                       s_.jobs->Get(request.logs().job_id()));
+      // Read the state first: output relayed after the job ended arrives
+      // before the end is recorded, so `finished` is never premature.
+      bool ended = job.state() != control::PENDING &&
+                   job.state() != control::RUNNING;
+      ASSIGN_OR_RETURN(*reply.mutable_logs(),
+                       s_.logs->Read(request.logs()));
+      reply.mutable_logs()->set_finished(ended &&
+                                         reply.logs().data().empty());
+      return reply;
     }
     case control::Request::kSubmitJob:
     case control::Request::kJobStatus:
@@ -65,38 +95,68 @@ control::Reply Service::Handle(const control::Request& request) {
     case control::Request::kListJobs:
       return HandleJob(request);
     case control::Request::BODY_NOT_SET:
-      return MakeReply(request.request_id(),
-                       absl::InvalidArgumentError("request has no body"));
+      break;
+  }
+  return absl::InvalidArgumentError("request has no body");
+}
+
+StatusOr<control::Reply> Service::HandleKv(const control::Request& request) {
+  if (s_.kv == nullptr) return Missing("key-value store");
+  control::Reply reply = MakeReply(request.request_id(), absl::OkStatus());
+  switch (request.body_case()) {
+    case control::Request::kKvSet:
+      RETURN_IF_ERROR(
+          s_.kv->Set(request.kv_set().key(), request.kv_set().value()));
+      break;
+    case control::Request::kKvGet: {
+      ASSIGN_OR_RETURN(*reply.mutable_kv()->mutable_value(),
+                       s_.kv->Get(request.kv_get().key()));
+      break;
+    }
+    case control::Request::kKvAdd: {
+      ASSIGN_OR_RETURN(int64_t v, s_.kv->Add(request.kv_add().key(),
+                                             request.kv_add().delta()));
+      reply.mutable_kv()->set_counter(v);
+      break;
+    }
+    case control::Request::kKvWait: {
+      std::vector<std::string> keys(request.kv_wait().keys().begin(),
+                                    request.kv_wait().keys().end());
+      for (auto& k : s_.kv->Missing(keys)) reply.mutable_kv()->add_missing(k);
+      break;
+    }
+    default: {
+      RETURN_IF_ERROR(s_.kv->Delete(request.kv_delete().key()));
+      break;
+    }
   }
   return reply;
 }
 
-control::Reply Service::HandleJob(const control::Request& request) {
-  const uint64_t id = request.request_id();
-  if (jobs_ == nullptr) {
-    return MakeReply(id, absl::UnimplementedError("no job manager"));
-  }
-  control::Reply reply = MakeReply(id, absl::OkStatus());
-  StatusOr<control::JobInfo> info = absl::UnknownError("unhandled job request");
+StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
+  if (s_.jobs == nullptr) return Missing("job manager");
+  control::Reply reply = MakeReply(request.request_id(), absl::OkStatus());
+  control::JobInfo info;
   switch (request.body_case()) {
     case control::Request::kSubmitJob: {
-      auto job_id = jobs_->Submit(request.submit_job().spec());
-      if (!job_id.ok()) return MakeReply(id, job_id.status());
-      reply.mutable_submit_job()->set_job_id(*job_id);
+      auto id = s_.jobs->Submit(request.submit_job().spec());
+      if (!id.ok()) return id.status();
+      reply.mutable_submit_job()->set_job_id(*id);
       return reply;
     }
     case control::Request::kListJobs:
-      *reply.mutable_jobs() = jobs_->List();
+      *reply.mutable_jobs() = s_.jobs->List();
       return reply;
-    case control::Request::kJobStatus:
-      info = jobs_->Get(request.job_status().job_id());
+    case control::Request::kJobStatus: {
+      ASSIGN_OR_RETURN(info, s_.jobs->Get(request.job_status().job_id()));
       break;
-    default:
-      info = jobs_->Cancel(request.cancel_job().job_id());
+    }
+    default: {
+      ASSIGN_OR_RETURN(info, s_.jobs->Cancel(request.cancel_job().job_id()));
       break;
+    }
   }
-  if (!info.ok()) return MakeReply(id, info.status());
-  *reply.mutable_jobs()->add_jobs() = *info;
+  *reply.mutable_jobs()->add_jobs() = std::move(info);
   return reply;
 }
 

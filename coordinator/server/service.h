@@ -4,38 +4,45 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 
+#include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/job_manager.h"
+#include "coordinator/kv/kv_store.h"
 #include "coordinator/protocol/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
 
+// The coordinator's state services; any may be null (their requests then
+// fail with Unimplemented). Non-null ones must outlive the Service.
+struct Services {
+  JobManager* jobs = nullptr;
+  KvStore* kv = nullptr;
+  EventLog* events = nullptr;
+  LogStore* logs = nullptr;
+};
+
 class Service {
  public:
-  // `jobs` may be null (job requests then fail with Unimplemented); it must
-  // outlive the service otherwise.
-  Service(const Clock* clock, RegistryOptions options,
-          JobManager* jobs = nullptr);
+  Service(const Clock* clock, RegistryOptions options, Services services = {});
 
   // Never fails: errors are reported in reply.status.
   control::Reply Handle(const control::Request& request);
 
-  // Periodic work (liveness); call from the event loop.
+  // Periodic work (liveness, placement, restarts); call from the event loop.
   void Tick();
 
   WorkerRegistry& registry() { return registry_; }
 
  private:
-  control::Reply HandleJob(const control::Request& request);
+  StatusOr<control::Reply> HandleBody(const control::Request& request);
+  StatusOr<control::Reply> HandleKv(const control::Request& request);
+  StatusOr<control::Reply> HandleJob(const control::Request& request);
 
   WorkerRegistry registry_;
-  JobManager* jobs_;
-  // Rendezvous KV (in memory for now; see docs/control-plane.md).
-  std::map<std::string, std::string> kv_;
+  Services s_;
 };
 
 }  // namespace strata::coordinator

@@ -2,6 +2,8 @@
 
 #include <rocksdb/db.h>
 
+#include <filesystem>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -19,6 +21,12 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
 }  // namespace
 
 StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create state dir ", dir, ": ", ec.message()));
+  }
   rocksdb::Options options;
   options.create_if_missing = true;
   rocksdb::DB* db = nullptr;
@@ -30,10 +38,17 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir) {
 StateStore::StateStore(rocksdb::DB* db) : db_(db) {}
 StateStore::~StateStore() = default;
 
-Status StateStore::Put(const std::string& key, const std::string& value) {
+Status StateStore::Put(const std::string& key, const std::string& value,
+                       bool sync) {
   rocksdb::WriteOptions w;
-  w.sync = true;
+  w.sync = sync;
   return FromRocks(db_->Put(w, key, value), absl::StrCat("put ", key));
+}
+
+Status StateStore::Delete(const std::string& key, bool sync) {
+  rocksdb::WriteOptions w;
+  w.sync = sync;
+  return FromRocks(db_->Delete(w, key), absl::StrCat("delete ", key));
 }
 
 StatusOr<std::string> StateStore::Get(const std::string& key) {

@@ -23,7 +23,12 @@ class StateStore {
   static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir);
   ~StateStore();
 
-  Status Put(const std::string& key, const std::string& value);
+  // `sync` = false skips the fsync of the write-ahead log: the write survives
+  // a crash of this process (it is in the OS page cache) but not of the
+  // machine. Used for the rendezvous KV, whose keys die with their attempt.
+  Status Put(const std::string& key, const std::string& value,
+             bool sync = true);
+  Status Delete(const std::string& key, bool sync = true);
   // NotFound if absent.
   StatusOr<std::string> Get(const std::string& key);
   // All (key, value) pairs whose key starts with `prefix`, in key order.

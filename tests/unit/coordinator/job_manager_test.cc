@@ -1,96 +1,350 @@
-// JobManager against a real RocksDB in a temp dir, fake clock: submitted and
-// cancelled jobs survive closing and reopening the store (coordinator
-// restart); bad specs are rejected with the field named.
+// JobManager and the job services with a fake clock over a real RocksDB:
+// records survive a coordinator restart; placement waits for idle workers;
+// launch orders carry the DESIGN.md §6 environment; a failed rank or a lost
+// worker restarts the job (re-planned on fewer nodes when allowed) up to
+// max_restarts; every step is an event.
 #include "coordinator/jobs/job_manager.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
+#include <map>
+
+#include "tests/unit/coordinator/control_fixture.h"
 
 namespace strata::coordinator {
 namespace {
 
-JobSpec Spec(const std::string& name) {
+JobSpec Spec(const std::string& name, int nodes = 2, int rpn = 2) {
   JobSpec spec;
   spec.set_name(name);
   spec.mutable_launch()->add_command("/bin/true");
-  spec.mutable_launch()->set_nodes(2);
+  spec.mutable_launch()->set_nodes(nodes);
+  spec.mutable_launch()->set_ranks_per_node(rpn);
   spec.mutable_launch()->set_max_restarts(3);
   return spec;
 }
 
-class JobManagerTest : public ::testing::Test {
+class JobsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("strata-jobs-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir_);
+  control::Reply Call(control::Request r) { return f_.service->Handle(r); }
+
+  std::string Register(const std::string& node,
+                       std::vector<control::RankReport> ranks = {}) {
+    control::Request r;
+    r.mutable_register_worker()->set_node_name(node);
+    r.mutable_register_worker()->set_address("10.0.0." + node.substr(1));
+    r.mutable_register_worker()->mutable_probe()->set_cpu_cores(8);
+    r.mutable_register_worker()->mutable_probe()->set_memory_bytes(64LL << 30);
+    for (auto& rr : ranks) *r.mutable_register_worker()->add_ranks() = rr;
+    control::Reply reply = Call(r);
+    EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
+    return reply.register_worker().worker_id();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
-  FakeClock clock_;
+
+  // A heartbeat reporting `ranks`; returns the orders.
+  control::HeartbeatReply Beat(const std::string& id,
+                               const std::vector<control::RankReport>& ranks) {
+    control::Request r;
+    r.mutable_heartbeat()->set_worker_id(id);
+    for (const auto& rr : ranks) *r.mutable_heartbeat()->add_ranks() = rr;
+    control::Reply reply = Call(r);
+    EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
+    return reply.heartbeat();
+  }
+
+  std::vector<control::RankLaunch> Launches(const std::string& id) {
+    control::HeartbeatReply orders = Beat(id, {});
+    return {orders.launch().begin(), orders.launch().end()};
+  }
+
+  static control::RankReport Running(const control::RankLaunch& l) {
+    control::RankReport r;
+    r.set_job_id(l.job_id());
+    r.set_attempt(l.attempt());
+    r.set_rank(l.rank());
+    r.set_state(control::RANK_RUNNING);
+    r.set_pid(1000 + l.rank());
+    return r;
+  }
+  static control::RankReport Exited(control::RankReport r, int code,
+                                    int sig = 0) {
+    r.set_state(control::RANK_EXITED);
+    r.set_exit_code(code);
+    r.set_signal(sig);
+    return r;
+  }
+
+  std::string Submit(const JobSpec& spec) {
+    control::Request r;
+    *r.mutable_submit_job()->mutable_spec() = spec;
+    control::Reply reply = Call(r);
+    EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
+    return reply.submit_job().job_id();
+  }
+
+  control::JobInfo Job(const std::string& id) { return *f_.jobs->Get(id); }
+
+  std::vector<std::string> EventKinds(const std::string& id) {
+    std::vector<std::string> kinds;
+    const control::EventsReply events = *f_.events->List(id, 0);
+    for (const auto& e : events.events()) {
+      kinds.push_back(e.kind());
+    }
+    return kinds;
+  }
+
+  ControlFixture f_;
 };
 
-TEST_F(JobManagerTest, JobsSurviveReopen) {
-  {
-    auto store = StateStore::Open(dir_.string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    JobManager jobs(&clock_, store->get());
-    ASSERT_TRUE(jobs.Recover().ok());
-    auto a = jobs.Submit(Spec("a"));
-    auto b = jobs.Submit(Spec("b"));
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(*a, "job-1");
-    EXPECT_EQ(*b, "job-2");
-    clock_.Advance(500);
-    ASSERT_TRUE(jobs.Cancel("job-2").ok());
-    EXPECT_EQ(jobs.Cancel("job-2").status().code(),
-              absl::StatusCode::kFailedPrecondition);
-  }
-  auto store = StateStore::Open(dir_.string());
-  ASSERT_TRUE(store.ok()) << store.status();
-  JobManager jobs(&clock_, store->get());
-  ASSERT_TRUE(jobs.Recover().ok());
-  auto a = jobs.Get("job-1");
-  ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->state(), control::PENDING);
-  EXPECT_EQ(a->spec().name(), "a");
-  EXPECT_EQ(a->spec().launch().max_restarts(), 3);
-  EXPECT_EQ(a->submit_unix_ms(), 1'000'000);
-  auto b = jobs.Get("job-2");
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->state(), control::CANCELLED);
-  EXPECT_EQ(b->end_unix_ms(), 1'000'500);
-  auto c = jobs.Submit(Spec("c"));  // ids continue after restart
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(*c, "job-3");
-  EXPECT_EQ(jobs.List().jobs_size(), 3);
+TEST_F(JobsTest, JobsSurviveRestartAndIdsContinue) {
+  EXPECT_EQ(Submit(Spec("a")), "job-1");
+  EXPECT_EQ(Submit(Spec("b")), "job-2");
+  f_.clock.Advance(500);
+  ASSERT_TRUE(f_.jobs->Cancel("job-2").ok());
+  EXPECT_EQ(f_.jobs->Cancel("job-2").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  f_.Restart();
+  ASSERT_TRUE(f_.recovered.ok()) << f_.recovered;
+  EXPECT_EQ(Job("job-1").state(), control::PENDING);
+  EXPECT_EQ(Job("job-1").spec().launch().max_restarts(), 3);
+  EXPECT_EQ(Job("job-2").state(), control::CANCELLED);
+  EXPECT_EQ(Job("job-2").end_unix_ms(), 1'000'500);
+  EXPECT_EQ(Submit(Spec("c")), "job-3");
+  EXPECT_EQ(f_.jobs->List().jobs_size(), 3);
+  EXPECT_EQ(EventKinds("job-2"),
+            (std::vector<std::string>{"submitted", "cancelled"}));
 }
 
-TEST_F(JobManagerTest, RejectsBadSpecsAndUnknownJobs) {
-  auto store = StateStore::Open(dir_.string());
-  ASSERT_TRUE(store.ok());
-  JobManager jobs(&clock_, store->get());
-  JobSpec empty;
-  auto r = jobs.Submit(empty);
+TEST_F(JobsTest, RejectsBadSpecsAndUnknownJobs) {
+  auto r = f_.jobs->Submit(JobSpec());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("launch.command"), std::string::npos);
   JobSpec neg = Spec("n");
   neg.mutable_launch()->set_max_restarts(-1);
-  EXPECT_EQ(jobs.Submit(neg).status().code(),
+  EXPECT_EQ(f_.jobs->Submit(neg).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(jobs.Get("job-9").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(jobs.Cancel("job-9").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(jobs.List().jobs_size(), 0);
+  JobSpec min = Spec("m");
+  min.mutable_launch()->set_min_nodes(3);
+  EXPECT_EQ(f_.jobs->Submit(min).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(f_.jobs->Get("job-9").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(f_.jobs->Cancel("job-9").status().code(),
+            absl::StatusCode::kNotFound);
+  control::Request logs;
+  logs.mutable_logs()->set_job_id("../etc");
+  EXPECT_NE(Call(logs).status().code(), 0);
 }
 
-TEST_F(JobManagerTest, CorruptRecordIsDataLoss) {
-  auto store = StateStore::Open(dir_.string());
-  ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->Put("job/job-1", "\xff\xff\xff").ok());
-  JobManager jobs(&clock_, store->get());
-  EXPECT_EQ(jobs.Recover().code(), absl::StatusCode::kDataLoss);
+TEST_F(JobsTest, CorruptRecordIsDataLoss) {
+  ASSERT_TRUE(f_.store->Put("job/job-1", "\xff\xff\xff").ok());
+  f_.Restart();
+  EXPECT_EQ(f_.recovered.code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(JobsTest, PlacesLaunchesWithRankEnvironmentAndSucceeds) {
+  JobSpec spec = Spec("env");
+  spec.mutable_constraints()->set_tp(2);
+  spec.mutable_launch()->set_checkpoint_uri("rocksdb:///ckpt");
+  (*spec.mutable_launch()->mutable_env())["USER_VAR"] = "x";
+  const std::string id = Submit(spec);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::PENDING);  // no workers yet
+  std::string w0 = Register("n1"), w1 = Register("n2");
+  f_.service->Tick();
+  control::JobInfo job = Job(id);
+  ASSERT_EQ(job.state(), control::RUNNING) << job.message();
+  EXPECT_EQ(job.plan().tp(), 2);
+  EXPECT_EQ(job.plan().dp(), 2);
+  EXPECT_GT(job.master_port(), 0);
+
+  std::map<int, control::RankLaunch> launches;
+  std::map<std::string, std::vector<control::RankReport>> held;
+  for (const auto& w : {w0, w1}) {
+    for (const auto& l : Launches(w)) {
+      launches[l.rank()] = l;
+      held[w].push_back(Running(l));
+    }
+  }
+  ASSERT_EQ(launches.size(), 4u);
+  for (const auto& [rank, l] : launches) {
+    const auto& env = l.env();
+    EXPECT_EQ(env.at("RANK"), std::to_string(rank));
+    EXPECT_EQ(env.at("LOCAL_RANK"), std::to_string(rank % 2));
+    EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+    EXPECT_EQ(env.at("NODE_RANK"), std::to_string(rank / 2));
+    EXPECT_EQ(env.at("GROUP_RANK"), std::to_string(rank / 2));
+    EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");
+    EXPECT_EQ(env.at("MASTER_PORT"), std::to_string(job.master_port()));
+    EXPECT_EQ(env.at("STRATA_JOB_ID"), id);
+    EXPECT_EQ(env.at("STRATA_TP"), "2");
+    EXPECT_EQ(env.at("STRATA_DP"), "2");
+    EXPECT_EQ(env.at("STRATA_PP"), "1");
+    EXPECT_EQ(env.at("STRATA_CP"), "1");
+    EXPECT_EQ(env.at("STRATA_TP_RANK"), std::to_string(rank % 2));
+    EXPECT_EQ(env.at("STRATA_DP_RANK"), std::to_string(rank / 2));
+    EXPECT_EQ(env.at("STRATA_RESTART_COUNT"), "0");
+    EXPECT_EQ(env.at("STRATA_CKPT_URI"), "rocksdb:///ckpt");
+    EXPECT_EQ(env.at("USER_VAR"), "x");
+    EXPECT_FALSE(l.plan_json().empty());
+  }
+  // Held ranks are not launched twice.
+  EXPECT_EQ(Beat(w0, held[w0]).launch_size(), 0);
+  for (auto& [w, ranks] : held) {
+    for (auto& r : ranks) r = Exited(r, 0);
+    EXPECT_EQ(Beat(w, ranks).stop_size(), 0);
+  }
+  EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
+  // The finished attempt is released: the next heartbeat stops it.
+  EXPECT_EQ(Beat(w0, held[w0]).stop(0), id + "/0");
+  EXPECT_EQ(EventKinds(id).back(), "succeeded");
+}
+
+TEST_F(JobsTest, FailedRankRestartsAttemptUntilMaxRestarts) {
+  JobSpec spec = Spec("crash", 1, 2);
+  spec.mutable_launch()->set_max_restarts(1);
+  const std::string id = Submit(spec);
+  std::string w = Register("n1");
+  f_.service->Tick();
+  std::vector<control::RankReport> held;
+  for (const auto& l : Launches(w)) held.push_back(Running(l));
+  ASSERT_EQ(held.size(), 2u);
+  held[1] = Exited(held[1], 0, /*sig=*/9);
+  control::HeartbeatReply orders = Beat(w, held);
+  ASSERT_EQ(orders.stop_size(), 1);
+  EXPECT_EQ(orders.stop(0), id + "/0");
+  control::JobInfo job = Job(id);
+  EXPECT_EQ(job.state(), control::PENDING);
+  EXPECT_EQ(job.restart_count(), 1);
+  EXPECT_NE(job.message().find("signal 9"), std::string::npos);
+  // Not placed while the worker still holds the old attempt.
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::PENDING);
+  Beat(w, {});  // old ranks stopped and forgotten
+  f_.service->Tick();
+  ASSERT_EQ(Job(id).state(), control::RUNNING);
+  held.clear();
+  for (const auto& l : Launches(w)) {
+    EXPECT_EQ(l.attempt(), 1);
+    EXPECT_EQ(l.env().at("STRATA_RESTART_COUNT"), "1");
+    EXPECT_EQ(l.env().at("TORCHELASTIC_RESTART_COUNT"), "1");
+    held.push_back(Running(l));
+  }
+  held[0] = Exited(held[0], 3);
+  Beat(w, held);
+  EXPECT_EQ(Job(id).state(), control::FAILED);
+  EXPECT_NE(Job(id).message().find("no restarts left"), std::string::npos);
+  EXPECT_EQ(EventKinds(id),
+            (std::vector<std::string>{"submitted", "launched", "rank_exited",
+                                      "attempt_failed", "restarting",
+                                      "launched", "rank_exited",
+                                      "attempt_failed", "failed"}));
+}
+
+TEST_F(JobsTest, LostWorkerRestartsOnFewerNodesReplanned) {
+  JobSpec spec = Spec("shrink", 2, 2);
+  spec.mutable_launch()->set_min_nodes(1);
+  spec.mutable_constraints()->set_tp(2);
+  const std::string id = Submit(spec);
+  std::string w0 = Register("n1"), w1 = Register("n2");
+  f_.service->Tick();
+  ASSERT_EQ(Job(id).plan().dp(), 2);
+  std::vector<control::RankReport> held0;
+  for (const auto& l : Launches(w0)) held0.push_back(Running(l));
+  Beat(w1, {});
+  // w1 goes silent; w0 keeps beating.
+  for (int i = 0; i < 4; ++i) {
+    f_.clock.Advance(1000);
+    Beat(w0, held0);
+    f_.service->Tick();
+  }
+  control::JobInfo job = Job(id);
+  EXPECT_EQ(job.restart_count(), 1);
+  EXPECT_NE(job.message().find("w-n2 lost"), std::string::npos);
+  EXPECT_EQ(Beat(w0, held0).stop(0), id + "/0");
+  Beat(w0, {});
+  f_.service->Tick();
+  job = Job(id);
+  ASSERT_EQ(job.state(), control::RUNNING) << job.message();
+  EXPECT_EQ(job.node_info_size(), 1);
+  EXPECT_EQ(job.plan().tp(), 2);
+  EXPECT_EQ(job.plan().dp(), 1);  // re-planned for 2 ranks
+  EXPECT_EQ(Beat(w0, {}).launch_size(), 2);
+}
+
+TEST_F(JobsTest, FailsClearlyWhenWorkersNeverCome) {
+  JobSpec spec = Spec("lonely", 3, 1);
+  spec.mutable_launch()->set_worker_wait_s(5);
+  const std::string id = Submit(spec);
+  Register("n1");
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::PENDING);
+  f_.clock.Advance(6000);
+  Beat("w-n1", {});
+  f_.service->Tick();
+  control::JobInfo job = Job(id);
+  EXPECT_EQ(job.state(), control::FAILED);
+  EXPECT_NE(job.message().find("needs 3 idle workers"), std::string::npos)
+      << job.message();
+}
+
+TEST_F(JobsTest, ImpossibleParallelismFailsNamingSizes) {
+  JobSpec spec = Spec("bad", 1, 2);
+  spec.mutable_constraints()->set_tp(4);
+  const std::string id = Submit(spec);
+  Register("n1");
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::FAILED);
+  EXPECT_NE(Job(id).message().find("tp=4"), std::string::npos);
+  EXPECT_NE(Job(id).message().find("2 ranks"), std::string::npos);
+}
+
+TEST_F(JobsTest, RunningJobIsReadoptedAfterCoordinatorRestart) {
+  const std::string id = Submit(Spec("readopt", 1, 2));
+  std::string w = Register("n1");
+  f_.service->Tick();
+  std::vector<control::RankReport> held;
+  for (const auto& l : Launches(w)) held.push_back(Running(l));
+  Beat(w, held);
+  f_.Restart();
+  ASSERT_TRUE(f_.recovered.ok());
+  EXPECT_EQ(Job(id).state(), control::RUNNING);
+  // The worker's heartbeat is unknown, it re-registers with its ranks.
+  EXPECT_TRUE(Beat(w, held).reregister());
+  Register("n1", held);
+  control::HeartbeatReply orders = Beat(w, held);
+  EXPECT_EQ(orders.launch_size(), 0);
+  EXPECT_EQ(orders.stop_size(), 0);
+  f_.clock.Advance(5000);  // past the re-adoption window
+  Beat(w, held);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::RUNNING);
+  for (auto& r : held) r = Exited(r, 0);
+  Beat(w, held);
+  EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
+}
+
+TEST_F(JobsTest, LogsAreStoredMergedAndPerRank) {
+  const std::string id = Submit(Spec("logs", 1, 2));
+  std::string w = Register("n1");
+  f_.service->Tick();
+  Beat(w, {});
+  control::Request r;
+  r.mutable_heartbeat()->set_worker_id(w);
+  auto* c = r.mutable_heartbeat()->add_logs();
+  c->set_job_id(id);
+  c->set_rank(1);
+  c->set_data("hello\nworld\n");
+  Call(r);
+  control::Request lr;
+  lr.mutable_logs()->set_job_id(id);
+  lr.mutable_logs()->set_rank(-1);
+  control::Reply all = Call(lr);
+  EXPECT_EQ(all.logs().data(), "[rank 1] hello\n[rank 1] world\n");
+  EXPECT_FALSE(all.logs().finished());
+  lr.mutable_logs()->set_rank(1);
+  lr.mutable_logs()->set_offset(-6);
+  EXPECT_EQ(Call(lr).logs().data(), "world\n");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/coordinator/control_fixture.h"
+
 namespace strata::coordinator {
 namespace {
 
@@ -69,8 +71,8 @@ TEST(ServiceTest, RegisterWithoutNameFails) {
 }
 
 TEST(ServiceTest, KvSetGetAdd) {
-  FakeClock clock;
-  Service service(&clock, {});
+  ControlFixture f;
+  Service& service = *f.service;
   control::Request r;
   r.mutable_kv_get()->set_key("k");
   EXPECT_EQ(service.Handle(r).status().code(),
@@ -88,6 +90,18 @@ TEST(ServiceTest, KvSetGetAdd) {
   r.mutable_kv_add()->set_key("k");  // "v" is not an integer
   EXPECT_EQ(service.Handle(r).status().code(),
             static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  r.mutable_kv_wait()->add_keys("k");
+  r.mutable_kv_wait()->add_keys("absent");
+  control::Reply w = service.Handle(r);
+  ASSERT_EQ(w.kv().missing_size(), 1);
+  EXPECT_EQ(w.kv().missing(0), "absent");
+  r.mutable_kv_set()->set_key(std::string(5000, 'x'));  // key too long
+  EXPECT_EQ(service.Handle(r).status().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // Keys survive a coordinator restart (ranks that already rendezvoused).
+  f.Restart();
+  r.mutable_kv_get()->set_key("n");
+  EXPECT_EQ(f.service->Handle(r).kv().value(), "2");
 }
 
 }  // namespace

@@ -1,0 +1,391 @@
+// strata-bench control: one real strata-coordinator against thousands of
+// simulated workers (issue 6 "Benchmark").
+//
+// --procs child processes each own --workers/--procs DEALER sockets; every
+// simulated worker registers with a probe, then heartbeats at 1 Hz (spread
+// evenly over the second). Phase 1 (--seconds) measures heartbeat round
+// trips (p50/p99/max, client send -> reply received, so client-side polling
+// delay is included: an upper bound on the coordinator's handling latency)
+// and the coordinator's CPU time from /proc. Phase 2 submits a job of
+// --workers x --ranks-per-worker ranks (16,384 by default) and measures the
+// time until every simulated worker has received its launch orders
+// (placement + per-node launch orders, handed out in heartbeat replies).
+// Goals: p99 < 10 ms; placement handed out in < 5 s (MegaScale builds all
+// groups for 2,048 GPUs in < 5 s, ANCHORS.md).
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <queue>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "CLI/CLI.hpp"
+#include "bench/registry.h"
+#include "proto/control.pb.h"
+
+namespace strata::bench {
+namespace {
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // shared by every process
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void RaiseFdLimit() {
+  rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+std::string FindCoordinator(const char* argv0) {
+  char self[PATH_MAX] = {0};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::filesystem::path dir =
+      n > 0 ? std::filesystem::path(self).parent_path() : std::filesystem::path(".");
+  for (auto p : {dir / "strata-coordinator",
+                 dir.parent_path() / "coordinator" / "strata-coordinator"}) {
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  (void)argv0;
+  return "strata-coordinator";
+}
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  size_t p = s.rfind(')');
+  if (p == std::string::npos) return 0;
+  std::vector<std::string> f;
+  std::string tok;
+  for (size_t i = p + 2; i < s.size(); ++i) {
+    if (s[i] == ' ') {
+      f.push_back(tok);
+      tok.clear();
+    } else {
+      tok += s[i];
+    }
+  }
+  // Fields after the command: state is f[0]; utime, stime are fields 14, 15
+  // of proc(5), i.e. f[11], f[12].
+  if (f.size() < 13) return 0;
+  return (std::stod(f[11]) + std::stod(f[12])) / sysconf(_SC_CLK_TCK);
+}
+
+struct SimWorker {
+  std::unique_ptr<zmq::socket_t> sock;
+  std::string id;
+  std::vector<control::RankReport> ranks;
+  double next_send = 0;
+  std::map<uint64_t, double> inflight;
+  double orders_at = 0;
+};
+
+void Send(SimWorker& w, control::Request& req, uint64_t id) {
+  req.set_protocol_version(control::PROTOCOL_VERSION_CURRENT);
+  req.set_request_id(id);
+  std::string bytes = req.SerializeAsString();
+  w.sock->send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+  w.inflight[id] = Now();
+}
+
+// One child: simulates `count` workers; writes latencies (phase 1 and 2)
+// and order arrival times to `out`. Reads its start time from `start_fd`.
+int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
+             int start_fd, double seconds, const std::string& out) {
+  RaiseFdLimit();
+  zmq::context_t ctx(1);
+  ctx.set(zmq::ctxopt::max_sockets, count + 16);
+  std::vector<SimWorker> workers(count);
+  std::vector<zmq::pollitem_t> items;
+  std::set<int> waiting;  // workers with a request in flight
+  uint64_t next_id = 1;
+  for (int i = 0; i < count; ++i) {
+    workers[i].sock = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+    workers[i].sock->set(zmq::sockopt::linger, 0);
+    workers[i].sock->connect(endpoint);
+    control::Request reg;
+    auto* r = reg.mutable_register_worker();
+    r->set_node_name("sim-" + std::to_string(first + i));
+    r->set_address("10.1." + std::to_string((first + i) / 250) + "." +
+                   std::to_string((first + i) % 250));
+    auto* p = r->mutable_probe();
+    p->set_hostname(r->node_name());
+    p->set_cpu_cores(64);
+    p->set_memory_bytes(1LL << 40);
+    p->set_copy_gbps(20);
+    p->set_cpu_gflops(50);
+    Send(workers[i], reg, next_id++);
+    waiting.insert(i);
+  }
+  std::vector<float> lat1, lat2;
+  int registered = 0;
+  double phase = 0;  // 0: registering, 1: steady, 2: handout
+  double start = 0, end = 1e300;
+  // Polls only the sockets with a request in flight (a handful at 1 Hz),
+  // so the simulator's own cost stays small next to the coordinator's.
+  std::vector<int> polled;
+  auto handle_replies = [&](int timeout_ms) {
+    polled.assign(waiting.begin(), waiting.end());
+    items.clear();
+    for (int i : polled) {
+      items.push_back({workers[i].sock->handle(), 0, ZMQ_POLLIN, 0});
+    }
+    if (items.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+      return;
+    }
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
+    for (size_t k = 0; k < polled.size(); ++k) {
+      if (!(items[k].revents & ZMQ_POLLIN)) continue;
+      SimWorker& w = workers[polled[k]];
+      zmq::message_t msg;
+      while (w.sock->recv(msg, zmq::recv_flags::dontwait)) {
+        const double t = Now();
+        control::Reply reply;
+        if (!reply.ParseFromArray(msg.data(), msg.size())) continue;
+        auto it = w.inflight.find(reply.request_id());
+        if (it == w.inflight.end()) continue;
+        const float ms = static_cast<float>((t - it->second) * 1e3);
+        w.inflight.erase(it);
+        if (w.inflight.empty()) waiting.erase(polled[k]);
+        if (reply.has_register_worker()) {
+          w.id = reply.register_worker().worker_id();
+          ++registered;
+          continue;
+        }
+        if (phase == 1) lat1.push_back(ms);
+        if (phase == 2) lat2.push_back(ms);
+        for (const auto& l : reply.heartbeat().launch()) {
+          if (w.orders_at == 0) w.orders_at = t;
+          control::RankReport rr;
+          rr.set_job_id(l.job_id());
+          rr.set_attempt(l.attempt());
+          rr.set_rank(l.rank());
+          rr.set_state(control::RANK_RUNNING);
+          rr.set_pid(100000 + l.rank());
+          w.ranks.push_back(rr);
+        }
+      }
+    }
+  };
+  const double reg_deadline = Now() + 120;
+  while (registered < count && Now() < reg_deadline) handle_replies(50);
+  char byte = registered == count ? 'r' : 'x';
+  (void)!write(ready_fd, &byte, 1);
+  if (read(start_fd, &start, sizeof(start)) != sizeof(start)) return 1;
+  const double submit_at = start + seconds;
+  end = submit_at + 8;  // handout phase
+  // Heartbeat schedule as a min-heap: O(log n) per send, no scans.
+  using Due = std::pair<double, int>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> schedule;
+  for (int i = 0; i < count; ++i) {
+    schedule.push({start + (double(i) + 0.5) / count, i});  // spread
+  }
+  while (true) {
+    double now = Now();
+    if (now >= end) break;
+    phase = now < start ? 0 : now < submit_at ? 1 : 2;
+    while (schedule.top().first <= now) {
+      auto [t, i] = schedule.top();
+      schedule.pop();
+      SimWorker& w = workers[i];
+      control::Request hb;
+      hb.mutable_heartbeat()->set_worker_id(w.id);
+      for (const auto& r : w.ranks) *hb.mutable_heartbeat()->add_ranks() = r;
+      Send(w, hb, next_id++);
+      waiting.insert(i);
+      schedule.push({t + 1.0, i});
+    }
+    int wait_ms =
+        static_cast<int>(std::max(0.0, (schedule.top().first - Now()) * 1e3));
+    handle_replies(std::min(wait_ms, 20));
+  }
+  std::ofstream f(out);
+  for (float v : lat1) f << "1 " << v << "\n";
+  for (float v : lat2) f << "2 " << v << "\n";
+  for (auto& w : workers) f << "o " << std::fixed << w.orders_at << "\n";
+  return 0;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+int ControlBench(int argc, char** argv) {
+  CLI::App app{"strata-bench control: coordinator under many workers"};
+  int workers = 4096, procs = 4, ranks_per_worker = 4;
+  double seconds = 10;
+  std::string format = "table";
+  app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 65536));
+  app.add_option("--procs", procs, "client processes")->check(CLI::Range(1, 64));
+  app.add_option("--ranks-per-worker", ranks_per_worker, "ranks per node of the placed job")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--seconds", seconds, "steady heartbeat phase length")
+      ->check(CLI::Range(1.0, 600.0));
+  app.add_option("--format", format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  CLI11_PARSE(app, argc, argv);
+  RaiseFdLimit();
+
+  char tmpl[] = "/tmp/strata-bench-control-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 1;
+  const std::string dir = tmpl;
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) return 1;
+  pid_t coord = fork();
+  if (coord == 0) {
+    dup2(out_pipe[1], 1);
+    int log = open((dir + "/coordinator.log").c_str(), O_WRONLY | O_CREAT, 0644);
+    dup2(log, 2);
+    std::string bin = FindCoordinator(argv[0]);
+    execl(bin.c_str(), bin.c_str(), "--state-dir", (dir + "/state").c_str(),
+          "--listen", "tcp://127.0.0.1:0", "--heartbeat-ms", "1000",
+          "--missed-heartbeats", "5", nullptr);
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  std::string line;
+  char c;
+  while (read(out_pipe[0], &c, 1) == 1 && c != '\n') line += c;
+  if (!line.starts_with("listening ")) {
+    std::fprintf(stderr, "strata-bench control: coordinator did not start (%s)\n",
+                 (dir + "/coordinator.log").c_str());
+    kill(coord, SIGKILL);
+    return 1;
+  }
+  const std::string endpoint = line.substr(10);
+
+  std::vector<pid_t> children;
+  std::vector<int> ready_fds, start_fds;
+  for (int p = 0; p < procs; ++p) {
+    int first = workers * p / procs, last = workers * (p + 1) / procs;
+    int ready[2], start[2];
+    if (pipe(ready) != 0 || pipe(start) != 0) return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(ready[0]);
+      close(start[1]);
+      _exit(RunChild(endpoint, first, last - first, ready[1], start[0], seconds,
+                     dir + "/child-" + std::to_string(p)));
+    }
+    close(ready[1]);
+    close(start[0]);
+    children.push_back(pid);
+    ready_fds.push_back(ready[0]);
+    start_fds.push_back(start[1]);
+  }
+  const double reg_start = Now();
+  bool all_registered = true;
+  for (int fd : ready_fds) {
+    char b = 0;
+    all_registered &= read(fd, &b, 1) == 1 && b == 'r';
+  }
+  const double registration_s = Now() - reg_start;
+  const double start = Now() + 0.5;
+  for (int fd : start_fds) (void)!write(fd, &start, sizeof(start));
+  while (Now() < start) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double cpu0 = CpuSeconds(coord);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const double cpu1 = CpuSeconds(coord);
+
+  // Phase 2: place and hand out one job over every simulated worker.
+  pid_t submit = fork();
+  if (submit == 0) {
+    zmq::context_t ctx;
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.connect(endpoint);
+    control::Request req;
+    req.set_protocol_version(control::PROTOCOL_VERSION_CURRENT);
+    req.set_request_id(1);
+    auto* spec = req.mutable_submit_job()->mutable_spec();
+    spec->set_name("bench");
+    spec->mutable_launch()->add_command("/bin/true");
+    spec->mutable_launch()->set_nodes(workers);
+    spec->mutable_launch()->set_ranks_per_node(ranks_per_worker);
+    std::string bytes = req.SerializeAsString();
+    s.send(zmq::buffer(bytes));
+    zmq::message_t reply;
+    s.set(zmq::sockopt::rcvtimeo, 10000);
+    _exit(s.recv(reply) ? 0 : 1);
+  }
+  const double submit_at = Now();
+  waitpid(submit, nullptr, 0);
+  int failures = 0;
+  for (pid_t p : children) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    failures += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  kill(coord, SIGTERM);
+  waitpid(coord, nullptr, 0);
+
+  std::vector<double> lat1, lat2;
+  double last_order = 0;
+  int with_orders = 0;
+  for (int p = 0; p < procs; ++p) {
+    std::ifstream in(dir + "/child-" + std::to_string(p));
+    std::string kind;
+    double v;
+    while (in >> kind >> v) {
+      if (kind == "1") lat1.push_back(v);
+      if (kind == "2") lat2.push_back(v);
+      if (kind == "o" && v > 0) {
+        ++with_orders;
+        last_order = std::max(last_order, v);
+      }
+    }
+  }
+  const double handout_s = with_orders == workers ? last_order - submit_at : -1;
+  const double cpu_pct = 100.0 * (cpu1 - cpu0) / seconds;
+  if (format == "json") {
+    std::printf(
+        "{\"workers\": %d, \"procs\": %d, \"registration_s\": %.3f, "
+        "\"heartbeats\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
+        "\"max_ms\": %.3f, \"coordinator_cpu_pct\": %.1f, \"ranks\": %d, "
+        "\"handout_s\": %.3f, \"handout_p99_ms\": %.3f, \"workers_with_orders\": %d}\n",
+        workers, procs, registration_s, lat1.size(), Percentile(lat1, 0.5),
+        Percentile(lat1, 0.99), Percentile(lat1, 1.0), cpu_pct,
+        workers * ranks_per_worker, handout_s, Percentile(lat2, 0.99),
+        with_orders);
+  } else {
+    std::printf("coordinator vs %d simulated workers (%d processes), 1 Hz heartbeats\n",
+                workers, procs);
+    std::printf("  registration of all workers     %8.3f s%s\n", registration_s,
+                all_registered ? "" : "  (INCOMPLETE)");
+    std::printf("  heartbeats measured             %8zu\n", lat1.size());
+    std::printf("  round trip p50 / p99 / max      %8.3f / %.3f / %.3f ms   (goal p99 < 10 ms)\n",
+                Percentile(lat1, 0.5), Percentile(lat1, 0.99), Percentile(lat1, 1.0));
+    std::printf("  coordinator CPU                 %8.1f %% of one core\n", cpu_pct);
+    std::printf("  %d-rank job placed, orders at all %d workers after %.3f s   (goal < 5 s)\n",
+                workers * ranks_per_worker, with_orders, handout_s);
+    std::printf("  round trip p99 during hand-out  %8.3f ms\n", Percentile(lat2, 0.99));
+  }
+  std::filesystem::remove_all(dir);
+  return failures == 0 && all_registered && handout_s >= 0 ? 0 : 1;
+}
+
+}  // namespace
+
+STRATA_BENCH("control", "coordinator heartbeat latency and placement hand-out at scale",
+             ControlBench);
+
+}  // namespace strata::bench

@@ -1,0 +1,73 @@
+#include "cli/control_client.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata::cli {
+
+void AddCoordinatorOption(CLI::App* cmd, std::string* endpoint) {
+  const char* env = std::getenv("STRATA_COORDINATOR");
+  *endpoint = env != nullptr && *env != '\0' ? env : kDefaultCoordinator;
+  cmd->add_option("--coordinator", *endpoint,
+                  "coordinator endpoint (default: $STRATA_COORDINATOR or " +
+                      std::string(kDefaultCoordinator) + ")")
+      ->capture_default_str();
+}
+
+void Fail(const std::string& what, int code, const std::string& message) {
+  std::fprintf(stderr, "strata %s: %s\n", what.c_str(), message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+ControlClient::ControlClient(const std::string& endpoint)
+    : endpoint_(endpoint), client_(&ctx_, endpoint) {}
+
+StatusOr<control::Reply> ControlClient::TryCall(control::Request request,
+                                                int timeout_ms) {
+  return client_.Call(std::move(request), timeout_ms);
+}
+
+control::Reply ControlClient::Call(const char* what, control::Request request,
+                                   int timeout_ms) {
+  auto reply = client_.Call(std::move(request), timeout_ms);
+  if (reply.ok()) return *std::move(reply);
+  const Status& s = reply.status();
+  if (absl::IsDeadlineExceeded(s)) {
+    Fail(what, kExitFailed,
+         absl::StrCat("no answer from the coordinator at ", endpoint_,
+                      " within ", timeout_ms,
+                      " ms (is strata-coordinator running? set "
+                      "--coordinator or STRATA_COORDINATOR)"));
+  }
+  int code = absl::IsNotFound(s) || absl::IsInvalidArgument(s) ||
+                     absl::IsFailedPrecondition(s)
+                 ? kExitBadInput
+                 : kExitFailed;
+  Fail(what, code, std::string(s.message()));
+}
+
+const char* JobStateName(control::JobState s) {
+  switch (s) {
+    case control::PENDING: return "PENDING";
+    case control::RUNNING: return "RUNNING";
+    case control::SUCCEEDED: return "SUCCEEDED";
+    case control::FAILED: return "FAILED";
+    case control::CANCELLED: return "CANCELLED";
+    default: return "UNKNOWN";
+  }
+}
+
+std::string RankStateText(const control::RankReport& r) {
+  switch (r.state()) {
+    case control::RANK_RUNNING: return "running";
+    case control::RANK_EXITED:
+      return r.signal() != 0 ? absl::StrCat("signal ", r.signal())
+                             : absl::StrCat("exited ", r.exit_code());
+    case control::RANK_FAILED_TO_START: return "failed to start";
+    default: return "starting";
+  }
+}
+
+}  // namespace strata::cli

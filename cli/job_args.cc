@@ -1,0 +1,158 @@
+#include "cli/job_args.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/config.h"
+
+namespace strata::cli {
+
+void AddJobOptions(CLI::App* cmd, JobArgs* a) {
+  cmd->add_option("job", a->file, "JobSpec YAML/JSON file (optional with --)");
+  cmd->add_option("--name", a->name, "job name");
+  cmd->add_option("--nodes", a->nodes, "workers to use")->check(CLI::Range(1, 100000));
+  cmd->add_option("--ranks-per-node", a->ranks_per_node,
+                  "ranks per node (default: one per GPU, else 1)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--min-nodes", a->min_nodes,
+                  "restarts may continue on this few nodes (re-planned)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-restarts", a->max_restarts, "restarts after failures")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--tp", a->tp, "fixed tensor-parallel size")->check(CLI::Range(1, 4096));
+  cmd->add_option("--pp", a->pp, "fixed pipeline-parallel size")->check(CLI::Range(1, 4096));
+  cmd->add_option("--cp", a->cp, "fixed context-parallel size")->check(CLI::Range(1, 4096));
+  cmd->add_option("--model", a->model,
+                  "model preset/file: let the planner pick the parallelism");
+  cmd->add_option("--ckpt", a->ckpt, "checkpoint URI (STRATA_CKPT_URI)");
+  cmd->add_option("--env", a->env, "KEY=VALUE for every rank (repeatable)");
+}
+
+JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
+  JobSpec spec;
+  if (!a.file.empty()) {
+    Status s = LoadConfigFile(a.file, &spec);
+    if (!s.ok()) Fail(what, kExitBadInput, std::string(s.message()));
+  }
+  JobLaunch* l = spec.mutable_launch();
+  if (!CommandAfterDashDash().empty()) {
+    l->clear_command();
+    for (const auto& c : CommandAfterDashDash()) l->add_command(c);
+  }
+  if (l->command().empty()) {
+    Fail(what, kExitBadInput,
+         "no command: give a job file with launch.command or `-- COMMAND "
+         "ARGS...`");
+  }
+  if (!a.name.empty()) spec.set_name(a.name);
+  if (spec.name().empty()) spec.set_name(l->command(0));
+  if (a.nodes > 0) l->set_nodes(a.nodes);
+  if (a.ranks_per_node > 0) l->set_ranks_per_node(a.ranks_per_node);
+  if (a.min_nodes > 0) l->set_min_nodes(a.min_nodes);
+  if (a.max_restarts >= 0) l->set_max_restarts(a.max_restarts);
+  if (a.tp > 0) spec.mutable_constraints()->set_tp(a.tp);
+  if (a.pp > 0) spec.mutable_constraints()->set_pp(a.pp);
+  if (a.cp > 0) spec.mutable_constraints()->set_cp(a.cp);
+  if (!a.model.empty()) l->set_model(a.model);
+  if (!a.ckpt.empty()) l->set_checkpoint_uri(a.ckpt);
+  for (const auto& kv : a.env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      Fail(what, kExitBadInput,
+           absl::StrCat("--env expects KEY=VALUE, got '", kv, "'"));
+    }
+    (*l->mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return spec;
+}
+
+int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
+               int lost_ms,
+               const std::function<void(const control::JobInfo&)>& on_status,
+               const std::atomic<bool>* interrupted) {
+  int64_t log_offset = 0, event_seq = 0;
+  bool cancel_sent = false;
+  auto last_ok = std::chrono::steady_clock::now();
+  while (true) {
+    bool progressed = false;
+    if (follow) {
+      control::Request ev;
+      ev.mutable_events()->set_job_id(job_id);
+      ev.mutable_events()->set_after_seq(event_seq);
+      auto er = client.TryCall(ev, 2000);
+      if (er.ok()) {
+        for (const auto& e : er->events().events()) {
+          std::fprintf(stderr, "[strata] %s attempt %d: %s: %s\n",
+                       e.job_id().c_str(), e.attempt(), e.kind().c_str(),
+                       e.message().c_str());
+          event_seq = e.seq();
+        }
+      }
+      control::Request lr;
+      lr.mutable_logs()->set_job_id(job_id);
+      lr.mutable_logs()->set_rank(-1);
+      lr.mutable_logs()->set_offset(log_offset);
+      auto rep = client.TryCall(lr, 2000);
+      if (rep.ok()) {
+        const auto& data = rep->logs().data();
+        if (!data.empty()) {
+          std::fwrite(data.data(), 1, data.size(), stdout);
+          std::fflush(stdout);
+          progressed = true;
+        }
+        log_offset = rep->logs().next_offset();
+      }
+    }
+    if (interrupted != nullptr && *interrupted && !cancel_sent) {
+      std::fprintf(stderr, "[strata] interrupted: cancelling %s\n",
+                   job_id.c_str());
+      control::Request cancel;
+      cancel.mutable_cancel_job()->set_job_id(job_id);
+      (void)client.TryCall(cancel, 2000);
+      cancel_sent = true;
+    }
+    control::Request st;
+    st.mutable_job_status()->set_job_id(job_id);
+    auto rep = client.TryCall(st, 2000);
+    const auto now = std::chrono::steady_clock::now();
+    if (rep.ok()) {
+      last_ok = now;
+      const control::JobInfo& job = rep->jobs().jobs(0);
+      if (on_status) on_status(job);
+      const bool ended = job.state() == control::SUCCEEDED ||
+                         job.state() == control::FAILED ||
+                         job.state() == control::CANCELLED;
+      if (ended && !progressed) {
+        if (follow) {
+          // Output relayed after the last read.
+          control::Request lr;
+          lr.mutable_logs()->set_job_id(job_id);
+          lr.mutable_logs()->set_rank(-1);
+          lr.mutable_logs()->set_offset(log_offset);
+          auto last = client.TryCall(lr, 2000);
+          if (last.ok()) {
+            std::fwrite(last->logs().data().data(), 1,
+                        last->logs().data().size(), stdout);
+            std::fflush(stdout);
+          }
+        }
+        std::fprintf(stderr, "[strata] %s %s after %d restart(s)%s%s\n",
+                     job_id.c_str(), JobStateName(job.state()),
+                     job.restart_count(), job.message().empty() ? "" : ": ",
+                     job.message().c_str());
+        return job.state() == control::SUCCEEDED ? 0 : 1;
+      }
+    } else if (absl::IsNotFound(rep.status())) {
+      Fail("wait", kExitBadInput, std::string(rep.status().message()));
+    } else if (now - last_ok > std::chrono::milliseconds(lost_ms)) {
+      Fail("wait", kExitFailed,
+           absl::StrCat("lost the coordinator at ", client.endpoint(),
+                        " for ", lost_ms, " ms: ", rep.status().message()));
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace strata::cli

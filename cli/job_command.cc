@@ -1,0 +1,249 @@
+// Job commands against a running coordinator: `strata submit`, `status`,
+// `logs`, `cancel`, `workers`, `events` (issue 6 "Job submission").
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/control_client.h"
+#include "cli/job_args.h"
+#include "common/config.h"
+
+namespace strata::cli {
+namespace {
+
+std::string Clock(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  std::time_t t = unix_ms / 1000;
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+void PrintJobTable(const control::JobsReply& jobs) {
+  std::printf("%-10s %-20s %-10s %7s %6s %-9s %s\n", "JOB", "NAME", "STATE",
+              "ATTEMPT", "RANKS", "SUBMITTED", "MESSAGE");
+  for (const auto& j : jobs.jobs()) {
+    std::printf("%-10s %-20.20s %-10s %7d %6d %-9s %s\n", j.job_id().c_str(),
+                j.spec().name().c_str(), JobStateName(j.state()), j.attempt(),
+                j.ranks_size(), Clock(j.submit_unix_ms()).c_str(),
+                j.message().c_str());
+  }
+}
+
+void PrintJob(const control::JobInfo& j) {
+  std::printf("job       %s (%s)\n", j.job_id().c_str(), j.spec().name().c_str());
+  std::printf("state     %s, attempt %d (restarts %d of %d)\n",
+              JobStateName(j.state()), j.attempt(), j.restart_count(),
+              j.spec().launch().max_restarts());
+  std::printf("command   %s\n",
+              absl::StrJoin(j.spec().launch().command(), " ").c_str());
+  if (!j.message().empty()) std::printf("message   %s\n", j.message().c_str());
+  if (j.has_plan()) {
+    std::printf("plan      tp=%d pp=%d dp=%d cp=%d on %d nodes [%s]\n",
+                j.plan().tp(), j.plan().pp(), j.plan().dp(),
+                std::max(1, j.plan().cp()), j.node_info_size(),
+                absl::StrJoin(j.nodes(), ", ").c_str());
+  }
+  std::map<int, control::StepReport> steps;
+  for (const auto& s : j.steps()) steps[s.rank()] = s;
+  if (j.ranks_size() == 0) return;
+  std::printf("%6s %-16s %-16s %8s %8s %12s\n", "RANK", "NODE", "STATE", "PID",
+              "STEP", "LOSS");
+  const auto& placement = j.plan().placement();
+  for (const auto& r : j.ranks()) {
+    std::string node = "-";
+    if (r.rank() < placement.ranks_size()) {
+      int n = placement.ranks(r.rank()).node();
+      if (n < j.node_info_size()) node = j.node_info(n).node_name();
+    }
+    std::string step = "-", loss = "-";
+    if (auto it = steps.find(r.rank()); it != steps.end()) {
+      step = absl::StrCat(it->second.step());
+      if (it->second.loss() == it->second.loss()) {  // not NaN
+        loss = absl::StrFormat("%.6g", it->second.loss());
+      }
+    }
+    std::printf("%6d %-16s %-16s %8d %8s %12s\n", r.rank(), node.c_str(),
+                RankStateText(r).c_str(), r.pid(), step.c_str(), loss.c_str());
+  }
+}
+
+void AddSubmit(CLI::App* app) {
+  auto* cmd = app->add_subcommand(
+      "submit", "submit a job: strata submit job.yaml | -- COMMAND ARGS...");
+  auto args = std::make_shared<JobArgs>();
+  auto endpoint = std::make_shared<std::string>();
+  auto wait = std::make_shared<bool>(false);
+  auto follow = std::make_shared<bool>(false);
+  AddJobOptions(cmd, args.get());
+  AddCoordinatorOption(cmd, endpoint.get());
+  cmd->add_flag("--wait", *wait, "wait for the job; exit 0 only if it succeeded");
+  cmd->add_flag("-f,--follow", *follow, "with --wait: stream output and events");
+  cmd->callback([=] {
+    JobSpec spec = BuildJobSpec("submit", *args);
+    ControlClient client(*endpoint);
+    control::Request req;
+    *req.mutable_submit_job()->mutable_spec() = spec;
+    control::Reply reply = client.Call("submit", req);
+    const std::string& id = reply.submit_job().job_id();
+    std::printf("%s\n", id.c_str());
+    std::fflush(stdout);
+    if (*wait || *follow) {
+      int rc = WaitForJob(client, id, *follow);
+      if (rc != 0) throw CLI::RuntimeError(rc);
+    }
+  });
+}
+
+void AddStatus(CLI::App* app) {
+  auto* cmd = app->add_subcommand("status", "jobs, or one job in detail");
+  auto endpoint = std::make_shared<std::string>();
+  auto job = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("table");
+  AddCoordinatorOption(cmd, endpoint.get());
+  cmd->add_option("job", *job, "job id (default: all jobs)");
+  cmd->add_option("--format", *format, "table|json")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->callback([=] {
+    ControlClient client(*endpoint);
+    control::Request req;
+    if (job->empty()) {
+      req.mutable_list_jobs();
+    } else {
+      req.mutable_job_status()->set_job_id(*job);
+    }
+    control::Reply reply = client.Call("status", req);
+    if (*format == "json") {
+      std::printf("%s\n", job->empty()
+                              ? MessageToJson(reply.jobs()).c_str()
+                              : MessageToJson(reply.jobs().jobs(0)).c_str());
+    } else if (job->empty()) {
+      PrintJobTable(reply.jobs());
+    } else {
+      PrintJob(reply.jobs().jobs(0));
+    }
+  });
+}
+
+void AddCancel(CLI::App* app) {
+  auto* cmd = app->add_subcommand("cancel", "cancel a job (stops its ranks)");
+  auto endpoint = std::make_shared<std::string>();
+  auto job = std::make_shared<std::string>();
+  AddCoordinatorOption(cmd, endpoint.get());
+  cmd->add_option("job", *job, "job id")->required();
+  cmd->callback([=] {
+    ControlClient client(*endpoint);
+    control::Request req;
+    req.mutable_cancel_job()->set_job_id(*job);
+    client.Call("cancel", req);
+    std::printf("%s cancelled\n", job->c_str());
+  });
+}
+
+void AddLogs(CLI::App* app) {
+  auto* cmd = app->add_subcommand("logs", "a job's output (all ranks or one)");
+  auto endpoint = std::make_shared<std::string>();
+  auto job = std::make_shared<std::string>();
+  auto rank = std::make_shared<int>(-1);
+  auto follow = std::make_shared<bool>(false);
+  AddCoordinatorOption(cmd, endpoint.get());
+  cmd->add_option("job", *job, "job id")->required();
+  cmd->add_option("--rank", *rank, "only this rank's output")
+      ->check(CLI::Range(0, 1 << 24));
+  cmd->add_flag("-f,--follow", *follow, "keep printing until the job ends");
+  cmd->callback([=] {
+    ControlClient client(*endpoint);
+    int64_t offset = 0;
+    while (true) {
+      control::Request req;
+      req.mutable_logs()->set_job_id(*job);
+      req.mutable_logs()->set_rank(*rank);
+      req.mutable_logs()->set_offset(offset);
+      control::Reply reply = client.Call("logs", req);
+      const auto& data = reply.logs().data();
+      std::fwrite(data.data(), 1, data.size(), stdout);
+      std::fflush(stdout);
+      offset = reply.logs().next_offset();
+      if (!*follow || reply.logs().finished()) return;
+      if (data.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+}
+
+void AddEvents(CLI::App* app) {
+  auto* cmd = app->add_subcommand("events", "what happened to a job, in order");
+  auto endpoint = std::make_shared<std::string>();
+  auto job = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("table");
+  AddCoordinatorOption(cmd, endpoint.get());
+  cmd->add_option("job", *job, "job id (default: all jobs)");
+  cmd->add_option("--format", *format, "table|json")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->callback([=] {
+    ControlClient client(*endpoint);
+    control::Request req;
+    req.mutable_events()->set_job_id(*job);
+    control::Reply reply = client.Call("events", req);
+    if (*format == "json") {
+      std::printf("%s\n", MessageToJson(reply.events()).c_str());
+      return;
+    }
+    for (const auto& e : reply.events().events()) {
+      std::time_t t = e.unix_ms() / 1000;
+      char buf[32];
+      std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+      std::printf("%s.%03d %-8s %3d %-15s %s\n", buf,
+                  static_cast<int>(e.unix_ms() % 1000),
+                  e.job_id().empty() ? "-" : e.job_id().c_str(), e.attempt(),
+                  e.kind().c_str(), e.message().c_str());
+    }
+  });
+}
+
+void AddWorkers(CLI::App* app) {
+  auto* cmd = app->add_subcommand("workers", "registered workers");
+  auto endpoint = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("table");
+  AddCoordinatorOption(cmd, endpoint.get());
+  cmd->add_option("--format", *format, "table|json")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->callback([=] {
+    ControlClient client(*endpoint);
+    control::Request req;
+    req.mutable_list_workers();
+    control::Reply reply = client.Call("workers", req);
+    if (*format == "json") {
+      std::printf("%s\n", MessageToJson(reply.list_workers()).c_str());
+      return;
+    }
+    std::printf("%-20s %-6s %-16s %5s %8s %4s %-9s %s\n", "WORKER", "ALIVE",
+                "ADDRESS", "CORES", "MEM GiB", "GPUS", "LAST HB", "RUNNING");
+    for (const auto& w : reply.list_workers().workers()) {
+      std::printf("%-20s %-6s %-16s %5d %8.1f %4d %-9s %s\n",
+                  w.worker_id().c_str(), w.alive() ? "yes" : "LOST",
+                  w.address().c_str(), w.probe().cpu_cores(),
+                  w.probe().memory_bytes() / double(1ull << 30),
+                  w.probe().gpus(), Clock(w.last_heartbeat_unix_ms()).c_str(),
+                  absl::StrJoin(w.holds(), ",").c_str());
+    }
+  });
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App* app) {
+  AddSubmit(app);
+  AddStatus(app);
+  AddLogs(app);
+  AddCancel(app);
+  AddWorkers(app);
+  AddEvents(app);
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,243 @@
+// `strata run [--nodes N] [--ranks-per-node R] [job.yaml | -- COMMAND ...]`:
+// the embedded default (DESIGN.md §2). Starts a coordinator and N local
+// workers as separate processes (simulated nodes on this host), submits the
+// job, streams its output and events, exits with the job's status, and
+// stops every process it started (SIGTERM, then SIGKILL after 5 s). Ctrl-C
+// cancels the job first. Every rank gets the torchrun environment, so
+// `strata run --nodes 2 --ranks-per-node 2 -- python3 train.py` runs an
+// unmodified torch.distributed script.
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/control_client.h"
+#include "cli/job_args.h"
+
+namespace strata::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void OnInterrupt(int) { g_interrupted = true; }
+
+struct RunArgs {
+  JobArgs job;
+  int heartbeat_ms = 500;
+  std::string state_dir;
+  bool keep = false;
+  int64_t kill_worker_at_step = -1;
+  double startup_timeout_s = 30;
+};
+
+// strata-coordinator / strata-worker next to this binary (installed) or in
+// the build tree's sibling directories; $STRATA_BIN_DIR wins.
+std::string FindBinary(const std::string& name) {
+  std::vector<std::string> dirs;
+  if (const char* d = getenv("STRATA_BIN_DIR")) dirs.push_back(d);
+  char self[PATH_MAX] = {0};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::filesystem::path dir = std::filesystem::path(self).parent_path();
+    dirs.push_back(dir.string());
+    dirs.push_back((dir.parent_path() / "coordinator").string());
+    dirs.push_back((dir.parent_path() / "worker").string());
+  }
+  for (const auto& d : dirs) {
+    std::string p = d + "/" + name;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  Fail("run", kExitFailed,
+       absl::StrCat("cannot find ", name, " next to strata (set STRATA_BIN_DIR)"));
+}
+
+// Starts `args` with stdout to `out_fd` (or the log) and stderr to the log.
+pid_t Start(const std::vector<std::string>& args, const std::string& log,
+            int out_fd = -1) {
+  int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // Ctrl-C reaches strata run only; it stops the rest
+    dup2(out_fd >= 0 ? out_fd : log_fd, 1);
+    dup2(log_fd, 2);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  if (log_fd >= 0) close(log_fd);
+  return pid;
+}
+
+class Processes {
+ public:
+  void Add(pid_t pid) { pids_.push_back(pid); }
+  ~Processes() { StopAll(); }
+  void StopAll() {
+    for (pid_t p : pids_) {
+      if (p > 0) kill(p, SIGTERM);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (pid_t& p : pids_) {
+      while (p > 0) {
+        if (waitpid(p, nullptr, WNOHANG) == p) {
+          p = -1;
+        } else if (std::chrono::steady_clock::now() > deadline) {
+          kill(p, SIGKILL);
+          waitpid(p, nullptr, 0);
+          p = -1;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    }
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// Reads the coordinator's "listening <endpoint>" line.
+std::string ReadEndpoint(int fd, pid_t pid, double timeout_s,
+                         const std::string& log) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  while (std::chrono::steady_clock::now() < deadline) {
+    char c;
+    ssize_t n = read(fd, &c, 1);
+    if (n == 1) {
+      if (c == '\n') {
+        if (line.starts_with("listening ")) return line.substr(10);
+        line.clear();
+      } else {
+        line += c;
+      }
+      continue;
+    }
+    if (waitpid(pid, nullptr, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Fail("run", kExitFailed,
+       absl::StrCat("the coordinator did not start; see ", log));
+}
+
+int Run(const RunArgs& a) {
+  JobSpec spec = BuildJobSpec("run", a.job);
+  JobLaunch* l = spec.mutable_launch();
+  const int nodes = l->nodes() > 0 ? l->nodes() : 1;
+  l->set_nodes(nodes);
+  if (l->ranks_per_node() == 0) l->set_ranks_per_node(1);
+  if (l->worker_wait_s() == 0) l->set_worker_wait_s(30);
+
+  std::string dir = a.state_dir;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/strata-run-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) Fail("run", kExitFailed, "mkdtemp failed");
+    dir = tmpl;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
+
+  signal(SIGINT, OnInterrupt);
+  signal(SIGTERM, OnInterrupt);
+  Processes procs;
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) Fail("run", kExitFailed, "pipe failed");
+  const std::string coord_log = dir + "/coordinator.log";
+  pid_t coord = Start({FindBinary("strata-coordinator"), "--state-dir",
+                       dir + "/coordinator", "--listen", "tcp://127.0.0.1:0",
+                       "--heartbeat-ms", absl::StrCat(a.heartbeat_ms)},
+                      coord_log, pipe_fds[1]);
+  close(pipe_fds[1]);
+  procs.Add(coord);
+  const std::string endpoint =
+      ReadEndpoint(pipe_fds[0], coord, a.startup_timeout_s, coord_log);
+  close(pipe_fds[0]);
+  std::vector<pid_t> workers;
+  const std::string worker_bin = FindBinary("strata-worker");
+  for (int i = 0; i < nodes; ++i) {
+    const std::string name = absl::StrCat("node-", i);
+    pid_t w = Start({worker_bin, "--coordinator", endpoint, "--node-name", name,
+                     "--address", "127.0.0.1", "--work-dir", dir + "/" + name},
+                    dir + "/" + name + ".log");
+    procs.Add(w);
+    workers.push_back(w);
+  }
+  std::fprintf(stderr,
+               "[strata] coordinator %s, %d local worker(s), %d rank(s) each; "
+               "state and logs in %s\n",
+               endpoint.c_str(), nodes, l->ranks_per_node(), dir.c_str());
+  ControlClient client(endpoint);
+  control::Request req;
+  *req.mutable_submit_job()->mutable_spec() = spec;
+  control::Reply reply = client.Call("run", req);
+  const std::string job_id = reply.submit_job().job_id();
+  std::fprintf(stderr, "[strata] submitted %s\n", job_id.c_str());
+
+  bool killed = false;
+  auto on_status = [&](const control::JobInfo& job) {
+    if (killed || a.kill_worker_at_step < 0 || workers.size() < 2) return;
+    for (const auto& s : job.steps()) {
+      if (s.step() >= a.kill_worker_at_step) {
+        std::fprintf(stderr,
+                     "[strata] fault injection: SIGKILL worker node-%zu at "
+                     "step %lld\n",
+                     workers.size() - 1, static_cast<long long>(s.step()));
+        kill(workers.back(), SIGKILL);
+        killed = true;
+        return;
+      }
+    }
+  };
+  int rc = WaitForJob(client, job_id, /*follow=*/true, 15000, on_status,
+                      &g_interrupted);
+  procs.StopAll();
+  if (!a.keep && a.state_dir.empty() && rc == 0) {
+    std::filesystem::remove_all(dir, ec);
+  } else {
+    std::fprintf(stderr, "[strata] state and logs kept in %s\n", dir.c_str());
+  }
+  return rc;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App* app) {
+  auto* cmd = app->add_subcommand(
+      "run",
+      "run a job on a local cluster: a coordinator and --nodes workers on "
+      "this host (strata run --nodes 2 --ranks-per-node 2 -- python3 x.py)");
+  auto a = std::make_shared<RunArgs>();
+  AddJobOptions(cmd, &a->job);
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
+      ->check(CLI::Range(20, 60000))
+      ->capture_default_str();
+  cmd->add_option("--state-dir", a->state_dir,
+                  "keep coordinator state and logs here (default: a temporary "
+                  "directory, removed after a successful run)");
+  cmd->add_flag("--keep", a->keep, "keep the temporary state directory");
+  cmd->add_option("--kill-worker-at-step", a->kill_worker_at_step,
+                  "fault injection: SIGKILL the last worker once a rank reports "
+                  "this step (demo and tests)");
+  cmd->callback([a] {
+    int rc = Run(*a);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace strata::cli

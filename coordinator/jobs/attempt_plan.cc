@@ -1,0 +1,218 @@
+#include "coordinator/jobs/attempt_plan.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/config.h"
+#include "coordinator/planner/candidate.h"
+#include "coordinator/planner/model.h"
+#include "coordinator/planner/network.h"
+#include "coordinator/planner/placement.h"
+#include "coordinator/planner/search.h"
+#include "topology/cluster.h"
+
+namespace strata::coordinator {
+namespace {
+
+// Used when sysfs has no speed (veth, loopback, virtual NICs).
+constexpr double kUnknownNicGbps = 10.0;
+
+}  // namespace
+
+int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe) {
+  if (spec.launch().ranks_per_node() > 0) return spec.launch().ranks_per_node();
+  return std::max(1, probe.gpus());
+}
+
+ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
+                              int ranks_per_node) {
+  ClusterSpec c;
+  c.set_name("probed");
+  c.set_source("worker probes");
+  c.set_num_nodes(static_cast<int>(nodes.size()));
+  c.set_gpus_per_node(ranks_per_node);
+  // The slowest node bounds a synchronous job, so take minima.
+  double gflops = 0, copy_gbps = 0, memory = 0, nic_gbps = 0;
+  int64_t gpu_memory = 0;
+  std::string gpu_name;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const control::NodeProbe& p = nodes[i].probe();
+    auto take_min = [&](double v, double* acc) {
+      if (v > 0) *acc = (i == 0 || *acc == 0) ? v : std::min(*acc, v);
+    };
+    take_min(p.cpu_gflops(), &gflops);
+    take_min(p.copy_gbps(), &copy_gbps);
+    take_min(static_cast<double>(p.memory_bytes()), &memory);
+    double best_nic = 0;
+    for (const auto& n : p.nic_details()) best_nic = std::max(best_nic, n.gbps());
+    take_min(best_nic > 0 ? best_nic : kUnknownNicGbps, &nic_gbps);
+    if (p.gpu_details_size() > 0) {
+      gpu_name = p.gpu_details(0).name();
+      gpu_memory = p.gpu_details(0).memory_bytes();
+    }
+  }
+  GpuType* gpu = c.mutable_gpu();
+  if (!gpu_name.empty()) {
+    gpu->set_name(gpu_name);
+    gpu->set_memory_gib(static_cast<double>(gpu_memory) / (1ull << 30));
+  } else {
+    gpu->set_name("cpu-core");
+    gpu->set_memory_gib(memory / ranks_per_node / (1ull << 30));
+  }
+  // Peak per device in TFLOP/s; CPU: the measured single-core rate.
+  gpu->set_peak_bf16_tflops(std::max(gflops, 1.0) / 1000.0);
+  gpu->set_gemm_efficiency(1.0);
+  gpu->set_hbm_gbps(std::max(copy_gbps, 1.0));
+  c.set_intra_node_gbps(std::max(copy_gbps, 1.0) * 8);
+  Nic* nic = c.add_nics();
+  nic->set_count(1);
+  nic->set_gbps(nic_gbps);
+  nic->set_type(Nic::ethernet);
+  c.mutable_network()->set_nodes_per_leaf(std::max<int>(1, nodes.size()));
+  c.mutable_network()->set_leaves_per_pod(1);
+  c.mutable_network()->set_oversubscription(1);
+  c.mutable_network()->set_pod_oversubscription(1);
+  return c;
+}
+
+StatusOr<Plan> PlanAttempt(const JobSpec& spec,
+                           const std::vector<control::WorkerInfo>& nodes) {
+  if (nodes.empty()) return absl::InvalidArgumentError("no nodes to plan on");
+  const int rpn = RanksPerNode(spec, nodes[0].probe());
+  const int64_t world = static_cast<int64_t>(rpn) * nodes.size();
+  ClusterSpec cluster = ClusterFromProbes(nodes, rpn);
+  RETURN_IF_ERROR(topology::ValidateCluster(cluster));
+
+  if (!spec.launch().model().empty()) {
+    planner::PlanRequest req;
+    ASSIGN_OR_RETURN(req.model, planner::LoadModel(spec.launch().model()));
+    req.cluster = cluster;
+    req.job = spec;
+    if (req.job.global_batch() == 0) req.job.set_global_batch(world);
+    req.gpus = world;
+    req.top_k = 1;
+    ASSIGN_OR_RETURN(PlanReport report, planner::PlanJob(req));
+    return report.plans(0);
+  }
+
+  const PlanConstraints& k = spec.constraints();
+  planner::Candidate c;
+  c.tp = k.has_tp() ? k.tp() : 1;
+  c.pp = k.has_pp() ? k.pp() : 1;
+  c.cp = k.has_cp() ? k.cp() : 1;
+  const int64_t fixed = static_cast<int64_t>(c.tp) * c.pp * c.cp;
+  if (c.tp < 1 || c.pp < 1 || c.cp < 1 || world % fixed != 0 ||
+      (k.has_dp() && k.dp() * fixed != world)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job asks for tp=", c.tp, " pp=", c.pp, " cp=", c.cp,
+        k.has_dp() ? absl::StrCat(" dp=", k.dp()) : std::string(),
+        " but the attempt has ", world, " ranks (", nodes.size(), " nodes x ",
+        rpn, ")"));
+  }
+  c.dp = static_cast<int>(world / fixed);
+  ASSIGN_OR_RETURN(auto infos,
+                   topology::SelectNodes(cluster, static_cast<int>(nodes.size())));
+  planner::Network net(cluster, std::move(infos));
+  Plan plan;
+  plan.set_tp(c.tp);
+  plan.set_pp(c.pp);
+  plan.set_dp(c.dp);
+  plan.set_cp(c.cp);
+  plan.set_vpp(1);
+  plan.set_global_batch(spec.global_batch());
+  *plan.mutable_placement() = planner::BuildPlacement(c, {}, net);
+  return plan;
+}
+
+std::string PlanFileJson(const Plan& plan) {
+  Plan small = plan;
+  small.mutable_placement()->clear_ranks();
+  small.mutable_placement()->clear_groups();
+  return MessageToJson(small);
+}
+
+std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
+                                               const std::vector<int>& ranks,
+                                               int local_world_size,
+                                               const std::string& plan_json) {
+  const Plan& plan = job.plan();
+  const JobLaunch& l = job.spec().launch();
+  const int world = plan.placement().ranks_size();
+  const auto& nodes = job.node_info();
+  std::vector<control::RankLaunch> out;
+  for (int rank : ranks) {
+    const RankPlacement& r = plan.placement().ranks(rank);
+    control::RankLaunch launch;
+    launch.set_job_id(job.job_id());
+    launch.set_attempt(job.attempt());
+    launch.set_rank(r.rank());
+    *launch.mutable_command() = l.command();
+    auto& env = *launch.mutable_env();
+    env = l.env();
+    auto set = [&](const std::string& k, const auto& v) {
+      env[k] = absl::StrCat(v);
+    };
+    // torchrun's variables (torch.distributed.run), so unmodified scripts
+    // using env:// initialisation work.
+    set("RANK", r.rank());
+    set("LOCAL_RANK", r.local_gpu());
+    set("WORLD_SIZE", world);
+    set("LOCAL_WORLD_SIZE", local_world_size);
+    set("GROUP_RANK", r.node());
+    set("NODE_RANK", r.node());
+    set("GROUP_WORLD_SIZE", nodes.size());
+    set("ROLE_NAME", "default");
+    set("ROLE_RANK", r.rank());
+    set("ROLE_WORLD_SIZE", world);
+    set("MASTER_ADDR", nodes[0].address());
+    set("MASTER_PORT", job.master_port());
+    set("TORCHELASTIC_RUN_ID", job.job_id());
+    set("TORCHELASTIC_RESTART_COUNT", job.attempt());
+    set("TORCHELASTIC_MAX_RESTARTS", l.max_restarts());
+    // torchrun sets one OpenMP thread per process unless told otherwise.
+    if (!env.contains("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", 1);
+    if (nodes[r.node()].probe().gpus() > 0) {
+      set("CUDA_VISIBLE_DEVICES", r.local_gpu());
+    }
+    // strata's own (DESIGN.md §6).
+    set("STRATA_JOB_ID", job.job_id());
+    set("STRATA_TP", plan.tp());
+    set("STRATA_PP", plan.pp());
+    set("STRATA_DP", plan.dp());
+    set("STRATA_CP", std::max(1, plan.cp()));
+    set("STRATA_TP_RANK", r.tp_rank());
+    set("STRATA_PP_RANK", r.pp_rank());
+    set("STRATA_DP_RANK", r.dp_rank());
+    set("STRATA_CP_RANK", r.cp_rank());
+    set("STRATA_RESTART_COUNT", job.attempt());
+    set("STRATA_NODE_NAME", nodes[r.node()].node_name());
+    if (!l.checkpoint_uri().empty()) set("STRATA_CKPT_URI", l.checkpoint_uri());
+    launch.set_plan_json(plan_json);
+    out.push_back(std::move(launch));
+  }
+  return out;
+}
+
+StatusOr<int> PickFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::InternalError("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return absl::InternalError("cannot find a free TCP port");
+  }
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+}  // namespace strata::coordinator

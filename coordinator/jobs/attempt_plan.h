@@ -1,0 +1,57 @@
+// Plans one attempt of a job on the workers it was given (issue 6 "On
+// submit"): builds a ClusterSpec from the workers' probes, takes the job's
+// fixed parallelism or runs the planner, places ranks, and writes each
+// rank's launch order with the environment of DESIGN.md §6.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/control.pb.h"
+#include "proto/plan.pb.h"
+#include "proto/topology.pb.h"
+
+namespace strata::coordinator {
+
+// Ranks started on a node: launch.ranks_per_node, else one per GPU, else 1.
+int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe);
+
+// The cluster as probed: one "device" per rank. For CPU-only nodes a device
+// is one core at the measured single-core FMA rate (gemm_efficiency 1: the
+// rate is already achieved, not peak) with node memory / ranks and the
+// measured copy bandwidth; NICs as found in sysfs (10 Gb/s Ethernet when the
+// speed is unknown, e.g. veth/loopback simulated nodes).
+ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
+                              int ranks_per_node);
+
+// The plan (parallelism + placement) of an attempt on `nodes`, in node
+// order. With launch.model set the planner searches, honouring the job's
+// constraints; otherwise TP/PP/CP come from the constraints (default 1) and
+// DP takes the rest. InvalidArgument when the sizes do not divide the rank
+// count, naming both.
+StatusOr<Plan> PlanAttempt(const JobSpec& spec,
+                           const std::vector<control::WorkerInfo>& nodes);
+
+// What STRATA_PLAN holds: the plan without the per-rank list and group
+// member lists, which grow with the job (2 MB of JSON at 16,384 ranks,
+// sent to every node). A rank's coordinates are in its environment and
+// every group follows from the sizes and placement.order (tp-cp-dp-pp).
+std::string PlanFileJson(const Plan& plan);
+
+// Launch orders for `ranks` (some of the `local_world_size` ranks of one
+// node) of `job`'s current
+// attempt (job.plan and job.node_info set). STRATA_STORE, STRATA_TELEMETRY
+// and STRATA_PLAN are added by the worker, which knows its endpoints and
+// files.
+std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
+                                               const std::vector<int>& ranks,
+                                               int local_world_size,
+                                               const std::string& plan_json);
+
+// A TCP port that was free on this host a moment ago (bind to port 0), for
+// MASTER_PORT. Rank 0 runs on a worker host; for `strata run`, Slurm's
+// first node and tests that is this host (documented limitation).
+StatusOr<int> PickFreePort();
+
+}  // namespace strata::coordinator

@@ -1,0 +1,42 @@
+// Job events (DESIGN.md §8: "every event is stored and shown by `strata
+// events`"): submitted, placed, launched, rank_exited, worker_lost,
+// attempt_failed, restarting, succeeded, failed, cancelled. Stored in the
+// StateStore under "event/<job_id>/<seq, 12 digits>" with sync writes, so
+// they survive a coordinator SIGKILL. Event-loop thread only.
+#pragma once
+
+#include <string>
+
+#include "common/logging.h"
+#include "common/status.h"
+#include "coordinator/protocol/clock.h"
+#include "coordinator/state/state_store.h"
+#include "proto/control.pb.h"
+
+namespace strata::coordinator {
+
+class EventLog {
+ public:
+  // `clock` and `store` must outlive the log.
+  EventLog(const Clock* clock, StateStore* store);
+
+  // Finds the highest stored sequence number.
+  Status Recover();
+
+  // Stores and logs (info) one event. Storage errors are logged, not
+  // returned: losing an event must not stop the job it describes.
+  void Record(const std::string& job_id, int attempt, const std::string& kind,
+              const std::string& message);
+
+  // Events of `job_id` (all jobs when empty) with seq > after_seq, in order.
+  StatusOr<control::EventsReply> List(const std::string& job_id,
+                                      int64_t after_seq);
+
+ private:
+  const Clock* clock_;
+  StateStore* store_;
+  Logger logger_;
+  int64_t last_seq_ = 0;
+};
+
+}  // namespace strata::coordinator

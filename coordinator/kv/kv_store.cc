@@ -1,0 +1,79 @@
+#include "coordinator/kv/kv_store.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace strata::coordinator {
+namespace {
+constexpr char kPrefix[] = "kv/";
+}
+
+KvStore::KvStore(StateStore* store) : store_(store) {}
+
+Status KvStore::Recover() {
+  ASSIGN_OR_RETURN(auto rows, store_->Scan(kPrefix));
+  for (auto& [key, value] : rows) {
+    values_[key.substr(sizeof(kPrefix) - 1)] = std::move(value);
+  }
+  return absl::OkStatus();
+}
+
+Status KvStore::Set(const std::string& key, const std::string& value) {
+  if (key.empty() || key.size() > kMaxKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kv: key must be 1..", kMaxKeyBytes, " bytes, got ", key.size()));
+  }
+  if (value.size() > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv: value of '", key, "' is ", value.size(),
+                     " bytes; the limit is ", kMaxValueBytes));
+  }
+  RETURN_IF_ERROR(store_->Put(kPrefix + key, value, /*sync=*/false));
+  values_[key] = value;
+  return absl::OkStatus();
+}
+
+StatusOr<std::string> KvStore::Get(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    return absl::NotFoundError(absl::StrCat("kv: key '", key, "' not set"));
+  }
+  return it->second;
+}
+
+StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta) {
+  int64_t value = 0;
+  auto it = values_.find(key);
+  if (it != values_.end() && !absl::SimpleAtoi(it->second, &value)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("kv: key '", key, "' holds a non-integer value"));
+  }
+  value += delta;
+  RETURN_IF_ERROR(Set(key, absl::StrCat(value)));
+  return value;
+}
+
+std::vector<std::string> KvStore::Missing(
+    const std::vector<std::string>& keys) const {
+  std::vector<std::string> missing;
+  for (const auto& k : keys) {
+    if (!values_.contains(k)) missing.push_back(k);
+  }
+  return missing;
+}
+
+Status KvStore::Delete(const std::string& key) {
+  RETURN_IF_ERROR(store_->Delete(kPrefix + key, /*sync=*/false));
+  values_.erase(key);
+  return absl::OkStatus();
+}
+
+void KvStore::DeletePrefix(const std::string& prefix) {
+  auto it = values_.lower_bound(prefix);
+  while (it != values_.end() && it->first.starts_with(prefix)) {
+    (void)store_->Delete(kPrefix + it->first, /*sync=*/false);
+    it = values_.erase(it);
+  }
+}
+
+}  // namespace strata::coordinator

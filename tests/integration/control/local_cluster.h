@@ -1,0 +1,153 @@
+// A real strata-coordinator and N strata-workers as separate processes on
+// this host (ipc:// control endpoint, ranks reach each other on 127.0.0.1),
+// for multi-process control-plane tests. Everything is SIGKILLed and reaped
+// when the cluster goes out of scope.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "coordinator/server/dealer_client.h"
+#include "tests/integration/control/process_util.h"
+
+namespace strata::testing {
+
+class LocalCluster {
+ public:
+  LocalCluster(int workers, int heartbeat_ms = 200)
+      : bin_(std::getenv("STRATA_BINARY_DIR") ? std::getenv("STRATA_BINARY_DIR")
+                                              : "."),
+        heartbeat_ms_(heartbeat_ms) {
+    static int counter = 0;
+    dir_ = "/tmp/strata-cluster-" + std::to_string(getpid()) + "-" +
+           std::to_string(counter++);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    endpoint_ = "ipc://" + dir_ + "/coordinator.sock";
+    StartCoordinator();
+    for (int i = 0; i < workers; ++i) {
+      pid_t pid = Spawn({bin_ + "/worker/strata-worker", "--coordinator",
+                         endpoint_, "--node-name", "node-" + std::to_string(i),
+                         "--address", "127.0.0.1", "--work-dir",
+                         dir_ + "/node-" + std::to_string(i)},
+                        dir_ + "/worker-" + std::to_string(i) + ".log");
+      workers_.push_back(pid);
+    }
+    client_ = std::make_unique<coordinator::DealerClient>(&ctx_, endpoint_);
+  }
+  ~LocalCluster() {
+    for (pid_t& p : workers_) KillAndReap(p);
+    KillAndReap(coordinator_);
+    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  void StartCoordinator() {
+    coordinator_ =
+        Spawn({bin_ + "/coordinator/strata-coordinator", "--state-dir",
+               dir_ + "/state", "--listen", endpoint_, "--heartbeat-ms",
+               std::to_string(heartbeat_ms_)},
+              dir_ + "/coordinator.log");
+  }
+  void KillCoordinator() {
+    KillAndReap(coordinator_);
+    coordinator_ = -1;
+  }
+  void KillWorker(int i) {
+    KillAndReap(workers_[i]);
+    workers_[i] = -1;
+  }
+
+  // Retries while the coordinator (re)starts, up to ~10 s.
+  StatusOr<control::Reply> Call(const control::Request& req) {
+    StatusOr<control::Reply> reply = absl::UnavailableError("not called");
+    for (int i = 0; i < 50; ++i) {
+      reply = client_->Call(req, 200);
+      if (reply.ok() ||
+          reply.status().code() != absl::StatusCode::kDeadlineExceeded) {
+        return reply;
+      }
+    }
+    return reply;
+  }
+
+  StatusOr<std::string> Submit(const JobSpec& spec) {
+    control::Request req;
+    *req.mutable_submit_job()->mutable_spec() = spec;
+    auto reply = Call(req);
+    if (!reply.ok()) return reply.status();
+    return reply->submit_job().job_id();
+  }
+
+  StatusOr<control::JobInfo> JobStatus(const std::string& job) {
+    control::Request req;
+    req.mutable_job_status()->set_job_id(job);
+    auto reply = Call(req);
+    if (!reply.ok()) return reply.status();
+    return reply->jobs().jobs(0);
+  }
+
+  // Polls until `done(job)` or the timeout; returns the last status.
+  StatusOr<control::JobInfo> WaitFor(
+      const std::string& job,
+      const std::function<bool(const control::JobInfo&)>& done,
+      std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    StatusOr<control::JobInfo> info = absl::DeadlineExceededError("timeout");
+    while (std::chrono::steady_clock::now() < deadline) {
+      info = JobStatus(job);
+      if (info.ok() && done(*info)) return info;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return info;
+  }
+  StatusOr<control::JobInfo> WaitEnded(const std::string& job,
+                                       std::chrono::milliseconds timeout) {
+    return WaitFor(
+        job,
+        [](const control::JobInfo& j) {
+          return j.state() == control::SUCCEEDED ||
+                 j.state() == control::FAILED ||
+                 j.state() == control::CANCELLED;
+        },
+        timeout);
+  }
+
+  // A rank's whole relayed output, or the merged log for rank < 0.
+  std::string Logs(const std::string& job, int rank) {
+    control::Request req;
+    req.mutable_logs()->set_job_id(job);
+    req.mutable_logs()->set_rank(rank);
+    auto reply = Call(req);
+    return reply.ok() ? reply->logs().data() : std::string();
+  }
+
+  std::vector<control::Event> Events(const std::string& job) {
+    control::Request req;
+    req.mutable_events()->set_job_id(job);
+    auto reply = Call(req);
+    if (!reply.ok()) return {};
+    return {reply->events().events().begin(), reply->events().events().end()};
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& bin() const { return bin_; }
+
+ private:
+  std::string bin_, dir_, endpoint_;
+  int heartbeat_ms_;
+  pid_t coordinator_ = -1;
+  std::vector<pid_t> workers_;
+  zmq::context_t ctx_;
+  std::unique_ptr<coordinator::DealerClient> client_;
+};
+
+}  // namespace strata::testing

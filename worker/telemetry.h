@@ -1,0 +1,38 @@
+// The worker's end of rank telemetry (DESIGN.md §2): a ZeroMQ PULL socket
+// bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY. Ranks
+// PUSH one serialized control.StepReport per step; the worker keeps the
+// latest per (job, rank) and forwards the changed ones with its next
+// heartbeat. Frames that do not parse or exceed 64 KiB are dropped and
+// counted. One thread; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/status.h"
+#include "proto/control.pb.h"
+
+namespace strata::worker {
+
+class TelemetrySink {
+ public:
+  explicit TelemetrySink(zmq::context_t* context);
+  Status Bind(const std::string& endpoint);
+
+  // Reads every pending frame without blocking.
+  void Drain();
+  // Reports received since the last call, latest per (job, rank).
+  std::vector<control::StepReport> TakeChanged();
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  zmq::socket_t socket_;
+  std::map<std::pair<std::string, int>, control::StepReport> changed_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace strata::worker
