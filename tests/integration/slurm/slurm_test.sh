@@ -9,7 +9,8 @@
 # $SLURM_CONF (nothing under /etc is touched); waits (bounded) for the node
 # to be idle; then runs `sbatch --wait strata.sbatch` for a 2-rank job whose
 # ranks dump their environment, a failing job and a job file that does not
-# exist, and checks exit codes, outputs and that nothing is left running.
+# exist, the 2-rank job again through SubmitViaSlurm (`strata submit
+# --slurm`), and checks exit codes, outputs and that nothing is left running.
 # Every daemon it started is stopped on exit (trap). Exit 77 (ctest SKIP)
 # with a message only when Slurm is not installed or cannot start here.
 set -uo pipefail
@@ -29,7 +30,8 @@ for b in munged mungekey slurmctld slurmd sbatch sinfo scontrol squeue scancel; 
     skip "'$b' not installed (deploy/install-deps.sh installs munge slurmctld slurmd slurm-client)"
 done
 export PATH="$PATH:/usr/sbin"
-for b in cli/strata coordinator/strata-coordinator worker/strata-worker; do
+for b in cli/strata coordinator/strata-coordinator worker/strata-worker \
+         cli/strata_slurm_submit; do
   [ -x "$build/$b" ] || { echo "FAIL slurm_test: $build/$b not built"; exit 1; }
 done
 
@@ -184,6 +186,23 @@ run_sbatch fail "$tmp/fail.yaml"
 run_sbatch missing "$tmp/no-such-job.yaml"
 [ "$rc" -eq 2 ] || { fail "missing job file: exited $rc, want 2"; cat "$out"; }
 grep -q "no readable job file" "$out" || fail "missing job file: no clear message"
+
+# The same job through SubmitViaSlurm (`strata submit --slurm`): the
+# embedded script with its parameters filled in, sbatch --wait.
+if [ -x "$build/cli/strata_slurm_submit" ]; then
+  rm -f "$tmp/out/env."*
+  timeout -k 10 240 "$build/cli/strata_slurm_submit" "$tmp/env.yaml" "$tmp/submit" \
+    "$strata_port" > "$tmp/submit.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || { fail "SubmitViaSlurm: exited $rc, want 0"; cat "$tmp/submit.log" "$tmp/submit/"*.out; }
+  if [ ! -f "$tmp/out/env.0" ] || [ ! -f "$tmp/out/env.1" ]; then
+    fail "SubmitViaSlurm: the ranks did not run"
+  fi
+  grep -q "export STRATA_JOB_YAML='$tmp/env.yaml'" "$tmp/submit/strata.sbatch" ||
+    fail "SubmitViaSlurm: the script does not carry the job file"
+else
+  fail "$build/cli/strata_slurm_submit not built"
+fi
 
 # Nothing strata started may outlive its Slurm job.
 sleep 1
