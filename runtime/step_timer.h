@@ -1,0 +1,52 @@
+// Per-step telemetry of a rank (DESIGN.md §2, §8): section times, tokens and
+// loss, sent as one control.StepReport per step over a ZeroMQ PUSH socket to
+// the worker's $STRATA_TELEMETRY endpoint. Sending never blocks training: a
+// full queue (worker gone or slow) drops the report. Without an endpoint
+// the timer only keeps the last report. One thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "proto/control.pb.h"
+
+namespace strata {
+
+class StepTimer {
+ public:
+  StepTimer(std::string endpoint, std::string job_id, int rank);
+  ~StepTimer();
+
+  // Adds `seconds` to section `name` of the current step.
+  void Add(const std::string& name, double seconds);
+  // RAII section: StepTimer::Scope s(timer, "forward");
+  class Scope {
+   public:
+    Scope(StepTimer& t, std::string name);
+    ~Scope();
+
+   private:
+    StepTimer& t_;
+    std::string name_;
+    std::chrono::steady_clock::time_point start_;
+  };
+  // Closes the step (its time runs from the previous EndStep or creation)
+  // and sends the report. `loss` NaN when this rank has none.
+  void EndStep(int64_t step, int64_t tokens, double loss);
+  const control::StepReport& last() const { return last_; }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  struct Socket;
+  std::unique_ptr<Socket> socket_;
+  std::string job_id_;
+  int rank_;
+  std::map<std::string, double> sections_;
+  std::chrono::steady_clock::time_point step_start_;
+  control::StepReport last_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,77 @@
+// Runs strata-train's Trainer with every rank as a thread over in-process
+// transports (tests): returns the loss of each step as seen by rank 0.
+#pragma once
+
+#include <thread>
+#include <vector>
+
+#include "comm/plan_groups.h"
+#include "runtime/runtime.h"
+#include "train/trainer.h"
+
+namespace strata::train {
+
+struct ThreadRun {
+  std::vector<double> losses;  // per step run
+  Status status;
+  int64_t resumed_at = 0;
+};
+
+inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
+                            int steps, bool resume = false) {
+  const int n = tp * pp * dp;
+  Placement pl = PlacementFromSizes(tp, 1, dp, pp, n);
+  auto transports = comm::NewInProcessTransports(n);
+  auto store = comm::NewInMemoryStore();
+  std::vector<ThreadRun> runs(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    std::shared_ptr<comm::Transport> world(std::move(transports[r]));
+    threads.emplace_back([&, r, world] {
+      ThreadRun& out = runs[r];
+      auto groups = comm::BuildPlanGroups(world, pl, comm::GroupOptions{});
+      if (!groups.ok()) {
+        out.status = groups.status();
+        return;
+      }
+      TrainOptions o = base;
+      const RankPlacement& me = pl.ranks(r);
+      o.par = {tp, pp, dp, me.tp_rank(), me.pp_rank(), me.dp_rank()};
+      TrainGroups g{(*groups)->tp.get(), (*groups)->pp.get(),
+                    (*groups)->dp.get(), store, r, n};
+      auto trainer = Trainer::Create(o, g);
+      if (!trainer.ok()) {
+        out.status = trainer.status();
+        return;
+      }
+      if (resume) {
+        auto at = (*trainer)->Resume();
+        if (!at.ok()) {
+          out.status = at.status();
+          return;
+        }
+        out.resumed_at = *at;
+      }
+      while ((*trainer)->step() < steps) {
+        auto s = (*trainer)->Step();
+        if (!s.ok()) {
+          out.status = s.status();
+          // Unblock peers waiting on this rank.
+          (*groups)->tp->Abort();
+          (*groups)->pp->Abort();
+          (*groups)->dp->Abort();
+          return;
+        }
+        out.losses.push_back(s->loss);
+      }
+      out.status = (*trainer)->Finish();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& r : runs) {
+    if (!r.status.ok()) return r;
+  }
+  return runs[0];
+}
+
+}  // namespace strata::train

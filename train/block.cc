@@ -1,0 +1,105 @@
+#include "train/block.h"
+
+#include <algorithm>
+
+#include "train/ops.h"
+
+namespace strata::train {
+
+Status TpAllReduce(comm::Backend* tp, float* buf, size_t count) {
+  if (tp == nullptr || tp->size() == 1) return absl::OkStatus();
+  comm::OpOptions opts;
+  opts.synchronous = true;
+  return tp->AllReduce(buf, count, comm::DataType::kF32,
+                       comm::ReduceOp::kSum, opts)
+      ->Wait();
+}
+
+Status BlockForward(StageParams& p, const LayerParams& l, const BlockDims& dm,
+                    comm::Backend* tp, const float* x, BlockActs* a,
+                    float* y) {
+  const int t = dm.tokens(), h = dm.h, hl = dm.heads * dm.d, f = dm.f;
+  const size_t th = static_cast<size_t>(t) * h;
+  a->x.assign(x, x + th);
+  a->ln1.resize(th);
+  a->mean1.resize(t);
+  a->rstd1.resize(t);
+  LayerNorm(x, p.W(l.ln1_g), p.W(l.ln1_b), t, h, a->ln1.data(),
+            a->mean1.data(), a->rstd1.data());
+  for (auto [w, b, out] : {std::tuple{l.q_w, l.q_b, &a->q},
+                           std::tuple{l.k_w, l.k_b, &a->k},
+                           std::tuple{l.v_w, l.v_b, &a->v}}) {
+    out->resize(static_cast<size_t>(t) * hl);
+    Linear(a->ln1.data(), p.W(w), p.W(b), t, h, hl, out->data());
+  }
+  a->probs.resize(static_cast<size_t>(dm.seqs) * dm.heads * dm.s * dm.s);
+  a->att.resize(static_cast<size_t>(t) * hl);
+  Attention(a->q.data(), a->k.data(), a->v.data(), dm.seqs, dm.s, dm.heads,
+            dm.d, a->probs.data(), a->att.data());
+  // Row-parallel output projection: partial sums, then g = all-reduce.
+  a->x2.resize(th);
+  Linear(a->att.data(), p.W(l.o_w), nullptr, t, hl, h, a->x2.data());
+  RETURN_IF_ERROR(TpAllReduce(tp, a->x2.data(), th));
+  const float* ob = p.W(l.o_b);
+  for (size_t i = 0; i < th; ++i) a->x2[i] += x[i] + ob[i % h];
+  a->ln2.resize(th);
+  a->mean2.resize(t);
+  a->rstd2.resize(t);
+  LayerNorm(a->x2.data(), p.W(l.ln2_g), p.W(l.ln2_b), t, h, a->ln2.data(),
+            a->mean2.data(), a->rstd2.data());
+  a->u.resize(static_cast<size_t>(t) * f);
+  a->a.resize(a->u.size());
+  Linear(a->ln2.data(), p.W(l.fc1_w), p.W(l.fc1_b), t, h, f, a->u.data());
+  Gelu(a->u.data(), static_cast<int>(a->u.size()), a->a.data());
+  Linear(a->a.data(), p.W(l.fc2_w), nullptr, t, f, h, y);
+  RETURN_IF_ERROR(TpAllReduce(tp, y, th));
+  const float* b2 = p.W(l.fc2_b);
+  for (size_t i = 0; i < th; ++i) y[i] += a->x2[i] + b2[i % h];
+  return absl::OkStatus();
+}
+
+Status BlockBackward(StageParams& p, const LayerParams& l, const BlockDims& dm,
+                     comm::Backend* tp, const BlockActs& a, const float* dy,
+                     float* dx) {
+  const int t = dm.tokens(), h = dm.h, hl = dm.heads * dm.d, f = dm.f;
+  const size_t th = static_cast<size_t>(t) * h;
+  // MLP: y = x2 + fc2(gelu(fc1(ln2(x2)))) + b2.
+  std::vector<float> da(static_cast<size_t>(t) * f), du(da.size()), dln(th),
+      dx2(th);
+  float* gb2 = p.G(l.fc2_b);
+  for (size_t i = 0; i < th; ++i) gb2[i % h] += dy[i];
+  LinearBackward(a.a.data(), p.W(l.fc2_w), dy, t, f, h, da.data(),
+                 p.G(l.fc2_w), nullptr);
+  GeluBackward(a.u.data(), da.data(), static_cast<int>(da.size()), du.data());
+  LinearBackward(a.ln2.data(), p.W(l.fc1_w), du.data(), t, h, f, dln.data(),
+                 p.G(l.fc1_w), p.G(l.fc1_b));
+  RETURN_IF_ERROR(TpAllReduce(tp, dln.data(), th));  // f backward
+  LayerNormBackward(a.x2.data(), p.W(l.ln2_g), a.mean2.data(), a.rstd2.data(),
+                    dln.data(), t, h, dx2.data(), p.G(l.ln2_g), p.G(l.ln2_b));
+  for (size_t i = 0; i < th; ++i) dx2[i] += dy[i];
+  // Attention: x2 = x + o(attn(q, k, v of ln1(x))) + ob.
+  float* gob = p.G(l.o_b);
+  for (size_t i = 0; i < th; ++i) gob[i % h] += dx2[i];
+  std::vector<float> datt(static_cast<size_t>(t) * hl), dq(datt.size()),
+      dk(datt.size()), dv(datt.size()), part(th);
+  LinearBackward(a.att.data(), p.W(l.o_w), dx2.data(), t, hl, h, datt.data(),
+                 p.G(l.o_w), nullptr);
+  AttentionBackward(a.q.data(), a.k.data(), a.v.data(), a.probs.data(),
+                    datt.data(), dm.seqs, dm.s, dm.heads, dm.d, dq.data(),
+                    dk.data(), dv.data());
+  std::fill(dln.begin(), dln.end(), 0.0f);
+  for (auto [w, b, g] : {std::tuple{l.q_w, l.q_b, &dq},
+                         std::tuple{l.k_w, l.k_b, &dk},
+                         std::tuple{l.v_w, l.v_b, &dv}}) {
+    LinearBackward(a.ln1.data(), p.W(w), g->data(), t, h, hl, part.data(),
+                   p.G(w), p.G(b));
+    for (size_t i = 0; i < th; ++i) dln[i] += part[i];
+  }
+  RETURN_IF_ERROR(TpAllReduce(tp, dln.data(), th));  // f backward
+  LayerNormBackward(a.x.data(), p.W(l.ln1_g), a.mean1.data(), a.rstd1.data(),
+                    dln.data(), t, h, dx, p.G(l.ln1_g), p.G(l.ln1_b));
+  for (size_t i = 0; i < th; ++i) dx[i] += dx2[i];
+  return absl::OkStatus();
+}
+
+}  // namespace strata::train

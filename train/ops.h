@@ -1,0 +1,54 @@
+// fp32 kernels of the reference trainer (issue 7), forward and hand-written
+// backward, on row-major matrices. GEMMs go through OpenBLAS (cblas_sgemm);
+// everything else is plain loops. Backward functions *accumulate* into
+// parameter gradients (+=) and *overwrite* input gradients unless noted.
+// Formulas: GPT-2 (Radford et al. 2019) block with pre-LayerNorm, tanh GeLU
+// (Hendrycks & Gimpel 2016), LayerNorm (Ba et al. 2016), scaled dot-product
+// causal attention (Vaswani et al. 2017). Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace strata::train {
+
+// C[m,n] (+)= A[m,k] * B[k,n] with optional transposes (op(A) is m x k,
+// op(B) is k x n); lda/ldb/ldc are row strides. beta 0 overwrites.
+void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+// y[t,:] = x[t,:] @ w + bias (bias may be null). x [T,in], w [in,out].
+void Linear(const float* x, const float* w, const float* bias, int t, int in,
+            int out, float* y);
+// dx = dy @ w^T (dx may be null); dw += x^T dy; db += colsum(dy).
+void LinearBackward(const float* x, const float* w, const float* dy, int t,
+                    int in, int out, float* dx, float* dw, float* db);
+
+// LayerNorm over the last dim (eps 1e-5, GPT-2). Saves mean and rstd [T].
+void LayerNorm(const float* x, const float* g, const float* b, int t, int h,
+               float* y, float* mean, float* rstd);
+void LayerNormBackward(const float* x, const float* g, const float* mean,
+                       const float* rstd, const float* dy, int t, int h,
+                       float* dx, float* dg, float* db);
+
+// GPT-2's tanh approximation.
+void Gelu(const float* x, int n, float* y);
+void GeluBackward(const float* x, const float* dy, int n, float* dx);
+
+// Causal multi-head attention for `seqs` sequences of `s` tokens over
+// `heads` local heads of size `d`. q, k, v, out: [seqs*s, heads*d];
+// probs: [seqs, heads, s, s] (saved for backward).
+void Attention(const float* q, const float* k, const float* v, int seqs,
+               int s, int heads, int d, float* probs, float* out);
+void AttentionBackward(const float* q, const float* k, const float* v,
+                       const float* probs, const float* dout, int seqs, int s,
+                       int heads, int d, float* dq, float* dk, float* dv);
+
+// Mean-free cross entropy against a tied embedding: logits = x @ wte^T
+// ([T,V]); returns the *sum* of token losses. With dx != null also
+// computes dx = scale * dlogits @ wte and dwte += scale * dlogits^T x.
+double CrossEntropyTied(const float* x, const float* wte, const int32_t* targets,
+                        int t, int h, int vocab, float scale, float* dx,
+                        float* dwte);
+
+}  // namespace strata::train

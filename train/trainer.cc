@@ -1,0 +1,420 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "train/block.h"
+#include "train/ops.h"
+
+namespace strata::train {
+namespace {
+
+using comm::DataType;
+using comm::ReduceOp;
+using Clock = std::chrono::steady_clock;
+
+int SizeOf(comm::Backend* b) { return b == nullptr ? 1 : b->size(); }
+
+Status Sync(comm::Backend* b, const std::shared_ptr<comm::Work>& w) {
+  (void)b;
+  return w->Wait();
+}
+
+Status AllReduce(comm::Backend* b, void* buf, size_t n, DataType t) {
+  if (SizeOf(b) == 1) return absl::OkStatus();
+  return b->AllReduce(buf, n, t, ReduceOp::kSum)->Wait();
+}
+
+}  // namespace
+
+struct Trainer::MicroBatch {
+  std::vector<int32_t> tokens;  // seqs x (S + 1)
+  std::vector<float> x0, out, meanf, rstdf, hf, dhf, dx;
+  std::vector<BlockActs> acts;
+  std::vector<std::shared_ptr<comm::Work>> sends;
+};
+
+Trainer::Trainer(const TrainOptions& o, const TrainGroups& g, DataSource data)
+    : o_(o),
+      g_(g),
+      data_(std::move(data)),
+      params_(o.model, o.par),
+      first_(o.par.pp_rank == 0),
+      last_(o.par.pp_rank == o.par.pp - 1) {}
+
+Trainer::~Trainer() = default;
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
+                                                   const TrainGroups& g) {
+  RETURN_IF_ERROR(ValidateSplit(o.model, o.par, o.global_batch, o.micro_batch));
+  struct {
+    comm::Backend* b;
+    int size, rank;
+    const char* what;
+  } checks[] = {{g.tp, o.par.tp, o.par.tp_rank, "tp"},
+                {g.pp, o.par.pp, o.par.pp_rank, "pp"},
+                {g.dp, o.par.dp, o.par.dp_rank, "dp"}};
+  for (const auto& c : checks) {
+    if (SizeOf(c.b) != c.size || (c.b != nullptr && c.b->rank() != c.rank)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ", c.what, " group (size ", SizeOf(c.b), ") does not match ",
+          c.what, "=", c.size, " rank ", c.rank));
+    }
+  }
+  if (o.ckpt_every < 0) {
+    return absl::InvalidArgumentError("--ckpt-every must be >= 0");
+  }
+  ASSIGN_OR_RETURN(DataSource data,
+                   DataSource::Open(o.data_file, o.model.vocab, o.model.seq,
+                                    o.seed));
+  std::unique_ptr<Trainer> t(new Trainer(o, g, std::move(data)));
+  t->params_.Init(o.seed);
+  t->micro_batches_ = o.global_batch / (o.par.dp * o.micro_batch);
+  const size_t n = t->params_.w.size();
+  const int dp = o.par.dp;
+  t->padded_ = (n + dp - 1) / dp * dp;
+  t->params_.w.resize(t->padded_, 0.0f);
+  t->params_.g.resize(t->padded_, 0.0f);
+  t->count_in_norm_.assign(t->padded_, 0);
+  t->decay_.assign(t->padded_, 0);
+  for (const auto& s : t->params_.shards) {
+    const bool counted = !s.tied_copy && (!s.tp_replicated || o.par.tp_rank == 0);
+    std::fill_n(t->count_in_norm_.begin() + s.start, s.size, counted ? 1 : 0);
+    std::fill_n(t->decay_.begin() + s.start, s.size, s.decay ? 1 : 0);
+  }
+  if (o.zero1) {
+    t->shard_size_ = t->padded_ / dp;
+    t->shard_begin_ = t->shard_size_ * o.par.dp_rank;
+    t->grad_shard_.assign(t->shard_size_, 0.0f);
+  } else {
+    t->shard_size_ = n;
+    t->shard_begin_ = 0;
+  }
+  t->m_.assign(t->shard_size_, 0.0f);
+  t->v_.assign(t->shard_size_, 0.0f);
+  if (!o.ckpt_uri.empty()) {
+    checkpoint::CheckpointOptions co;
+    co.uri = o.ckpt_uri;
+    co.rank = g.world_rank;
+    co.world_size = g.world_size;
+    co.store = comm::NewPrefixStore("ckpt", g.store);
+    co.keep_last = 3;
+    t->ckpt_ = std::make_unique<checkpoint::Checkpointer>(co);
+  }
+  return t;
+}
+
+Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
+  const ModelConfig& m = o_.model;
+  const int seqs = o_.micro_batch, s = m.seq, h = m.hidden;
+  const int t = seqs * s;
+  const int64_t base = step_ * o_.global_batch +
+                       static_cast<int64_t>(o_.par.dp_rank) *
+                           (o_.global_batch / o_.par.dp) +
+                       static_cast<int64_t>(index) * seqs;
+  mb.tokens.resize(static_cast<size_t>(seqs) * (s + 1));
+  for (int j = 0; j < seqs; ++j) data_.Sample(base + j, &mb.tokens[j * (s + 1)]);
+  mb.x0.resize(static_cast<size_t>(t) * h);
+  if (first_) {
+    const float* wte = params_.W(params_.wte);
+    const float* wpe = params_.W(params_.wpe);
+    for (int j = 0; j < seqs; ++j) {
+      for (int p = 0; p < s; ++p) {
+        const int32_t tok = mb.tokens[j * (s + 1) + p];
+        float* row = &mb.x0[(static_cast<size_t>(j) * s + p) * h];
+        for (int c = 0; c < h; ++c) row[c] = wte[tok * h + c] + wpe[p * h + c];
+      }
+    }
+  } else {
+    RETURN_IF_ERROR(g_.pp->Recv(mb.x0.data(), mb.x0.size(), DataType::kF32,
+                                o_.par.pp_rank - 1)
+                        ->Wait());
+  }
+  BlockDims dims{seqs, s, h, m.heads / o_.par.tp, h / m.heads,
+                 m.ffn() / o_.par.tp};
+  mb.acts.resize(params_.layers.size());
+  std::vector<float> cur = mb.x0, next(cur.size());
+  for (size_t l = 0; l < params_.layers.size(); ++l) {
+    RETURN_IF_ERROR(BlockForward(params_, params_.layers[l], dims, g_.tp,
+                                 cur.data(), &mb.acts[l], next.data()));
+    cur.swap(next);
+  }
+  mb.out = std::move(cur);
+  if (!last_) {
+    mb.sends.push_back(g_.pp->Send(mb.out.data(), mb.out.size(),
+                                   DataType::kF32, o_.par.pp_rank + 1));
+    return absl::OkStatus();
+  }
+  mb.hf.resize(mb.out.size());
+  mb.meanf.resize(t);
+  mb.rstdf.resize(t);
+  LayerNorm(mb.out.data(), params_.W(params_.lnf_g), params_.W(params_.lnf_b),
+            t, h, mb.hf.data(), mb.meanf.data(), mb.rstdf.data());
+  std::vector<int32_t> targets(t);
+  for (int j = 0; j < seqs; ++j) {
+    for (int p = 0; p < s; ++p) targets[j * s + p] = mb.tokens[j * (s + 1) + p + 1];
+  }
+  mb.dhf.resize(mb.hf.size());
+  const float scale =
+      1.0f / (static_cast<float>(o_.global_batch) * static_cast<float>(s));
+  *loss_sum += CrossEntropyTied(mb.hf.data(), params_.W(params_.wte),
+                                targets.data(), t, h, m.vocab, scale,
+                                mb.dhf.data(), params_.G(params_.wte));
+  return absl::OkStatus();
+}
+
+Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
+                         std::vector<std::shared_ptr<comm::Work>>* dp_work) {
+  const ModelConfig& m = o_.model;
+  const int seqs = o_.micro_batch, s = m.seq, h = m.hidden, t = seqs * s;
+  std::vector<float> dy(static_cast<size_t>(t) * h), dx(dy.size());
+  if (last_) {
+    LayerNormBackward(mb.out.data(), params_.W(params_.lnf_g), mb.meanf.data(),
+                      mb.rstdf.data(), mb.dhf.data(), t, h, dy.data(),
+                      params_.G(params_.lnf_g), params_.G(params_.lnf_b));
+  } else {
+    RETURN_IF_ERROR(g_.pp->Recv(dy.data(), dy.size(), DataType::kF32,
+                                o_.par.pp_rank + 1)
+                        ->Wait());
+  }
+  BlockDims dims{seqs, s, h, m.heads / o_.par.tp, h / m.heads,
+                 m.ffn() / o_.par.tp};
+  const bool bucket = last_micro_batch && !o_.zero1 && o_.par.dp > 1;
+  for (int l = static_cast<int>(params_.layers.size()) - 1; l >= 0; --l) {
+    const LayerParams& lp = params_.layers[l];
+    RETURN_IF_ERROR(BlockBackward(params_, lp, dims, g_.tp, mb.acts[l],
+                                  dy.data(), dx.data()));
+    dy.swap(dx);
+    mb.acts[l] = BlockActs();
+    if (bucket) {
+      // This block's gradients are final: reduce them while the backward
+      // of the earlier blocks runs.
+      dp_work->push_back(g_.dp->AllReduce(params_.g.data() + lp.begin,
+                                          lp.end - lp.begin, DataType::kF32,
+                                          ReduceOp::kSum));
+    }
+  }
+  if (first_) {
+    float* gwte = params_.G(params_.wte);
+    float* gwpe = params_.G(params_.wpe);
+    for (int j = 0; j < seqs; ++j) {
+      for (int p = 0; p < s; ++p) {
+        const int32_t tok = mb.tokens[j * (s + 1) + p];
+        const float* row = &dy[(static_cast<size_t>(j) * s + p) * h];
+        for (int c = 0; c < h; ++c) {
+          gwte[tok * h + c] += row[c];
+          gwpe[p * h + c] += row[c];
+        }
+      }
+    }
+  } else {
+    mb.dx = std::move(dy);
+    mb.sends.push_back(g_.pp->Send(mb.dx.data(), mb.dx.size(), DataType::kF32,
+                                   o_.par.pp_rank - 1));
+  }
+  return absl::OkStatus();
+}
+
+Status Trainer::ReduceGradients(
+    std::vector<std::shared_ptr<comm::Work>>& dp_work) {
+  // Tied embedding: the first stage's and the last stage's copies get the
+  // sum of both gradients; middle stages contribute zeros.
+  if (o_.par.pp > 1) {
+    const size_t n = static_cast<size_t>(o_.model.vocab) * o_.model.hidden;
+    std::vector<float> buf(n, 0.0f);
+    if (params_.wte >= 0) std::copy_n(params_.G(params_.wte), n, buf.data());
+    RETURN_IF_ERROR(AllReduce(g_.pp, buf.data(), n, DataType::kF32));
+    if (params_.wte >= 0) std::copy_n(buf.data(), n, params_.G(params_.wte));
+  }
+  if (o_.zero1) {
+    if (o_.par.dp == 1) {
+      std::copy_n(params_.g.data(), shard_size_, grad_shard_.data());
+      return absl::OkStatus();
+    }
+    return g_.dp->ReduceScatter(params_.g.data(), grad_shard_.data(), padded_,
+                                DataType::kF32, ReduceOp::kSum)
+        ->Wait();
+  }
+  for (auto& w : dp_work) RETURN_IF_ERROR(Sync(g_.dp, w));
+  if (o_.par.dp == 1) return absl::OkStatus();
+  for (int idx : {params_.wte, params_.wpe, params_.lnf_g, params_.lnf_b}) {
+    if (idx < 0) continue;
+    RETURN_IF_ERROR(AllReduce(g_.dp, params_.G(idx),
+                              params_.shards[idx].size, DataType::kF32));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<double> Trainer::ClipAndUpdate() {
+  float* grads = o_.zero1 ? grad_shard_.data() : params_.g.data();
+  const size_t off = shard_begin_, n = shard_size_;
+  const size_t real = params_.shards.empty()
+                          ? 0
+                          : params_.shards.back().start + params_.shards.back().size;
+  double sumsq = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (count_in_norm_[off + i]) sumsq += double(grads[i]) * grads[i];
+  }
+  RETURN_IF_ERROR(AllReduce(g_.tp, &sumsq, 1, DataType::kF64));
+  RETURN_IF_ERROR(AllReduce(g_.pp, &sumsq, 1, DataType::kF64));
+  if (o_.zero1) RETURN_IF_ERROR(AllReduce(g_.dp, &sumsq, 1, DataType::kF64));
+  const double norm = std::sqrt(sumsq);
+  const float coef = o_.clip_norm > 0 && norm > o_.clip_norm
+                         ? static_cast<float>(o_.clip_norm / (norm + 1e-6))
+                         : 1.0f;
+  const float lr = o_.lr * std::min(1.0f, static_cast<float>(step_ + 1) /
+                                              std::max(1, o_.warmup_steps));
+  const double t = static_cast<double>(step_ + 1);
+  const float bc1 = static_cast<float>(1.0 - std::pow(o_.beta1, t));
+  const float bc2 = static_cast<float>(1.0 - std::pow(o_.beta2, t));
+  float* w = params_.w.data();
+  for (size_t i = 0; i < n && off + i < real; ++i) {
+    const float gi = grads[i] * coef;
+    m_[i] = o_.beta1 * m_[i] + (1 - o_.beta1) * gi;
+    v_[i] = o_.beta2 * v_[i] + (1 - o_.beta2) * gi * gi;
+    const float update = (m_[i] / bc1) / (std::sqrt(v_[i] / bc2) + o_.eps);
+    w[off + i] -= lr * (update + (decay_[off + i] ? o_.weight_decay * w[off + i] : 0.0f));
+  }
+  if (o_.zero1 && o_.par.dp > 1) {
+    std::vector<float> mine(w + off, w + off + n);
+    RETURN_IF_ERROR(g_.dp->AllGather(mine.data(), w, padded_, DataType::kF32)
+                        ->Wait());
+  }
+  return norm;
+}
+
+StatusOr<StepResult> Trainer::Step() {
+  const auto t0 = Clock::now();
+  std::fill(params_.g.begin(), params_.g.end(), 0.0f);
+  std::vector<MicroBatch> mbs(micro_batches_);
+  std::vector<std::shared_ptr<comm::Work>> dp_work;
+  double loss_sum = 0;
+  const int count = micro_batches_;
+  const int warmup = std::min(o_.par.pp - o_.par.pp_rank - 1, count);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) RETURN_IF_ERROR(Forward(mbs[f], f, &loss_sum));
+  for (; f < count; ++f, ++b) {
+    RETURN_IF_ERROR(Forward(mbs[f], f, &loss_sum));
+    RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
+  }
+  for (; b < count; ++b) {
+    RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
+  }
+  for (auto& mb : mbs) {
+    for (auto& w : mb.sends) RETURN_IF_ERROR(w->Wait());
+  }
+  RETURN_IF_ERROR(ReduceGradients(dp_work));
+  double loss = loss_sum;
+  if (last_) RETURN_IF_ERROR(AllReduce(g_.dp, &loss, 1, DataType::kF64));
+  if (o_.par.pp > 1) {
+    RETURN_IF_ERROR(
+        g_.pp->Broadcast(&loss, 1, DataType::kF64, o_.par.pp - 1)->Wait());
+  }
+  ASSIGN_OR_RETURN(double norm, ClipAndUpdate());
+  ++step_;
+  StepResult r;
+  r.step = step_;
+  r.loss = loss / (static_cast<double>(o_.global_batch) * o_.model.seq);
+  r.grad_norm = norm;
+  r.tokens = static_cast<int64_t>(o_.global_batch) * o_.model.seq;
+  if (ckpt_ != nullptr && o_.ckpt_every > 0 && step_ % o_.ckpt_every == 0) {
+    RETURN_IF_ERROR(SaveCheckpoint());
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+std::vector<checkpoint::ShardedTensor> Trainer::StateTensors(float* m,
+                                                             float* v) {
+  std::vector<checkpoint::ShardedTensor> out;
+  for (const auto& s : params_.shards) {
+    if (s.tied_copy) continue;  // the first stage saves "wte"
+    const int replicas = o_.par.dp * (s.tp_replicated ? o_.par.tp : 1);
+    const int replica = s.tp_replicated
+                            ? o_.par.dp_rank * o_.par.tp + o_.par.tp_rank
+                            : o_.par.dp_rank;
+    for (auto [prefix, base] : {std::pair{"", params_.w.data()},
+                                std::pair{"opt.m.", m}, std::pair{"opt.v.", v}}) {
+      checkpoint::ShardedTensor t;
+      t.name = std::string(prefix) + s.name;
+      t.dtype = checkpoint::DType::kF32;
+      t.global_shape = s.global_shape;
+      t.local_shape = s.local_shape;
+      t.global_offset = s.offset;
+      t.replica_id = replica;
+      t.num_replicas = replicas;
+      t.data = base + s.start;
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+Status Trainer::SaveCheckpoint() {
+  const auto t0 = Clock::now();
+  std::vector<float> full_m, full_v;
+  float* m = m_.data();
+  float* v = v_.data();
+  if (o_.zero1 && o_.par.dp > 1) {
+    // Moments are saved per parameter in global coordinates: gather this
+    // rank's partition into the whole local shard first.
+    full_m.resize(padded_);
+    full_v.resize(padded_);
+    RETURN_IF_ERROR(g_.dp->AllGather(m_.data(), full_m.data(), padded_,
+                                     DataType::kF32)->Wait());
+    RETURN_IF_ERROR(g_.dp->AllGather(v_.data(), full_v.data(), padded_,
+                                     DataType::kF32)->Wait());
+    m = full_m.data();
+    v = full_v.data();
+  }
+  std::vector<checkpoint::Blob> blobs = {
+      {"step", false, absl::StrCat(step_)},
+      {"seed", false, absl::StrCat(o_.seed)},
+      {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
+  Status s = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs);
+  stall_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  return s;
+}
+
+StatusOr<int64_t> Trainer::Resume() {
+  if (o_.ckpt_uri.empty()) return 0;
+  auto latest = checkpoint::LatestStep(o_.ckpt_uri);
+  if (absl::IsNotFound(latest.status())) return 0;
+  RETURN_IF_ERROR(latest.status());
+  ASSIGN_OR_RETURN(std::string step_blob,
+                   checkpoint::LoadBlob(o_.ckpt_uri, *latest, "step"));
+  int64_t step = 0;
+  if (!absl::SimpleAtoi(step_blob, &step)) {
+    return absl::DataLossError(absl::StrCat("checkpoint step ", *latest,
+                                            ": 'step' blob is not a number"));
+  }
+  std::vector<float> full_m(padded_, 0.0f), full_v(padded_, 0.0f);
+  std::vector<checkpoint::ShardedTensor> targets;
+  for (const auto& s : params_.shards) {
+    for (auto [prefix, base] :
+         {std::pair{"", params_.w.data()}, std::pair{"opt.m.", full_m.data()},
+          std::pair{"opt.v.", full_v.data()}}) {
+      checkpoint::ShardedTensor t;
+      t.name = std::string(prefix) + s.name;  // the tied copy loads "wte"
+      t.global_shape = s.global_shape;
+      t.local_shape = s.local_shape;
+      t.global_offset = s.offset;
+      t.data = base + s.start;
+      targets.push_back(std::move(t));
+    }
+  }
+  RETURN_IF_ERROR(checkpoint::Load(o_.ckpt_uri, *latest, targets));
+  std::copy_n(full_m.begin() + shard_begin_, shard_size_, m_.begin());
+  std::copy_n(full_v.begin() + shard_begin_, shard_size_, v_.begin());
+  step_ = step;
+  return step;
+}
+
+Status Trainer::Finish() {
+  return ckpt_ == nullptr ? absl::OkStatus() : ckpt_->Wait();
+}
+
+}  // namespace strata::train

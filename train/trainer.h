@@ -1,0 +1,115 @@
+// The reference 3D-parallel trainer (issue 7): one optimizer step of the
+// GPT in model.h on this rank's share of the global batch, with
+//  - tensor parallelism inside each block (block.h),
+//  - pipeline parallelism with the 1F1B schedule over micro-batches
+//    (Narayanan et al. SC'21 §2.2: warm-up of p - s - 1 forwards, then one
+//    forward / one backward, then the remaining backwards), activations and
+//    gradients sent point-to-point between neighbouring stages,
+//  - data parallelism: gradient all-reduce per block ("bucket"), issued
+//    while the last micro-batch's backward still runs on earlier blocks, or
+//    with ZeRO-1 (Rajbhandari et al. SC'20 stage 1) a reduce-scatter of the
+//    flat gradient, Adam on this rank's 1/dp of the parameters and an
+//    all-gather of the updated weights,
+//  - AdamW (Loshchilov & Hutter 2019) with global-norm gradient clipping,
+//  - asynchronous checkpoints of parameters and Adam moments as sharded
+//    tensors in global coordinates plus the step, seed and data cursor;
+//    Resume() loads them under whatever parallelism this run has.
+// The loss is the mean token cross-entropy of the global batch: every
+// rank's gradient is scaled by 1/(B S) and data-parallel reductions sum.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "checkpoint/checkpointer.h"
+#include "comm/backend.h"
+#include "comm/store.h"
+#include "common/status.h"
+#include "train/data.h"
+#include "train/model.h"
+
+namespace strata::train {
+
+struct TrainOptions {
+  ModelConfig model;
+  Parallel par;
+  int global_batch = 8;  // sequences per optimizer step
+  int micro_batch = 1;   // sequences per pipeline micro-batch
+  bool zero1 = false;
+  uint64_t seed = 1234;
+  std::string data_file;  // empty: the generated stream
+  // AdamW, GPT-3 (Brown et al. 2020) settings except lr for small models.
+  float lr = 1e-3f;
+  int warmup_steps = 10;  // linear warm-up, then constant
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+  float weight_decay = 0.1f;
+  float clip_norm = 1.0f;
+  // Checkpoints (empty uri: none).
+  std::string ckpt_uri;
+  int ckpt_every = 0;
+};
+
+// The groups this rank belongs to (comm/plan_groups.h); the group rank of
+// each must equal the rank's coordinate. `store` is the job's rendezvous
+// (checkpoint commits).
+struct TrainGroups {
+  comm::Backend* tp = nullptr;
+  comm::Backend* pp = nullptr;
+  comm::Backend* dp = nullptr;
+  std::shared_ptr<comm::Store> store;
+  int world_rank = 0, world_size = 1;
+};
+
+struct StepResult {
+  int64_t step = 0;     // steps completed
+  double loss = 0;      // global-batch mean, known on every rank
+  double grad_norm = 0; // before clipping
+  double seconds = 0;
+  int64_t tokens = 0;   // tokens in the global batch
+};
+
+class Trainer {
+ public:
+  static StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options,
+                                                   const TrainGroups& groups);
+  ~Trainer();
+
+  // Loads the newest committed checkpoint of options.ckpt_uri; returns the
+  // step it resumed at, or 0 when there is none.
+  StatusOr<int64_t> Resume();
+  StatusOr<StepResult> Step();
+  // Waits for checkpoints in flight; the first failure since the last call.
+  Status Finish();
+  // Seconds training was blocked in SaveAsync, summed.
+  double checkpoint_stall_s() const { return stall_s_; }
+  int64_t step() const { return step_; }
+  const StageParams& params() const { return params_; }
+
+ private:
+  Trainer(const TrainOptions& options, const TrainGroups& groups,
+          DataSource data);
+  struct MicroBatch;
+  Status Forward(MicroBatch& mb, int index, double* loss_sum);
+  Status Backward(MicroBatch& mb, bool last, std::vector<std::shared_ptr<comm::Work>>* dp_work);
+  Status ReduceGradients(std::vector<std::shared_ptr<comm::Work>>& dp_work);
+  StatusOr<double> ClipAndUpdate();
+  Status SaveCheckpoint();
+  std::vector<checkpoint::ShardedTensor> StateTensors(float* m, float* v);
+
+  TrainOptions o_;
+  TrainGroups g_;
+  DataSource data_;
+  StageParams params_;
+  bool first_, last_;
+  int micro_batches_ = 0;
+  // Adam moments: the whole local shard, or this rank's ZeRO-1 partition.
+  std::vector<float> m_, v_;
+  size_t shard_begin_ = 0, shard_size_ = 0, padded_ = 0;
+  std::vector<float> grad_shard_;
+  std::vector<uint8_t> count_in_norm_, decay_;
+  int64_t step_ = 0;
+  double stall_s_ = 0;
+  std::unique_ptr<checkpoint::Checkpointer> ckpt_;
+};
+
+}  // namespace strata::train
