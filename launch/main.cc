@@ -243,6 +243,11 @@ int Run(int argc, char** argv) {
   auto nodes = world->AllGather(node);
   if (!nodes.ok()) fail_collective(nodes.status());
   const Locality loc = ComputeLocality(*nodes, rank);
+  if (rank == 0 && !NodesAreContiguousEqualBlocks(*nodes)) {
+    log->warn(
+        "ranks are not in equal contiguous blocks per node (e.g. --map-by "
+        "node); strata's runtime expects mpirun's default by-slot mapping");
+  }
 
   std::unique_ptr<comm::TcpStoreServer> store_server;  // rank 0 only
   JobFacts mine;

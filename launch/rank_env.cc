@@ -47,6 +47,22 @@ Locality ComputeLocality(const std::vector<std::string>& node_of_rank,
   return loc;
 }
 
+bool NodesAreContiguousEqualBlocks(
+    const std::vector<std::string>& node_of_rank) {
+  const int n = static_cast<int>(node_of_rank.size());
+  if (n == 0) return true;
+  const Locality first = ComputeLocality(node_of_rank, 0);
+  const int block = first.local_world_size;
+  if (n % block != 0) return false;
+  for (int r = 0; r < n; ++r) {
+    if (node_of_rank[r] != node_of_rank[r - r % block]) return false;
+    if (r % block == 0 &&
+        ComputeLocality(node_of_rank, r).local_world_size != block)
+      return false;
+  }
+  return true;
+}
+
 std::map<std::string, std::string> RankVariables(const RankEnvInputs& in) {
   planner::Candidate c;
   c.tp = in.sizes.tp;

@@ -36,6 +36,13 @@ struct Locality {
 Locality ComputeLocality(const std::vector<std::string>& node_of_rank,
                          int rank);
 
+// Whether each node holds one contiguous block of ranks and all blocks have
+// the same size (mpirun's default by-slot mapping with equal slots per
+// node). strata's runtime (Runtime::FromEnv) assumes this layout; torch
+// scripts do not need it.
+bool NodesAreContiguousEqualBlocks(
+    const std::vector<std::string>& node_of_rank);
+
 // Everything the environment is built from; each rank computes the same
 // job-wide fields (they come from rank 0 through a broadcast).
 struct RankEnvInputs {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -252,6 +253,31 @@ TEST(LaunchTest, IndivisibleWorldSizeIsAUsageError) {
   EXPECT_NE(r.out.find("world size 4 is not divisible by tp*pp*cp = 3"),
             std::string::npos)
       << r.out;
+}
+
+// "step=N loss=X" of strata-train's output, or NaN.
+double LossAtStep(const std::string& out, int step) {
+  const std::string key = "step=" + std::to_string(step) + " loss=";
+  const size_t at = out.find(key);
+  return at == std::string::npos ? std::nan("")
+                                 : std::atof(out.c_str() + at + key.size());
+}
+
+TEST(LaunchTest, StrataTrainTakesItsLayoutFromStrataExec) {
+  // The reference trainer reads tp/pp and the store from the environment
+  // (Runtime::FromEnv); tp=2 pp=2 must train like one process does.
+  const std::string train = BinDir() + "/runtime/strata-train";
+  if (access(train.c_str(), X_OK) != 0) GTEST_SKIP() << train << " not built";
+  const std::string args = " --model tiny --steps 3 --global-batch 4";
+  Result single = Sh("timeout 60 " + train + args);
+  ASSERT_EQ(single.code, 0) << single.out;
+  Result r =
+      Sh(Mpirun("-np 4 " + Exec() + " --tp 2 --pp 2 -- " + train + args));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tp=2 pp=2 dp=1"), std::string::npos) << r.out;
+  const double want = LossAtStep(single.out, 3), got = LossAtStep(r.out, 3);
+  ASSERT_FALSE(std::isnan(want)) << single.out;
+  EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << r.out;
 }
 
 TEST(LaunchTest, UnmodifiedTorchGlooScript) {

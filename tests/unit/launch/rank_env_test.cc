@@ -48,6 +48,16 @@ TEST(ComputeLocalityTest, InterleavedAndUneven) {
   EXPECT_EQ(ComputeLocality(nodes, 4).num_nodes, 3);
 }
 
+TEST(ComputeLocalityTest, ContiguousEqualBlocks) {
+  EXPECT_TRUE(NodesAreContiguousEqualBlocks({"a", "a", "b", "b"}));
+  EXPECT_TRUE(NodesAreContiguousEqualBlocks({"a"}));
+  EXPECT_FALSE(NodesAreContiguousEqualBlocks({"a", "b", "a", "b"}));
+  EXPECT_FALSE(NodesAreContiguousEqualBlocks({"a", "a", "b"}));
+  EXPECT_FALSE(NodesAreContiguousEqualBlocks({"a", "b", "b", "c"}));
+  // Same node name reappearing after another node's block.
+  EXPECT_FALSE(NodesAreContiguousEqualBlocks({"a", "a", "b", "b", "a", "a"}));
+}
+
 TEST(RankVariablesTest, EveryContractVariable) {
   RankEnvInputs in;
   in.rank = 5;
