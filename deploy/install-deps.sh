@@ -9,6 +9,9 @@ PACKAGES=(
   build-essential cmake pkg-config git clang-format
   # Collectives and launch
   openmpi-bin libopenmpi-dev
+  # Slurm launch (deploy/slurm/strata.sbatch) and its single-host test
+  # (tests/integration/slurm/slurm_test.sh starts these daemons itself)
+  munge slurmctld slurmd slurm-client
   # Control plane
   libzmq3-dev cppzmq-dev
   # Storage and schemas

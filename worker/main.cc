@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "coordinator/server/dealer_client.h"
+#include "worker/node_identity.h"
 #include "worker/probe.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
@@ -70,7 +71,15 @@ int main(int argc, char** argv) {
     std::cerr << "strata-worker: probe failed: " << probe.status() << "\n";
     return 1;
   }
-  if (node_name.empty()) node_name = probe->hostname();
+  // --node-name, else the Slurm node (SLURMD_NODENAME / SLURM_NODEID),
+  // else the hostname.
+  auto identity =
+      strata::worker::NodeIdentity(node_name, probe->hostname(), ::getenv);
+  if (!identity.ok()) {
+    std::cerr << "strata-worker: " << identity.status().message() << "\n";
+    return 2;
+  }
+  node_name = *identity;
   if (address.empty()) address = probe->hostname();
   if (work_dir.empty()) {
     const char* tmp = getenv("TMPDIR");
