@@ -117,13 +117,10 @@ TEST(ZapHandlerTest, AnswersRequestsOverInproc) {
   EXPECT_EQ(junk[2], "400");
   EXPECT_EQ(handler.allowed(), 1u);
   EXPECT_EQ(handler.denied(), 2u);
-  handler.Stop();
-
   // One handler per context.
   ZapHandler second(&ctx, config, GetLogger("CTRL"));
-  ZapHandler third(&ctx, config, GetLogger("CTRL"));
-  ASSERT_TRUE(second.Start().ok());  // the first one's socket is closed
-  EXPECT_EQ(third.Start().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(second.Start().code(), absl::StatusCode::kAlreadyExists);
+  handler.Stop();
 }
 
 TEST(LogLimiterTest, OncePerKeyPerPeriod) {
