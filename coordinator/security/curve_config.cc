@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -95,9 +96,15 @@ StatusOr<CurveClientConfig> LoadCurveClientConfig(const std::string& dir) {
 }
 
 std::string ResolveCurveDir(const std::string& flag_dir) {
-  if (!flag_dir.empty()) return flag_dir;
-  const char* env = std::getenv(kCurveDirEnv);
-  return env != nullptr ? env : "";
+  std::string dir = flag_dir;
+  if (dir.empty()) {
+    const char* env = std::getenv(kCurveDirEnv);
+    dir = env != nullptr ? env : "";
+  }
+  if (dir.empty()) return dir;
+  std::error_code ec;
+  fs::path abs = fs::absolute(dir, ec);
+  return ec ? dir : abs.string();
 }
 
 StatusOr<std::optional<CurveClientConfig>> CurveClientConfigFromFlagOrEnv(
@@ -145,6 +152,32 @@ Status ConfigureCurveClient(zmq::socket_t* socket,
                          "CURVE_PUBLICKEY"));
   return SetOpt(socket, ZMQ_CURVE_SECRETKEY, config.client.secret_key.data(),
                 kZ85KeyChars, "CURVE_SECRETKEY");
+}
+
+Status AuthorizeClientKey(const std::string& server_dir,
+                          const std::string& name,
+                          const std::string& public_key) {
+  RETURN_IF_ERROR(ValidateKeyName(name));
+  RETURN_IF_ERROR(ValidateZ85Key(public_key, "public key"));
+  const std::string allow = (fs::path(server_dir) / kAuthorizedKeys).string();
+  std::error_code ec;
+  if (fs::is_regular_file(allow, ec)) {
+    ASSIGN_OR_RETURN(auto keys, ReadAuthorizedKeys(allow));
+    for (const auto& k : keys) {
+      if (k.public_key == public_key) return absl::OkStatus();
+    }
+    std::ofstream out(allow, std::ios::app);
+    out << public_key << " " << name << "\n";
+    out.flush();
+    if (!out) return absl::UnavailableError("cannot append to " + allow);
+    return absl::OkStatus();
+  }
+  if (!fs::is_directory(allow, ec) && mkdir(allow.c_str(), 0700) != 0) {
+    return ErrnoToStatus(errno, "mkdir " + allow);
+  }
+  return WritePublicKeyFile(
+      (fs::path(allow) / name).string() + kPublicKeySuffix, public_key,
+      absl::StrCat("strata CURVE public key '", name, "' (authorized client)"));
 }
 
 StatusOr<std::string> MakeEphemeralCurveDir(const std::string& parent) {

@@ -61,7 +61,8 @@ StatusOr<CurveClientConfig> LoadCurveClientConfig(const std::string& dir);
 StatusOr<std::optional<CurveClientConfig>> CurveClientConfigFromFlagOrEnv(
     const std::string& flag_dir);
 
-// The curve dir a client uses: `flag_dir`, else $STRATA_CURVE_DIR, else "".
+// The curve dir a client uses: `flag_dir`, else $STRATA_CURVE_DIR, else "";
+// made absolute (it is passed on to ranks, which run elsewhere).
 std::string ResolveCurveDir(const std::string& flag_dir);
 
 // Sets ZMQ_CURVE_SERVER, ZMQ_CURVE_SECRETKEY, ZMQ_ZAP_DOMAIN (kZapDomain)
@@ -75,6 +76,15 @@ Status ConfigureCurveServer(zmq::socket_t* socket,
 // `socket`, before it connects.
 Status ConfigureCurveClient(zmq::socket_t* socket,
                             const CurveClientConfig& config);
+
+// Adds `public_key` under `name` to SERVER_DIR's allow-list: writes
+// authorized_keys/NAME.key when authorized_keys is a directory or missing
+// (created, 0700), appends "KEY NAME" when it is a file. AlreadyExists if
+// NAME.key holds another key; OK if the key is already listed. A running
+// coordinator picks it up at the key's first connection (ZapHandler).
+Status AuthorizeClientKey(const std::string& server_dir,
+                          const std::string& name,
+                          const std::string& public_key);
 
 // For `strata run`: creates PARENT/curve (mode 0700) holding a fresh server
 // keypair, a fresh client keypair and authorized_keys/client.key, and returns

@@ -171,6 +171,31 @@ TEST_F(CurveKeysTest, ServerConfigErrorsNameTheProblem) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(CurveKeysTest, AuthorizesIntoDirectoryOrFile) {
+  auto a = GenerateCurveKeyPair();
+  auto b = GenerateCurveKeyPair();
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(AuthorizeClientKey(dir_, "w1", a->public_key).ok());
+  EXPECT_TRUE(AuthorizeClientKey(dir_, "w1", a->public_key).ok());
+  EXPECT_EQ(AuthorizeClientKey(dir_, "w1", b->public_key).code(),
+            absl::StatusCode::kAlreadyExists);
+  auto list = ReadAuthorizedKeys(dir_ + "/authorized_keys");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 1u);
+
+  const std::string other = dir_ + "/other";
+  fs::create_directories(other);
+  std::ofstream(other + "/authorized_keys") << "# list\n";
+  ASSERT_TRUE(AuthorizeClientKey(other, "w1", a->public_key).ok());
+  ASSERT_TRUE(AuthorizeClientKey(other, "w2", b->public_key).ok());
+  ASSERT_TRUE(AuthorizeClientKey(other, "again", a->public_key).ok());
+  auto from_file = ReadAuthorizedKeys(other + "/authorized_keys");
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  ASSERT_EQ(from_file->size(), 2u);
+  EXPECT_EQ((*from_file)[1].name, "w2");
+  EXPECT_FALSE(AuthorizeClientKey(dir_, "../x", a->public_key).ok());
+}
+
 TEST_F(CurveKeysTest, ClientConfigFindsItsKeypair) {
   auto server = GenerateCurveKeyPair();
   auto worker = GenerateCurveKeyPair();
