@@ -11,11 +11,15 @@ build: deps
 	cmake --preset default -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Until the reference trainer exists the main job is the planner: how to run
-# Llama-3-70B on 64 H100s with global batch 256, explained.
+# The main job (deploy/demo.yaml): strata-train's `small` GPT on a local
+# cluster of 2 simulated nodes x 2 ranks, planned from the probes,
+# checkpointing into RocksDB; one worker is killed at step 60 and the job
+# resumes on the node that is left under a new parallelism.
+DEMO_CKPT ?= /tmp/strata-demo/ckpt
 demo: build
-	$(BUILD)/cli/strata plan --model llama3-70b --cluster dgx-h100 --gpus 64 \
-	  --global-batch 256 --seq 8192 --top 5 --explain
+	rm -rf $(DEMO_CKPT)
+	PATH=$(CURDIR)/$(BUILD)/runtime:$$PATH $(BUILD)/cli/strata run \
+	  deploy/demo.yaml --ckpt rocksdb://$(DEMO_CKPT) --kill-worker-at-step 60
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -78,18 +78,6 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
   while (true) {
     bool progressed = false;
     if (follow) {
-      control::Request ev;
-      ev.mutable_events()->set_job_id(job_id);
-      ev.mutable_events()->set_after_seq(event_seq);
-      auto er = client.TryCall(ev, 2000);
-      if (er.ok()) {
-        for (const auto& e : er->events().events()) {
-          std::fprintf(stderr, "[strata] %s attempt %d: %s: %s\n",
-                       e.job_id().c_str(), e.attempt(), e.kind().c_str(),
-                       e.message().c_str());
-          event_seq = e.seq();
-        }
-      }
       control::Request lr;
       lr.mutable_logs()->set_job_id(job_id);
       lr.mutable_logs()->set_rank(-1);
@@ -103,6 +91,18 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
           progressed = true;
         }
         log_offset = rep->logs().next_offset();
+      }
+      control::Request ev;
+      ev.mutable_events()->set_job_id(job_id);
+      ev.mutable_events()->set_after_seq(event_seq);
+      auto er = client.TryCall(ev, 2000);
+      if (er.ok()) {
+        for (const auto& e : er->events().events()) {
+          std::fprintf(stderr, "[strata] %s attempt %d: %s: %s\n",
+                       e.job_id().c_str(), e.attempt(), e.kind().c_str(),
+                       e.message().c_str());
+          event_seq = e.seq();
+        }
       }
     }
     if (interrupted != nullptr && *interrupted && !cancel_sent) {

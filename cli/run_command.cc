@@ -16,7 +16,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -81,6 +83,81 @@ pid_t Start(const std::vector<std::string>& args, const std::string& log,
   if (log_fd >= 0) close(log_fd);
   return pid;
 }
+
+// What `strata run` saw of the job's step telemetry (control.StepReport,
+// sampled at each status poll): the loss curve, the steps each restart
+// lost, and the checkpoint stall (the *_total section convention of
+// docs/runtime.md). Printed when the job reported steps.
+class RunSummary {
+ public:
+  void Observe(const control::JobInfo& job) {
+    for (const auto& s : job.steps()) {
+      Attempt& a = attempts_[job.attempt()];
+      if (a.first_step == 0 || s.step() < a.first_step) a.first_step = s.step();
+      a.last_step = std::max(a.last_step, s.step());
+      auto total = s.section_seconds().find("checkpoint_stall_total");
+      if (total != s.section_seconds().end()) {
+        double& stall = a.stall_by_rank[s.rank()];
+        stall = std::max(stall, total->second);
+      }
+      if (s.loss() == s.loss()) loss_[s.step()] = s.loss();  // not NaN
+    }
+  }
+
+  void Print() const {
+    if (loss_.empty()) return;
+    std::fprintf(stderr, "\n[strata] summary\n  loss curve:\n");
+    const auto [lo, hi] = std::minmax_element(
+        loss_.begin(), loss_.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+    const int64_t last = loss_.rbegin()->first;
+    const int64_t every = std::max<int64_t>(1, last / 12);
+    int64_t next = 0;
+    for (const auto& [step, loss] : loss_) {
+      if (step < next && step != last) continue;
+      next = step + every;
+      const double span = hi->second - lo->second;
+      const int bar = span > 0 ? static_cast<int>(
+                                     40 * (loss - lo->second) / span) + 1
+                               : 1;
+      std::fprintf(stderr, "    step %6lld  loss %9.5f  %s\n",
+                   static_cast<long long>(step), loss,
+                   std::string(bar, '#').c_str());
+    }
+    double stall = 0, stall_ranks = 0;
+    const Attempt* prev = nullptr;
+    for (const auto& [attempt, a] : attempts_) {
+      double worst = 0;
+      for (const auto& [rank, s] : a.stall_by_rank) worst = std::max(worst, s);
+      stall += worst;
+      stall_ranks += a.stall_by_rank.empty() ? 0 : 1;
+      if (prev != nullptr) {
+        std::fprintf(stderr,
+                     "  attempt %d: resumed at step %lld after reaching %lld: "
+                     "%lld step(s) lost to the fault\n",
+                     attempt, static_cast<long long>(a.first_step - 1),
+                     static_cast<long long>(prev->last_step),
+                     static_cast<long long>(
+                         std::max<int64_t>(0, prev->last_step - a.first_step + 1)));
+      }
+      prev = &a;
+    }
+    if (stall_ranks > 0) {
+      std::fprintf(stderr,
+                   "  checkpoint stall (SaveAsync blocking, slowest rank): "
+                   "%.3f s in total\n",
+                   stall);
+    }
+  }
+
+ private:
+  struct Attempt {
+    int64_t first_step = 0, last_step = 0;
+    std::map<int, double> stall_by_rank;
+  };
+  std::map<int, Attempt> attempts_;
+  std::map<int64_t, double> loss_;
+};
 
 class Processes {
  public:
@@ -209,7 +286,9 @@ int Run(const RunArgs& a) {
   std::fprintf(stderr, "[strata] submitted %s\n", job_id.c_str());
 
   bool killed = false;
+  RunSummary summary;
   auto on_status = [&](const control::JobInfo& job) {
+    summary.Observe(job);
     if (killed || a.kill_worker_at_step < 0 || workers.size() < 2) return;
     for (const auto& s : job.steps()) {
       if (s.step() >= a.kill_worker_at_step) {
@@ -226,6 +305,7 @@ int Run(const RunArgs& a) {
   int rc = WaitForJob(client, job_id, /*follow=*/true, 15000, on_status,
                       &g_interrupted);
   procs.StopAll();
+  summary.Print();
   if (!a.keep && a.state_dir.empty() && rc == 0) {
     std::filesystem::remove_all(dir, ec);
   } else {

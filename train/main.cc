@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
   while ((*trainer)->step() < steps) {
     auto r = (*trainer)->Step();
     if (!r.ok()) return Fail(1, r.status().ToString());
+    // Cumulative: sections named *_total are running totals (docs/runtime.md).
+    (*rt)->timer().Add("checkpoint_stall_total", (*trainer)->checkpoint_stall_s());
     (*rt)->timer().EndStep(r->step, r->tokens,
                            info->pp_rank == info->pp - 1 ? r->loss : NAN);
     if (printer) {
