@@ -23,5 +23,6 @@ void AddCkptCommand(CLI::App* app);
 void AddJobCommands(CLI::App* app);  // submit status logs cancel workers events
 void AddRunCommand(CLI::App* app);
 void AddProbeCommand(CLI::App* app);
+void AddKeygenCommand(CLI::App* app);  // CURVE keys (docs/control-plane.md)
 
 }  // namespace strata::cli

@@ -6,8 +6,29 @@
 #include "absl/strings/str_cat.h"
 
 namespace strata::cli {
+namespace {
+
+std::string g_curve_dir_flag;  // --curve-dir of the parsed subcommand
+
+std::optional<coordinator::CurveClientConfig> LoadCurveOrFail(
+    const std::optional<std::string>& curve_dir) {
+  if (curve_dir.has_value() && curve_dir->empty()) return std::nullopt;
+  auto curve = coordinator::CurveClientConfigFromFlagOrEnv(
+      curve_dir.value_or(g_curve_dir_flag));
+  if (!curve.ok()) {
+    std::fprintf(stderr, "strata: %s\n",
+                 std::string(curve.status().message()).c_str());
+    throw CLI::RuntimeError(kExitBadInput);
+  }
+  return *std::move(curve);
+}
+
+}  // namespace
 
 void AddCoordinatorOption(CLI::App* cmd, std::string* endpoint) {
+  cmd->add_option("--curve-dir", g_curve_dir_flag,
+                  "CURVE client keys and the coordinator's server.key "
+                  "(default: $STRATA_CURVE_DIR, else plaintext)");
   const char* env = std::getenv("STRATA_COORDINATOR");
   *endpoint = env != nullptr && *env != '\0' ? env : kDefaultCoordinator;
   cmd->add_option("--coordinator", *endpoint,
@@ -21,8 +42,10 @@ void Fail(const std::string& what, int code, const std::string& message) {
   throw CLI::RuntimeError(code);
 }
 
-ControlClient::ControlClient(const std::string& endpoint)
-    : endpoint_(endpoint), client_(&ctx_, endpoint) {}
+ControlClient::ControlClient(const std::string& endpoint,
+                             std::optional<std::string> curve_dir)
+    : endpoint_(endpoint),
+      client_(&ctx_, endpoint, LoadCurveOrFail(curve_dir)) {}
 
 StatusOr<control::Reply> ControlClient::TryCall(control::Request request,
                                                 int timeout_ms) {
@@ -39,7 +62,8 @@ control::Reply ControlClient::Call(const char* what, control::Request request,
          absl::StrCat("no answer from the coordinator at ", endpoint_,
                       " within ", timeout_ms,
                       " ms (is strata-coordinator running? set "
-                      "--coordinator or STRATA_COORDINATOR)"));
+                      "--coordinator or STRATA_COORDINATOR; with CURVE, is "
+                      "this client's key authorized?)"));
   }
   int code = absl::IsNotFound(s) || absl::IsInvalidArgument(s) ||
                      absl::IsFailedPrecondition(s)

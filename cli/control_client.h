@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <zmq.hpp>
 
@@ -17,12 +18,17 @@ namespace strata::cli {
 
 inline constexpr char kDefaultCoordinator[] = "tcp://127.0.0.1:7077";
 
-// Adds --coordinator to `cmd`, defaulting from the environment.
+// Adds --coordinator to `cmd`, defaulting from the environment, and
+// --curve-dir (CURVE client keys; default $STRATA_CURVE_DIR, else plaintext).
 void AddCoordinatorOption(CLI::App* cmd, std::string* endpoint);
 
 class ControlClient {
  public:
-  explicit ControlClient(const std::string& endpoint);
+  // `curve_dir`: nullopt = the --curve-dir option / $STRATA_CURVE_DIR; a
+  // value = that curve dir ("" = plaintext). Bad keys print one message and
+  // throw CLI::RuntimeError(kExitBadInput).
+  explicit ControlClient(const std::string& endpoint,
+                         std::optional<std::string> curve_dir = std::nullopt);
   // The reply, or prints "strata <what>: ..." and throws CLI::RuntimeError.
   control::Reply Call(const char* what, control::Request request,
                       int timeout_ms = 5000);

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   strata::cli::AddJobCommands(&app);
   strata::cli::AddRunCommand(&app);
   strata::cli::AddProbeCommand(&app);
+  strata::cli::AddKeygenCommand(&app);
 
   try {
     app.parse(argc, argv);

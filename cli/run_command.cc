@@ -41,6 +41,7 @@ struct RunArgs {
   bool keep = false;
   int64_t kill_worker_at_step = -1;
   double startup_timeout_s = 30;
+  bool plaintext = false;
 };
 
 // strata-coordinator / strata-worker next to this binary (installed) or in
@@ -230,16 +231,32 @@ int Run(const RunArgs& a) {
   std::filesystem::create_directories(dir, ec);
   if (ec) Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
 
+  // A throwaway CURVE key set for this run's own processes (DIR/curve).
+  std::string curve_dir;
+  if (a.plaintext) {
+    unsetenv(coordinator::kCurveDirEnv);
+  } else {
+    std::filesystem::remove_all(dir + "/curve", ec);
+    auto made = coordinator::MakeEphemeralCurveDir(dir);
+    if (!made.ok()) Fail("run", kExitFailed, std::string(made.status().message()));
+    curve_dir = *made;
+  }
+  auto curve_args = [&] {
+    return curve_dir.empty() ? std::vector<std::string>{}
+                             : std::vector<std::string>{"--curve-dir", curve_dir};
+  };
   signal(SIGINT, OnInterrupt);
   signal(SIGTERM, OnInterrupt);
   Processes procs;
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) Fail("run", kExitFailed, "pipe failed");
   const std::string coord_log = dir + "/coordinator.log";
-  pid_t coord = Start({FindBinary("strata-coordinator"), "--state-dir",
-                       dir + "/coordinator", "--listen", "tcp://127.0.0.1:0",
-                       "--heartbeat-ms", absl::StrCat(a.heartbeat_ms)},
-                      coord_log, pipe_fds[1]);
+  std::vector<std::string> coord_args = {
+      FindBinary("strata-coordinator"), "--state-dir", dir + "/coordinator",
+      "--listen", "tcp://127.0.0.1:0", "--heartbeat-ms",
+      absl::StrCat(a.heartbeat_ms)};
+  for (const auto& arg : curve_args()) coord_args.push_back(arg);
+  pid_t coord = Start(coord_args, coord_log, pipe_fds[1]);
   close(pipe_fds[1]);
   procs.Add(coord);
   const std::string endpoint =
@@ -249,9 +266,11 @@ int Run(const RunArgs& a) {
   const std::string worker_bin = FindBinary("strata-worker");
   for (int i = 0; i < nodes; ++i) {
     const std::string name = absl::StrCat("node-", i);
-    pid_t w = Start({worker_bin, "--coordinator", endpoint, "--node-name", name,
-                     "--address", "127.0.0.1", "--work-dir", dir + "/" + name},
-                    dir + "/" + name + ".log");
+    std::vector<std::string> worker_args = {
+        worker_bin, "--coordinator", endpoint, "--node-name", name,
+        "--address", "127.0.0.1", "--work-dir", dir + "/" + name};
+    for (const auto& arg : curve_args()) worker_args.push_back(arg);
+    pid_t w = Start(worker_args, dir + "/" + name + ".log");
     procs.Add(w);
     workers.push_back(w);
   }
@@ -259,7 +278,7 @@ int Run(const RunArgs& a) {
                "[strata] coordinator %s, %d local worker(s), %d rank(s) each; "
                "state and logs in %s\n",
                endpoint.c_str(), nodes, l->ranks_per_node(), dir.c_str());
-  ControlClient client(endpoint);
+  ControlClient client(endpoint, curve_dir);
   control::Request req;
   *req.mutable_submit_job()->mutable_spec() = spec;
   control::Reply reply = client.Call("run", req);
@@ -311,6 +330,9 @@ void AddRunCommand(CLI::App* app) {
                   "keep coordinator state and logs here (default: a temporary "
                   "directory, removed after a successful run)");
   cmd->add_flag("--keep", a->keep, "keep the temporary state directory");
+  cmd->add_flag("--plaintext", a->plaintext,
+                "no CURVE between this run's processes (default: a "
+                "throwaway key set in the state directory)");
   cmd->add_option("--kill-worker-at-step", a->kill_worker_at_step,
                   "fault injection: SIGKILL the last worker once a rank reports "
                   "this step (demo and tests)");

@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "ZeroMQ endpoint to bind");
   app.add_option("--heartbeat-ms", heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(10, 600000));
+  std::string curve_dir;  // docs/control-plane.md "Security"
+  app.add_option("--curve-dir", curve_dir,
+                 "CURVE keys (server.key, server.key_secret, authorized_keys); "
+                 "default: plaintext, for loopback and trusted networks only");
   app.add_option("--missed-heartbeats", missed,
                  "intervals without heartbeat before a worker is lost")
       ->check(CLI::Range(1, 100));
@@ -79,8 +83,19 @@ int main(int argc, char** argv) {
                        .lost_after_ms = heartbeat_ms * missed},
                       {.jobs = &jobs, .kv = &kv, .events = &events,
                        .logs = &logs});
+  std::optional<sc::CurveServerConfig> curve;
+  if (!curve_dir.empty()) {
+    auto loaded = sc::LoadCurveServerConfig(curve_dir);
+    if (!loaded.ok()) {
+      std::cerr << "strata-coordinator: --curve-dir: "
+                << loaded.status().message() << "\n";
+      return 2;
+    }
+    curve = *std::move(loaded);
+  }
   zmq::context_t ctx;
-  strata::coordinator::RouterServer server(&ctx, &service, logger);
+  strata::coordinator::RouterServer server(&ctx, &service, logger,
+                                           std::move(curve));
   auto bound = server.Bind(listen);
   if (!bound.ok()) {
     std::cerr << "strata-coordinator: " << bound.status().message() << "\n";

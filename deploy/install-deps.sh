@@ -20,6 +20,8 @@ PACKAGES=(
   libspdlog-dev libfmt-dev libabsl-dev libcli11-dev libyaml-cpp-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # libFuzzer for the control envelope fuzz test (ctest envelope_fuzz)
+  clang libclang-rt-dev
   # Node probe, trainer GEMMs, checksums, metrics endpoint
   libhwloc-dev hwloc libopenblas-dev libxxhash-dev libcpp-httplib-dev
   # Python side (tests, examples): Debian's interpreter and packages only

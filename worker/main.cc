@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
                  "rank 0; default: hostname)");
   app.add_option("--work-dir", work_dir,
                  "rank output and plan files (default: $TMPDIR/strata-<node>)");
+  std::string curve_dir;  // docs/control-plane.md "Security"
+  app.add_option("--curve-dir", curve_dir,
+                 "CURVE client keys and server.key (default: $STRATA_CURVE_DIR,"
+                 " else plaintext)");
   app.add_option("--coordinator-timeout-ms", lost_ms,
                  "stop ranks and exit after this long without the coordinator")
       ->check(CLI::Range(100, 3600000));
@@ -92,6 +96,11 @@ int main(int argc, char** argv) {
               << ec.message() << "\n";
     return 2;
   }
+  auto curve = strata::coordinator::CurveClientConfigFromFlagOrEnv(curve_dir);
+  if (!curve.ok()) {
+    std::cerr << "strata-worker: " << curve.status().message() << "\n";
+    return 2;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
@@ -105,8 +114,10 @@ int main(int argc, char** argv) {
   }
   strata::worker::RankSupervisor ranks(
       work_dir, {{"STRATA_STORE", StoreUri(coordinator)},
-                 {"STRATA_TELEMETRY", telemetry_ep}});
-  strata::coordinator::DealerClient client(&ctx, coordinator);
+                 {"STRATA_TELEMETRY", telemetry_ep},
+                 {strata::coordinator::kCurveDirEnv,
+                  strata::coordinator::ResolveCurveDir(curve_dir)}});
+  strata::coordinator::DealerClient client(&ctx, coordinator, *curve);
   std::string worker_id;
   int64_t interval_ms = 1000;
   auto last_ok = SteadyClock::now();

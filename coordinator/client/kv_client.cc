@@ -14,8 +14,9 @@ namespace {
 
 class CoordinatorStore : public comm::Store {
  public:
-  CoordinatorStore(const std::string& endpoint, Duration rpc_timeout)
-      : client_(&ctx_, endpoint), rpc_timeout_(rpc_timeout) {}
+  CoordinatorStore(const std::string& endpoint, Duration rpc_timeout,
+                   const std::optional<CurveClientConfig>& curve)
+      : client_(&ctx_, endpoint, curve), rpc_timeout_(rpc_timeout) {}
 
   Status Set(const std::string& key, const std::string& value) override {
     control::Request req;
@@ -101,8 +102,10 @@ StatusOr<std::shared_ptr<comm::Store>> ConnectCoordinatorStore(
         "coordinator store endpoint '", endpoint,
         "' must be strata://HOST:PORT or tcp://HOST:PORT"));
   }
+  // Ranks of a CURVE cluster get the worker's curve dir in the environment.
+  ASSIGN_OR_RETURN(auto curve, CurveClientConfigFromFlagOrEnv(""));
   return std::shared_ptr<comm::Store>(
-      std::make_shared<CoordinatorStore>(ep, rpc_timeout));
+      std::make_shared<CoordinatorStore>(ep, rpc_timeout, curve));
 }
 
 }  // namespace strata::coordinator

@@ -3,6 +3,9 @@
 // other. Get and Wait poll KvWait with a backoff from 2 ms to 50 ms until
 // the keys exist or the timeout passes (DeadlineExceeded naming the missing
 // keys); an unreachable coordinator gives Unavailable after `rpc_timeout`.
+// With $STRATA_CURVE_DIR set (workers pass theirs to ranks) the socket is a
+// CURVE client of that dir's keys (security/curve_config.h); a bad dir is
+// returned as the error of ConnectCoordinatorStore.
 // Thread-safe (one DEALER socket behind a mutex).
 #pragma once
 

@@ -25,8 +25,12 @@ struct RejectCounters {
   uint64_t malformed = 0;
   uint64_t wrong_version = 0;
   uint64_t empty_body = 0;
+  // Connections refused by CURVE security (coordinator/security/): ZAP
+  // denials plus failed handshakes (plaintext clients, wrong server key).
+  uint64_t unauthenticated = 0;
   uint64_t Total() const {
-    return oversized + malformed + wrong_version + empty_body;
+    return oversized + malformed + wrong_version + empty_body +
+           unauthenticated;
   }
 };
 

@@ -7,8 +7,13 @@
 
 namespace strata::coordinator {
 
-DealerClient::DealerClient(zmq::context_t* context, const std::string& endpoint)
+DealerClient::DealerClient(zmq::context_t* context, const std::string& endpoint,
+                           const std::optional<CurveClientConfig>& curve)
     : socket_(*context, zmq::socket_type::dealer) {
+  if (curve) {
+    Status s = ConfigureCurveClient(&socket_, *curve);
+    STRATA_CHECK(s.ok());
+  }
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
   socket_.connect(endpoint);

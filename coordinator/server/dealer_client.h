@@ -2,13 +2,19 @@
 // Request and waits for the Reply with the same request id (stale replies
 // from timed-out calls are discarded). Used by workers and the CLI.
 // Not thread-safe: one caller thread per client.
+//
+// With a CurveClientConfig the socket is a CURVE client (RFC 26) of the
+// server key it names. A server that refuses the key (ZAP 400, RFC 27) never
+// answers: calls end in DeadlineExceeded, as for an unreachable server.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <zmq.hpp>
 
 #include "common/status.h"
+#include "coordinator/security/curve_config.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -16,7 +22,10 @@ namespace strata::coordinator {
 class DealerClient {
  public:
   // `context` must outlive the client. Connects lazily (ZeroMQ reconnects).
-  DealerClient(zmq::context_t* context, const std::string& endpoint);
+  // `curve` must hold valid Z85 keys (as loaded by LoadCurveClientConfig);
+  // invalid ones are a programming error and abort.
+  DealerClient(zmq::context_t* context, const std::string& endpoint,
+               const std::optional<CurveClientConfig>& curve = std::nullopt);
 
   // Sends `request` (version and id are filled in) and waits up to
   // `timeout_ms` for its reply. Returns DeadlineExceeded on timeout,

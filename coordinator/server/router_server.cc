@@ -9,8 +9,11 @@
 namespace strata::coordinator {
 
 RouterServer::RouterServer(zmq::context_t* context, Service* service,
-                           Logger logger)
-    : socket_(*context, zmq::socket_type::router),
+                           Logger logger,
+                           std::optional<CurveServerConfig> curve)
+    : context_(context),
+      curve_(std::move(curve)),
+      socket_(*context, zmq::socket_type::router),
       service_(service),
       logger_(std::move(logger)) {
   // Peers sending larger frames are disconnected by libzmq before we read.
@@ -19,7 +22,38 @@ RouterServer::RouterServer(zmq::context_t* context, Service* service,
   socket_.set(zmq::sockopt::router_mandatory, 0);
 }
 
+RouterServer::~RouterServer() {
+  monitor_.reset();
+  socket_.close();  // before the ZAP handler stops answering
+  if (zap_) zap_->Stop();
+}
+
+Status RouterServer::StartSecurity() {
+  // Order matters: the ZAP handler must answer before the socket accepts
+  // anything, or libzmq without ZMQ_ZAP_ENFORCE_DOMAIN lets CURVE clients in
+  // unchecked (curve_config.h).
+  auto zap = std::make_unique<ZapHandler>(context_, *curve_, logger_);
+  RETURN_IF_ERROR(zap->Start());
+  RETURN_IF_ERROR(ConfigureCurveServer(&socket_, *curve_));
+  auto monitor =
+      std::make_unique<HandshakeMonitor>(context_, &socket_, logger_);
+  RETURN_IF_ERROR(monitor->Start());
+  zap_ = std::move(zap);
+  monitor_ = std::move(monitor);
+  logger_->info("CURVE on: {} authorized client key(s), ZAP domain '{}'",
+                curve_->authorized.size(), kZapDomain);
+  return absl::OkStatus();
+}
+
+RejectCounters RouterServer::rejects() const {
+  RejectCounters r = rejects_;
+  r.unauthenticated =
+      (zap_ ? zap_->denied() : 0) + (monitor_ ? monitor_->failures() : 0);
+  return r;
+}
+
 StatusOr<std::string> RouterServer::Bind(const std::string& endpoint) {
+  if (curve_ && !zap_) RETURN_IF_ERROR(StartSecurity());
   try {
     socket_.bind(endpoint);
     return socket_.get(zmq::sockopt::last_endpoint);
@@ -42,14 +76,17 @@ void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
 }
 
 bool RouterServer::PollOnce(int timeout_ms) {
-  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+  zmq::pollitem_t items[2] = {
+      {socket_.handle(), 0, ZMQ_POLLIN, 0},
+      {monitor_ ? monitor_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
   try {
-    zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
+    zmq::poll(items, monitor_ ? 2 : 1, std::chrono::milliseconds(timeout_ms));
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) logger_->warn("poll failed: {}", e.what());
     return false;
   }
-  if ((item.revents & ZMQ_POLLIN) == 0) return false;
+  if (monitor_ && (items[1].revents & ZMQ_POLLIN) != 0) monitor_->Drain();
+  if ((items[0].revents & ZMQ_POLLIN) == 0) return false;
 
   // A DEALER message arrives as [identity][payload]; anything else is a
   // protocol error from the peer.

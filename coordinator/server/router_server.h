@@ -4,10 +4,16 @@
 // protocol version, wrong frame count) are logged with the reason, counted in
 // rejects(), answered with an InvalidArgument reply when addressable, and
 // never crash the loop. Owns its socket; run on one thread.
+//
+// With a CurveServerConfig the socket is a CURVE server (ZMTP CURVE, RFC 26)
+// and only allow-listed client keys get through the ZAP handler (RFC 27,
+// security/zap_handler.h); refused connections are counted in
+// rejects().unauthenticated. Without one it is plaintext (trusted networks).
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <zmq.hpp>
 
@@ -15,17 +21,25 @@
 #include "common/status.h"
 #include "coordinator/protocol/clock.h"
 #include "coordinator/protocol/codec.h"
+#include "coordinator/security/curve_config.h"
+#include "coordinator/security/handshake_monitor.h"
+#include "coordinator/security/zap_handler.h"
 #include "coordinator/server/service.h"
 
 namespace strata::coordinator {
 
 class RouterServer {
  public:
-  // `service` and `context` must outlive the server.
-  RouterServer(zmq::context_t* context, Service* service, Logger logger);
+  // `service` and `context` must outlive the server. With `curve`, the
+  // server's ZAP handler is bound in `context` by the first Bind(): one CURVE
+  // server per context.
+  RouterServer(zmq::context_t* context, Service* service, Logger logger,
+               std::optional<CurveServerConfig> curve = std::nullopt);
+  ~RouterServer();
 
   // Binds `endpoint` (tcp://host:port, ipc://path). Returns the endpoint
-  // actually bound (resolves tcp port 0 / "*").
+  // actually bound (resolves tcp port 0 / "*"). With CURVE, first starts the
+  // ZAP handler and the handshake monitor (errors are returned).
   StatusOr<std::string> Bind(const std::string& endpoint);
 
   // Handles messages until `stop` is set; calls Service::Tick() at least
@@ -36,11 +50,20 @@ class RouterServer {
   // Returns true if a message was consumed.
   bool PollOnce(int timeout_ms);
 
-  const RejectCounters& rejects() const { return rejects_; }
+  // Counters so far; `unauthenticated` also counts ZAP denials made on the
+  // ZAP thread, so it may grow while the loop is idle.
+  RejectCounters rejects() const;
   uint64_t handled() const { return handled_; }
+  bool secure() const { return curve_.has_value(); }
 
  private:
+  Status StartSecurity();
+
+  zmq::context_t* context_;
+  std::optional<CurveServerConfig> curve_;
+  std::unique_ptr<ZapHandler> zap_;  // outlives socket_: destroyed after it
   zmq::socket_t socket_;
+  std::unique_ptr<HandshakeMonitor> monitor_;  // destroyed before socket_
   Service* service_;
   Logger logger_;
   RejectCounters rejects_;

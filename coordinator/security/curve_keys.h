@@ -1,0 +1,83 @@
+// CURVE key files (ZMTP CURVE, RFC 26; keys in Z85 text, RFC 32) as written
+// by `strata keygen`. A keypair NAME lives in two files of one directory:
+//
+//   NAME.key         the public key: '#' comment lines, then one line of 40
+//                    Z85 characters. Share freely.
+//   NAME.key_secret  the secret key, same format. Must not be readable or
+//                    writable by group or others (mode 0600): loading refuses
+//                    such a file, like ssh does.
+//
+// An allow-list of client public keys is either a directory of NAME.key files
+// or one file with a key per line ("KEY [NAME]", '#' comments). NAME becomes
+// the ZAP user id, so logs name the client. All functions are thread-safe and
+// return errors that name the file and say how to fix it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace strata::coordinator {
+
+inline constexpr size_t kZ85KeyChars = 40;  // 32 bytes, Z85-encoded
+inline constexpr char kPublicKeySuffix[] = ".key";
+inline constexpr char kSecretKeySuffix[] = ".key_secret";
+
+struct CurveKeyPair {
+  std::string public_key;  // Z85, 40 characters
+  std::string secret_key;  // Z85, 40 characters
+};
+
+// One allow-listed client: its public key (Z85) and a name for logs.
+struct AuthorizedKey {
+  std::string public_key;
+  std::string name;
+};
+
+// A fresh keypair from libzmq (zmq_curve_keypair). FailedPrecondition if
+// libzmq was built without CURVE support (zmq_has("curve") == 0).
+StatusOr<CurveKeyPair> GenerateCurveKeyPair();
+
+// OK if libzmq supports CURVE, else FailedPrecondition saying so.
+Status CheckCurveSupported();
+
+// InvalidArgument unless `key` is 40 valid Z85 characters. `what` names the
+// key's origin in the message (a file path).
+Status ValidateZ85Key(const std::string& key, const std::string& what);
+
+// The 32 raw bytes of a validated Z85 key.
+std::string DecodeZ85Key(const std::string& key);
+
+// Reads a key file (format above). NotFound if missing, InvalidArgument if
+// it holds no key, several keys or a malformed key.
+StatusOr<std::string> ReadPublicKeyFile(const std::string& path);
+// Same, and FailedPrecondition if the file is not a regular file or its mode
+// grants any permission to group or others.
+StatusOr<std::string> ReadSecretKeyFile(const std::string& path);
+// Reads DIR/NAME.key and DIR/NAME.key_secret and checks that the public key
+// belongs to the secret key (zmq_curve_public).
+StatusOr<CurveKeyPair> ReadKeyPair(const std::string& dir,
+                                   const std::string& name);
+
+// Writes DIR/NAME.key (0644) and DIR/NAME.key_secret (0600), creating DIR
+// (0700) if needed. AlreadyExists if either file exists: keys are never
+// overwritten. InvalidArgument if NAME is not [A-Za-z0-9._-]+.
+Status WriteKeyPair(const std::string& dir, const std::string& name,
+                    const CurveKeyPair& keys);
+
+// Writes one public key file PATH (0644). AlreadyExists if PATH holds a
+// different key; OK without writing if it holds the same key.
+Status WritePublicKeyFile(const std::string& path, const std::string& key,
+                          const std::string& comment);
+
+// Loads an allow-list from a directory of *.key files or a file of keys.
+// Duplicate keys are merged. InvalidArgument names the bad file and line.
+StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
+    const std::string& path);
+
+// InvalidArgument unless `name` is a usable key name ([A-Za-z0-9._-]+, not
+// starting with '.').
+Status ValidateKeyName(const std::string& name);
+
+}  // namespace strata::coordinator
