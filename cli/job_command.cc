@@ -3,6 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <thread>
@@ -12,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/control_client.h"
 #include "cli/job_args.h"
+#include "cli/slurm_submit.h"
 #include "common/config.h"
 
 namespace strata::cli {
@@ -85,8 +90,44 @@ void AddSubmit(CLI::App* app) {
   AddCoordinatorOption(cmd, endpoint.get());
   cmd->add_flag("--wait", *wait, "wait for the job; exit 0 only if it succeeded");
   cmd->add_flag("-f,--follow", *follow, "with --wait: stream output and events");
+  auto slurm = std::make_shared<bool>(false);
+  auto slurm_args = std::make_shared<std::vector<std::string>>();
+  cmd->add_flag("--slurm", *slurm,
+                "submit through Slurm: write deploy/slurm/strata.sbatch filled "
+                "in for this job and call sbatch (docs/launch.md)");
+  cmd->add_option("--sbatch-arg", *slurm_args,
+                  "with --slurm: an extra sbatch argument (repeatable)");
   cmd->callback([=] {
     JobSpec spec = BuildJobSpec("submit", *args);
+    if (*slurm) {
+      // The allocation's `strata submit` reads the merged spec (file plus
+      // flag overrides) from the work directory.
+      const std::string dir = ".strata-slurm";
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      const std::string file =
+          std::filesystem::absolute(dir + "/job-" + std::to_string(getpid()) +
+                                    ".json")
+              .string();
+      std::ofstream(file) << MessageToJson(spec) << "\n";
+      SlurmSubmitOptions o;
+      o.job_file = file;
+      o.nodes = spec.launch().nodes();
+      o.ranks_per_node = spec.launch().ranks_per_node();
+      o.work_dir = dir;
+      o.sbatch_args = *slurm_args;
+      o.wait = *wait || *follow;
+      auto sub = SubmitViaSlurm(o);
+      if (!sub.ok()) {
+        Fail("submit", absl::IsInvalidArgument(sub.status()) ? kExitBadInput
+                                                             : kExitFailed,
+             std::string(sub.status().message()));
+      }
+      std::printf("slurm job %s (script %s)\n", sub->slurm_job_id.c_str(),
+                  sub->script.c_str());
+      if (sub->exit_code != 0) throw CLI::RuntimeError(sub->exit_code);
+      return;
+    }
     ControlClient client(*endpoint);
     control::Request req;
     *req.mutable_submit_job()->mutable_spec() = spec;
