@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -159,13 +160,25 @@ class RocksDbStorage final : public Storage {
 
   StatusOr<std::string> GetMeta(int64_t step,
                                 const std::string& name) override {
-    ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/true));
-    std::string value;
-    auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
-    if (s.IsNotFound())
-      return absl::NotFoundError(Where(step, name) + " is missing");
-    RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
-    return value;
+    // A secondary can lag its primary for a moment even after the write
+    // was synced (it tails the MANIFEST and WAL; a memtable switch in
+    // between is picked up by a later catch-up). The commit only reads an
+    // index its owner has reported durable, so a miss is retried with
+    // fresh catch-ups (~4 s in all) before it counts.
+    constexpr int kAttempts = 20;
+    for (int attempt = 0;; ++attempt) {
+      ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/true));
+      std::string value;
+      auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+      if (s.ok()) return value;
+      if (!s.IsNotFound()) {
+        RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
+      }
+      if (attempt + 1 == kAttempts || (writable_ && OwnerOf(name) == rank_)) {
+        return absl::NotFoundError(Where(step, name) + " is missing");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * (attempt + 1)));
+    }
   }
 
   StatusOr<std::vector<int64_t>> Steps() override {

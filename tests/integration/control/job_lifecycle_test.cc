@@ -104,7 +104,11 @@ TEST(JobLifecycleTest, SigkilledRankRestartsTheJob) {
   auto job = cluster.WaitEnded(*id, seconds(30));
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->state(), control::SUCCEEDED) << job->message();
-  EXPECT_EQ(job->restart_count(), 1);
+  std::string events;
+  for (const auto& e : cluster.Events(*id)) {
+    events += e.kind() + ": " + e.message() + "\n";
+  }
+  EXPECT_EQ(job->restart_count(), 1) << events;
   EXPECT_NE(cluster.Logs(*id, 0).find("attempt=1"), std::string::npos);
   bool saw_signal = false;
   for (const auto& e : cluster.Events(*id)) {
@@ -163,7 +167,9 @@ TEST(JobLifecycleTest, CancelStopsRanks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(gone) << "rank pid " << pid << " still alive after cancel";
-  EXPECT_EQ(cluster.JobStatus(*id)->state(), control::CANCELLED);
+  auto cancelled = cluster.JobStatus(*id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), control::CANCELLED);
 }
 
 // The rendezvous KV as ranks see it (comm::Store over the coordinator).

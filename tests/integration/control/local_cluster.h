@@ -22,7 +22,9 @@ namespace strata::testing {
 
 class LocalCluster {
  public:
-  LocalCluster(int workers, int heartbeat_ms = 200)
+  // 500 ms heartbeats: a worker is lost after 1.5 s of silence, which a
+  // loaded 2-core CI machine does not produce by accident.
+  LocalCluster(int workers, int heartbeat_ms = 500)
       : bin_(std::getenv("STRATA_BINARY_DIR") ? std::getenv("STRATA_BINARY_DIR")
                                               : "."),
         heartbeat_ms_(heartbeat_ms) {
@@ -94,7 +96,8 @@ class LocalCluster {
     return reply->jobs().jobs(0);
   }
 
-  // Polls until `done(job)` or the timeout; returns the last status.
+  // Polls until `done(job)`; DeadlineExceeded (with the last state) when it
+  // does not happen within the timeout.
   StatusOr<control::JobInfo> WaitFor(
       const std::string& job,
       const std::function<bool(const control::JobInfo&)>& done,
@@ -106,7 +109,11 @@ class LocalCluster {
       if (info.ok() && done(*info)) return info;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return info;
+    if (!info.ok()) return info.status();
+    return absl::DeadlineExceededError(
+        "condition not reached; last state " +
+        control::JobState_Name(info->state()) + ", attempt " +
+        std::to_string(info->attempt()) + ": " + info->message());
   }
   StatusOr<control::JobInfo> WaitEnded(const std::string& job,
                                        std::chrono::milliseconds timeout) {
