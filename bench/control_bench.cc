@@ -232,7 +232,7 @@ double Percentile(std::vector<double> v, double p) {
 
 int ControlBench(int argc, char** argv) {
   CLI::App app{"strata-bench control: coordinator under many workers"};
-  int workers = 4096, procs = 4, ranks_per_worker = 4;
+  int workers = 4096, procs = 2, ranks_per_worker = 4;
   double seconds = 10;
   std::string format = "table";
   app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 65536));

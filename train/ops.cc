@@ -3,6 +3,10 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <utility>
 #include <cmath>
 #include <vector>
 
@@ -13,11 +17,37 @@ constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
 constexpr float kGeluA = 0.044715f;            // Hendrycks & Gimpel
 }  // namespace
 
+namespace {
+// Profiling state; the bench enables it from one thread (ranks as threads
+// share it, hence the mutex).
+std::atomic<bool> g_profile{false};
+std::mutex g_profile_mu;
+std::map<GemmShape, GemmTotals> g_totals;
+}  // namespace
+
+void EnableGemmProfile(bool on) { g_profile = on; }
+
+std::map<GemmShape, GemmTotals> TakeGemmProfile() {
+  std::lock_guard<std::mutex> lock(g_profile_mu);
+  return std::exchange(g_totals, {});
+}
+
 void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  const bool profile = g_profile.load(std::memory_order_relaxed);
+  const auto t0 = profile ? std::chrono::steady_clock::now()
+                          : std::chrono::steady_clock::time_point();
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
               ldb, beta, c, ldc);
+  if (!profile) return;
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::lock_guard<std::mutex> lock(g_profile_mu);
+  GemmTotals& t = g_totals[{trans_a, trans_b, m, n, k}];
+  ++t.calls;
+  t.seconds += s;
 }
 
 void Linear(const float* x, const float* w, const float* bias, int t, int in,

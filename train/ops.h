@@ -8,9 +8,24 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace strata::train {
+
+// Optional accounting of every Gemm call by shape (strata-bench train):
+// while enabled, calls are timed and summed per (trans_a, trans_b, m, n, k).
+struct GemmShape {
+  bool trans_a, trans_b;
+  int m, n, k;
+  auto operator<=>(const GemmShape&) const = default;
+};
+struct GemmTotals {
+  int64_t calls = 0;
+  double seconds = 0;
+};
+void EnableGemmProfile(bool on);
+std::map<GemmShape, GemmTotals> TakeGemmProfile();
 
 // C[m,n] (+)= A[m,k] * B[k,n] with optional transposes (op(A) is m x k,
 // op(B) is k x n); lda/ldb/ldc are row strides. beta 0 overwrites.

@@ -3,7 +3,7 @@
 // type (/sys/class/net, loopback excluded), GPUs with memory and active
 // NVLinks through NVML when libnvidia-ml is present (dlopen; never
 // required), and measured rates: single-thread copy bandwidth and
-// single-core fp32 FMA throughput. Impure; takes ~0.2 s; thread-compatible.
+// single-thread SGEMM throughput. Impure; takes ~0.2 s; thread-compatible.
 #pragma once
 
 #include "common/status.h"

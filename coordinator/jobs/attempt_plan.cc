@@ -63,8 +63,14 @@ ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
     gpu->set_name("cpu-core");
     gpu->set_memory_gib(memory / ranks_per_node / (1ull << 30));
   }
-  // Peak per device in TFLOP/s; CPU: the measured single-core rate.
-  gpu->set_peak_bf16_tflops(std::max(gflops, 1.0) / 1000.0);
+  // Peak per device in TFLOP/s; CPU: the measured single-thread SGEMM
+  // rate, shared when more ranks than cores run on a node.
+  double share = 1.0;
+  if (gpu_name.empty() && !nodes.empty() && nodes[0].probe().cpu_cores() > 0) {
+    share = std::min(1.0, static_cast<double>(nodes[0].probe().cpu_cores()) /
+                              ranks_per_node);
+  }
+  gpu->set_peak_bf16_tflops(std::max(gflops, 1.0) * share / 1000.0);
   gpu->set_gemm_efficiency(1.0);
   gpu->set_hbm_gbps(std::max(copy_gbps, 1.0));
   c.set_intra_node_gbps(std::max(copy_gbps, 1.0) * 8);

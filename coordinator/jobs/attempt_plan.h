@@ -18,8 +18,9 @@ namespace strata::coordinator {
 int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe);
 
 // The cluster as probed: one "device" per rank. For CPU-only nodes a device
-// is one core at the measured single-core FMA rate (gemm_efficiency 1: the
-// rate is already achieved, not peak) with node memory / ranks and the
+// is one core at the measured single-thread SGEMM rate (gemm_efficiency 1: the
+// rate is already achieved, not peak; divided among the ranks when they
+// outnumber the cores) with node memory / ranks and the
 // measured copy bandwidth; NICs as found in sysfs (10 Gb/s Ethernet when the
 // speed is unknown, e.g. veth/loopback simulated nodes).
 ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "tests/unit/train/thread_ranks.h"
+#include "train/thread_ranks.h"
 
 extern "C" void openblas_set_num_threads(int);
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "tests/unit/train/thread_ranks.h"
+#include "train/thread_ranks.h"
 
 extern "C" void openblas_set_num_threads(int);
 

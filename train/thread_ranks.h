@@ -1,5 +1,6 @@
-// Runs strata-train's Trainer with every rank as a thread over in-process
-// transports (tests): returns the loss of each step as seen by rank 0.
+// Runs the Trainer with every rank as a thread over in-process transports
+// (tests and strata-bench train): the loss and time of each step as seen by
+// rank 0.
 #pragma once
 
 #include <thread>
@@ -12,7 +13,8 @@
 namespace strata::train {
 
 struct ThreadRun {
-  std::vector<double> losses;  // per step run
+  std::vector<double> losses;   // per step run
+  std::vector<double> seconds;  // per step run
   Status status;
   int64_t resumed_at = 0;
 };
@@ -63,6 +65,7 @@ inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
           return;
         }
         out.losses.push_back(s->loss);
+        out.seconds.push_back(s->seconds);
       }
       out.status = (*trainer)->Finish();
     });
