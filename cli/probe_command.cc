@@ -6,6 +6,8 @@
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "common/config.h"
+#include "absl/strings/numbers.h"
+#include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
 
 namespace strata::cli {
@@ -15,10 +17,37 @@ void AddProbeCommand(CLI::App* app) {
       "probe", "probe this node as strata-worker does (cores, NUMA, memory, "
                "NICs, GPUs, measured copy and FMA rates)");
   auto out = std::make_shared<std::string>();
+  auto peer = std::make_shared<std::string>();
+  auto serve = std::make_shared<int>(-1);
   cmd->add_option("--out", *out, "write the JSON here instead of stdout");
+  cmd->add_option("--peer", *peer,
+                  "also measure TCP bandwidth to HOST:PORT (a node running "
+                  "`strata probe --serve-peer PORT`)");
+  cmd->add_option("--serve-peer", *serve,
+                  "serve one bandwidth measurement on PORT, then exit")
+      ->check(CLI::Range(0, 65535));
   cmd->callback([=] {
+    if (*serve >= 0) {
+      Status s = worker::ServePeerSink(*serve, 1, [](int port) {
+        std::printf("serving on port %d\n", port);
+        std::fflush(stdout);
+      });
+      if (!s.ok()) Fail("probe", kExitFailed, s.ToString());
+      return;
+    }
     auto probe = worker::ProbeNode();
     if (!probe.ok()) Fail("probe", kExitFailed, probe.status().ToString());
+    if (!peer->empty()) {
+      size_t colon = peer->rfind(':');
+      int port = 0;
+      if (colon == std::string::npos ||
+          !absl::SimpleAtoi(peer->substr(colon + 1), &port)) {
+        Fail("probe", kExitBadInput, "--peer expects HOST:PORT, got " + *peer);
+      }
+      auto gbps = worker::MeasurePeerGbps(peer->substr(0, colon), port);
+      if (!gbps.ok()) Fail("probe", kExitFailed, gbps.status().ToString());
+      probe->set_peer_gbps(*gbps);
+    }
     std::string json = MessageToJson(*probe);
     if (out->empty()) {
       std::printf("%s\n", json.c_str());

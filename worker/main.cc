@@ -20,6 +20,8 @@
 #include "common/logging.h"
 #include "coordinator/server/dealer_client.h"
 #include "worker/node_identity.h"
+#include "absl/strings/numbers.h"
+#include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
@@ -61,6 +63,10 @@ int main(int argc, char** argv) {
   app.add_option("--curve-dir", curve_dir,
                  "CURVE client keys and server.key (default: $STRATA_CURVE_DIR,"
                  " else plaintext)");
+  std::string peer;
+  app.add_option("--peer", peer,
+                 "measure TCP bandwidth to HOST:PORT (`strata probe "
+                 "--serve-peer PORT` there) and report it in the probe");
   app.add_option("--coordinator-timeout-ms", lost_ms,
                  "stop ranks and exit after this long without the coordinator")
       ->check(CLI::Range(100, 3600000));
@@ -85,6 +91,22 @@ int main(int argc, char** argv) {
   }
   node_name = *identity;
   if (address.empty()) address = probe->hostname();
+  if (!peer.empty()) {
+    size_t colon = peer.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(peer.substr(colon + 1), &port)) {
+      std::cerr << "strata-worker: --peer expects HOST:PORT, got " << peer
+                << "\n";
+      return 2;
+    }
+    auto gbps = strata::worker::MeasurePeerGbps(peer.substr(0, colon), port);
+    if (!gbps.ok()) {
+      std::cerr << "strata-worker: " << gbps.status() << "\n";
+      return 1;
+    }
+    probe->set_peer_gbps(*gbps);
+  }
   if (work_dir.empty()) {
     const char* tmp = getenv("TMPDIR");
     work_dir = absl::StrCat(tmp ? tmp : "/tmp", "/strata-", node_name);

@@ -49,6 +49,7 @@ ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
     take_min(static_cast<double>(p.memory_bytes()), &memory);
     double best_nic = 0;
     for (const auto& n : p.nic_details()) best_nic = std::max(best_nic, n.gbps());
+    if (p.peer_gbps() > 0) best_nic = p.peer_gbps();  // measured beats nominal
     take_min(best_nic > 0 ? best_nic : kUnknownNicGbps, &nic_gbps);
     if (p.gpu_details_size() > 0) {
       gpu_name = p.gpu_details(0).name();
