@@ -142,15 +142,26 @@ void AddSubmit(CLI::App* app) {
   });
 }
 
+// --coordinator, an optional job id and --format, shared by the read-only
+// commands.
+struct QueryArgs {
+  std::string endpoint, job, format = "table";
+};
+std::shared_ptr<QueryArgs> AddQueryOptions(CLI::App* cmd, bool with_job) {
+  auto q = std::make_shared<QueryArgs>();
+  AddCoordinatorOption(cmd, &q->endpoint);
+  if (with_job) cmd->add_option("job", q->job, "job id (default: all jobs)");
+  cmd->add_option("--format", q->format, "table|json")
+      ->check(CLI::IsMember({"table", "json"}));
+  return q;
+}
+
 void AddStatus(CLI::App* app) {
   auto* cmd = app->add_subcommand("status", "jobs, or one job in detail");
-  auto endpoint = std::make_shared<std::string>();
-  auto job = std::make_shared<std::string>();
-  auto format = std::make_shared<std::string>("table");
-  AddCoordinatorOption(cmd, endpoint.get());
-  cmd->add_option("job", *job, "job id (default: all jobs)");
-  cmd->add_option("--format", *format, "table|json")
-      ->check(CLI::IsMember({"table", "json"}));
+  auto q = AddQueryOptions(cmd, true);
+  auto endpoint = std::shared_ptr<std::string>(q, &q->endpoint);
+  auto job = std::shared_ptr<std::string>(q, &q->job);
+  auto format = std::shared_ptr<std::string>(q, &q->format);
   cmd->callback([=] {
     ControlClient client(*endpoint);
     control::Request req;
@@ -219,13 +230,10 @@ void AddLogs(CLI::App* app) {
 
 void AddEvents(CLI::App* app) {
   auto* cmd = app->add_subcommand("events", "what happened to a job, in order");
-  auto endpoint = std::make_shared<std::string>();
-  auto job = std::make_shared<std::string>();
-  auto format = std::make_shared<std::string>("table");
-  AddCoordinatorOption(cmd, endpoint.get());
-  cmd->add_option("job", *job, "job id (default: all jobs)");
-  cmd->add_option("--format", *format, "table|json")
-      ->check(CLI::IsMember({"table", "json"}));
+  auto q = AddQueryOptions(cmd, true);
+  auto endpoint = std::shared_ptr<std::string>(q, &q->endpoint);
+  auto job = std::shared_ptr<std::string>(q, &q->job);
+  auto format = std::shared_ptr<std::string>(q, &q->format);
   cmd->callback([=] {
     ControlClient client(*endpoint);
     control::Request req;
@@ -249,11 +257,9 @@ void AddEvents(CLI::App* app) {
 
 void AddWorkers(CLI::App* app) {
   auto* cmd = app->add_subcommand("workers", "registered workers");
-  auto endpoint = std::make_shared<std::string>();
-  auto format = std::make_shared<std::string>("table");
-  AddCoordinatorOption(cmd, endpoint.get());
-  cmd->add_option("--format", *format, "table|json")
-      ->check(CLI::IsMember({"table", "json"}));
+  auto q = AddQueryOptions(cmd, false);
+  auto endpoint = std::shared_ptr<std::string>(q, &q->endpoint);
+  auto format = std::shared_ptr<std::string>(q, &q->format);
   cmd->callback([=] {
     ControlClient client(*endpoint);
     control::Request req;

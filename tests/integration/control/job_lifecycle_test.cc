@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_split.h"
 #include "coordinator/client/kv_client.h"
+#include "tests/integration/cli/run_command.h"
 #include "tests/integration/control/local_cluster.h"
 
 namespace strata::testing {
@@ -207,17 +208,11 @@ TEST(JobLifecycleTest, StrataRunRunsTorchDistributedScript) {
   }
   const char* src = std::getenv("STRATA_SOURCE_DIR");
   ASSERT_NE(src, nullptr);
-  LocalCluster paths(0);
-  const std::string out = paths.dir() + "/run.out";
-  std::string cmd = paths.bin() + "/cli/strata run --nodes 2 " +
-                    "--ranks-per-node 2 -- /usr/bin/python3 " + src +
-                    "/tests/integration/control/scripts/torch_allreduce.py > " +
-                    out + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream in(out);
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  ASSERT_EQ(rc, 0) << text;
+  RunResult run = RunStrata(
+      std::string("run --nodes 2 --ranks-per-node 2 -- /usr/bin/python3 ") +
+      src + "/tests/integration/control/scripts/torch_allreduce.py");
+  const std::string& text = run.out;
+  ASSERT_EQ(run.code, 0) << text;
   for (int r = 0; r < 4; ++r) {
     EXPECT_NE(text.find("torch rank=" + std::to_string(r) +
                         " world=4 local_rank=" + std::to_string(r % 2) +
@@ -229,24 +224,12 @@ TEST(JobLifecycleTest, StrataRunRunsTorchDistributedScript) {
 
 // A failing command makes `strata run` exit non-zero with the reason.
 TEST(JobLifecycleTest, StrataRunPropagatesFailure) {
-  LocalCluster paths(0);
-  const std::string out = paths.dir() + "/run.out";
-  std::string cmd = paths.bin() +
-                    "/cli/strata run --nodes 1 -- /bin/sh -c 'exit 7' > " +
-                    out + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream in(out);
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  EXPECT_EQ(WEXITSTATUS(rc), 1) << text;
-  EXPECT_NE(text.find("exited with code 7"), std::string::npos) << text;
-  rc = std::system((paths.bin() + "/cli/strata run --nodes 1 -- "
-                                  "/nonexistent/program > " + out + " 2>&1")
-                       .c_str());
-  std::ifstream in2(out);
-  text.assign(std::istreambuf_iterator<char>(in2), {});
-  EXPECT_EQ(WEXITSTATUS(rc), 1) << text;
-  EXPECT_NE(text.find("No such file"), std::string::npos) << text;
+  RunResult r = RunStrata("run --nodes 1 -- /bin/sh -c 'exit 7'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("exited with code 7"), std::string::npos) << r.out;
+  r = RunStrata("run --nodes 1 -- /nonexistent/program");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("No such file"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -9,23 +9,17 @@
 #include <fstream>
 #include <string>
 
+#include "tests/integration/cli/run_command.h"
+
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using strata::testing::RunCommand;
+using strata::testing::RunResult;
 
-Result RunTrain(const std::string& args, const std::string& env = "") {
+RunResult RunTrain(const std::string& args, const std::string& env = "") {
   const char* bin = std::getenv("STRATA_BINARY_DIR");
-  const std::string out = "/tmp/strata-train-cli-" + std::to_string(getpid());
-  std::string cmd = env + " " + std::string(bin ? bin : ".") +
-                    "/runtime/strata-train " + args + " > " + out + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream in(out);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  std::filesystem::remove(out);
-  return {WEXITSTATUS(rc), text};
+  return RunCommand(env + " " + std::string(bin ? bin : ".") +
+                    "/runtime/strata-train " + args);
 }
 
 TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
@@ -48,7 +42,7 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
       {"--data /nonexistent/file --model small", "", "cannot open --data"},
   };
   for (const auto& c : cases) {
-    Result r = RunTrain(c.args, c.env);
+    RunResult r = RunTrain(c.args, c.env);
     EXPECT_EQ(r.code, 2) << c.args << " -> " << r.out;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << " -> " << r.out;
   }
@@ -57,10 +51,10 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
 TEST(StrataTrainCliTest, TrainsResumesAndReadsText) {
   const std::string dir = "/tmp/strata-train-cli-ckpt-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
-  Result a = RunTrain("--model tiny --steps 6 --ckpt-every 3 --ckpt file://" + dir);
+  RunResult a = RunTrain("--model tiny --steps 6 --ckpt-every 3 --ckpt file://" + dir);
   ASSERT_EQ(a.code, 0) << a.out;
   EXPECT_NE(a.out.find("step=6 loss="), std::string::npos) << a.out;
-  Result b = RunTrain("--model tiny --steps 8 --resume --ckpt file://" + dir);
+  RunResult b = RunTrain("--model tiny --steps 8 --resume --ckpt file://" + dir);
   ASSERT_EQ(b.code, 0) << b.out;
   EXPECT_NE(b.out.find("resumed step=6"), std::string::npos) << b.out;
   EXPECT_EQ(b.out.find("step=1 "), std::string::npos) << b.out;
@@ -72,7 +66,7 @@ TEST(StrataTrainCliTest, TrainsResumesAndReadsText) {
     std::ofstream f(text);
     for (int i = 0; i < 200; ++i) f << "the quick brown fox jumps over the lazy dog. ";
   }
-  Result c = RunTrain("--model small --steps 2 --global-batch 2 --data " + text);
+  RunResult c = RunTrain("--model small --steps 2 --global-batch 2 --data " + text);
   std::filesystem::remove(text);
   ASSERT_EQ(c.code, 0) << c.out;
   EXPECT_NE(c.out.find("step=2 loss="), std::string::npos) << c.out;
