@@ -13,6 +13,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -144,7 +145,9 @@ int main(int argc, char** argv) {
   int64_t interval_ms = 1000;
   auto last_ok = SteadyClock::now();
   auto next_report = SteadyClock::now();
-  std::vector<strata::control::StepReport> unsent_steps;
+  // Latest report per (job, rank) not yet accepted by the coordinator.
+  std::map<std::pair<std::string, int>, strata::control::StepReport>
+      unsent_steps;
   int exit_code = 0;
   while (!g_stop) {
     ranks.Poll();
@@ -170,8 +173,10 @@ int main(int argc, char** argv) {
       for (auto& c : ranks.CollectLogs(kMaxLogBytesPerHeartbeat)) {
         *hb->add_logs() = std::move(c);
       }
-      for (auto& s : telemetry.TakeChanged()) unsent_steps.push_back(s);
-      for (auto& s : unsent_steps) *hb->add_steps() = s;
+      for (auto& s : telemetry.TakeChanged()) {
+        unsent_steps[{s.job_id(), s.rank()}] = s;
+      }
+      for (auto& [key, s] : unsent_steps) *hb->add_steps() = s;
     }
     auto reply = client.Call(req, static_cast<int>(std::min<int64_t>(
                                       interval_ms * 2, 5000)));
