@@ -5,7 +5,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -31,11 +33,12 @@ Box ChunkBox(const ChunkMeta& c) {
              {c.shape().begin(), c.shape().end()}};
 }
 
-// Reads blocks [first, last] of `chunk` into buf (chunk-relative offsets)
-// and checks their checksums.
+// Reads blocks [first, last] of `chunk` and checks their checksums; chunk
+// byte o lands at buf[o - origin].
 Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
                   int chunk_index, const ChunkMeta& chunk, uint64_t first,
-                  uint64_t last, char* buf, LoadStats* stats = nullptr) {
+                  uint64_t last, char* buf, uint64_t origin,
+                  LoadStats* stats = nullptr) {
   const uint64_t bb = chunk.block_bytes();
   if (bb == 0 || chunk.block_xxh3_size() !=
                      static_cast<int>((chunk.length() + bb - 1) / bb)) {
@@ -46,7 +49,7 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
   const uint64_t begin = first * bb,
                  end = std::min<uint64_t>((last + 1) * bb, chunk.length());
   Status st = storage.ReadData(step, chunk.file(), chunk.offset() + begin,
-                               buf + begin, end - begin);
+                               buf + (begin - origin), end - begin);
   if (stats) stats->bytes_read += end - begin;
   if (!st.ok()) {
     return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ",
@@ -54,7 +57,8 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
   }
   for (uint64_t b = first; b <= last; ++b) {
     const uint64_t o = b * bb, n = std::min<uint64_t>(bb, chunk.length() - o);
-    if (XXH3_64bits(buf + o, n) != chunk.block_xxh3(static_cast<int>(b))) {
+    if (XXH3_64bits(buf + (o - origin), n) !=
+        chunk.block_xxh3(static_cast<int>(b))) {
       return absl::DataLossError(absl::StrCat(
           "tensor '", tensor, "' chunk ", chunk_index, " (",
           storage.Where(step, chunk.file()), " bytes ", chunk.offset() + o, "-",
@@ -64,34 +68,78 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
   return absl::OkStatus();
 }
 
+// One contiguous run of a region: `len` bytes at chunk byte `src` go to
+// target byte `dst`.
+struct Segment {
+  uint64_t src, dst, len;
+};
+
+// The region's runs in the chunk and in the target, paired up (both lists
+// walk the region's elements in row-major order; their run boundaries
+// differ where one box is wider than the other).
+std::vector<Segment> Segments(const Box& region, const Box& chunk_box,
+                              const Box& target_box, size_t es) {
+  auto src = RegionByteRuns(region, chunk_box, es);
+  auto dst = RegionByteRuns(region, target_box, es);
+  std::vector<Segment> out;
+  size_t i = 0, j = 0;
+  uint64_t si = src.empty() ? 0 : src[0].first,
+           dj = dst.empty() ? 0 : dst[0].first;
+  while (i < src.size() && j < dst.size()) {
+    const uint64_t n = std::min(src[i].second - si, dst[j].second - dj);
+    out.push_back({si, dj, n});
+    si += n;
+    dj += n;
+    if (si == src[i].second && ++i < src.size()) si = src[i].first;
+    if (dj == dst[j].second && ++j < dst.size()) dj = dst[j].first;
+  }
+  return out;
+}
+
 // Reads `pieces` (block ranges of one chunk) with up to kReadThreads
-// threads: one sequential stream leaves a parallel file system or NVMe
-// device mostly idle (DESIGN.md §7: "reads only the overlapping byte
-// ranges, in parallel"). The first error wins.
+// threads, each through its own piece-sized buffer, and copies the parts
+// of `segments` they hold into `target` (DESIGN.md §7: "reads only the
+// overlapping byte ranges, in parallel"). Never materialises the chunk: a
+// fresh chunk-sized buffer costs as much in page faults as the read. The
+// first error wins.
 Status ReadPieces(Storage& storage, int64_t step, const std::string& tensor,
                   int chunk_index, const ChunkMeta& chunk,
                   const std::vector<std::pair<uint64_t, uint64_t>>& pieces,
-                  char* buf, LoadStats* stats) {
-  if (pieces.size() <= 1) {
-    for (auto [first, last] : pieces) {
-      RETURN_IF_ERROR(ReadBlocks(storage, step, tensor, chunk_index, chunk,
-                                 first, last, buf, stats));
-    }
-    return absl::OkStatus();
-  }
+                  const std::vector<Segment>& segments, char* target,
+                  LoadStats* stats) {
+  const uint64_t bb = chunk.block_bytes();
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> bytes{0};
   std::mutex mu;
   Status first_error;
   auto work = [&] {
     LoadStats mine;
+    std::vector<char> buf;
     for (size_t i = next++; i < pieces.size(); i = next++) {
+      const uint64_t pb = pieces[i].first * bb;
+      const uint64_t pe =
+          std::min<uint64_t>((pieces[i].second + 1) * bb, chunk.length());
+      if (buf.size() < pe - pb) buf.resize(pe - pb);
       Status s = ReadBlocks(storage, step, tensor, chunk_index, chunk,
-                            pieces[i].first, pieces[i].second, buf, &mine);
+                            pieces[i].first, pieces[i].second, buf.data(), pb,
+                            &mine);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) first_error = s;
         next = pieces.size();
+        break;
+      }
+      // Segments are sorted by src: start at the first one ending after pb.
+      auto seg = std::partition_point(
+          segments.begin(), segments.end(),
+          [pb](const Segment& x) { return x.src + x.len <= pb; });
+      for (; seg != segments.end() && seg->src < pe; ++seg) {
+        const uint64_t b = std::max(seg->src, pb);
+        const uint64_t e = std::min(seg->src + seg->len, pe);
+        if (b < e) {
+          std::memcpy(target + seg->dst + (b - seg->src), buf.data() + (b - pb),
+                      e - b);
+        }
       }
     }
     bytes += mine.bytes_read;
@@ -112,9 +160,6 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
   ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
   std::map<std::string, const TensorMeta*> by_name;
   for (const TensorMeta& t : m.tensors()) by_name[t.name()] = &t;
-  // Reused across calls: faulting in a fresh chunk-sized buffer per load
-  // costs as much as reading it from disk.
-  thread_local std::vector<char> chunk_buf;
   for (ShardedTensor& target : targets) {
     RETURN_IF_ERROR(target.Validate());
     auto it = by_name.find(target.name);
@@ -146,6 +191,10 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
             absl::StrCat("tensor '", target.name, "' chunk ", ci,
                          ": length does not match its shape"));
       }
+      if (chunk.block_bytes() == 0) {
+        return absl::DataLossError(absl::StrCat(
+            "tensor '", target.name, "' chunk ", ci, ": block size is 0"));
+      }
       // The blocks holding the region's byte runs, coalesced into ranges.
       std::set<uint64_t> blocks;
       for (auto [b, e] : RegionByteRuns(*region, have, es)) {
@@ -154,7 +203,6 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
           blocks.insert(k);
         }
       }
-      if (chunk_buf.size() < chunk.length()) chunk_buf.resize(chunk.length());
       // Coalesced block ranges, cut into pieces read in parallel.
       const uint64_t piece_blocks =
           std::max<uint64_t>(1, kReadPieceBytes / std::max<uint64_t>(
@@ -168,8 +216,8 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
         }
       }
       RETURN_IF_ERROR(ReadPieces(storage, step, target.name, ci, chunk, pieces,
-                                 chunk_buf.data(), stats));
-      CopyRegion(*region, have, chunk_buf.data(), want, target.data, es);
+                                 Segments(*region, have, want, es),
+                                 static_cast<char*>(target.data), stats));
       covered += region->NumElements();
     }
     if (covered != want.NumElements()) {
@@ -211,7 +259,7 @@ Status Verify(Storage& storage, int64_t step) {
       RETURN_IF_ERROR(
           ReadBlocks(storage, step, t.name(), ci, c, 0,
                      (c.length() - 1) / std::max<uint64_t>(1, c.block_bytes()),
-                     buf.data()));
+                     buf.data(), /*origin=*/0));
     }
   }
   for (const BlobMeta& b : m.blobs()) {
