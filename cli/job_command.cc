@@ -159,23 +159,20 @@ std::shared_ptr<QueryArgs> AddQueryOptions(CLI::App* cmd, bool with_job) {
 void AddStatus(CLI::App* app) {
   auto* cmd = app->add_subcommand("status", "jobs, or one job in detail");
   auto q = AddQueryOptions(cmd, true);
-  auto endpoint = std::shared_ptr<std::string>(q, &q->endpoint);
-  auto job = std::shared_ptr<std::string>(q, &q->job);
-  auto format = std::shared_ptr<std::string>(q, &q->format);
   cmd->callback([=] {
-    ControlClient client(*endpoint);
+    ControlClient client(q->endpoint);
     control::Request req;
-    if (job->empty()) {
+    if (q->job.empty()) {
       req.mutable_list_jobs();
     } else {
-      req.mutable_job_status()->set_job_id(*job);
+      req.mutable_job_status()->set_job_id(q->job);
     }
     control::Reply reply = client.Call("status", req);
-    if (*format == "json") {
-      std::printf("%s\n", job->empty()
+    if (q->format == "json") {
+      std::printf("%s\n", q->job.empty()
                               ? MessageToJson(reply.jobs()).c_str()
                               : MessageToJson(reply.jobs().jobs(0)).c_str());
-    } else if (job->empty()) {
+    } else if (q->job.empty()) {
       PrintJobTable(reply.jobs());
     } else {
       PrintJob(reply.jobs().jobs(0));
@@ -231,15 +228,12 @@ void AddLogs(CLI::App* app) {
 void AddEvents(CLI::App* app) {
   auto* cmd = app->add_subcommand("events", "what happened to a job, in order");
   auto q = AddQueryOptions(cmd, true);
-  auto endpoint = std::shared_ptr<std::string>(q, &q->endpoint);
-  auto job = std::shared_ptr<std::string>(q, &q->job);
-  auto format = std::shared_ptr<std::string>(q, &q->format);
   cmd->callback([=] {
-    ControlClient client(*endpoint);
+    ControlClient client(q->endpoint);
     control::Request req;
-    req.mutable_events()->set_job_id(*job);
+    req.mutable_events()->set_job_id(q->job);
     control::Reply reply = client.Call("events", req);
-    if (*format == "json") {
+    if (q->format == "json") {
       std::printf("%s\n", MessageToJson(reply.events()).c_str());
       return;
     }
@@ -258,14 +252,12 @@ void AddEvents(CLI::App* app) {
 void AddWorkers(CLI::App* app) {
   auto* cmd = app->add_subcommand("workers", "registered workers");
   auto q = AddQueryOptions(cmd, false);
-  auto endpoint = std::shared_ptr<std::string>(q, &q->endpoint);
-  auto format = std::shared_ptr<std::string>(q, &q->format);
   cmd->callback([=] {
-    ControlClient client(*endpoint);
+    ControlClient client(q->endpoint);
     control::Request req;
     req.mutable_list_workers();
     control::Reply reply = client.Call("workers", req);
-    if (*format == "json") {
+    if (q->format == "json") {
       std::printf("%s\n", MessageToJson(reply.list_workers()).c_str());
       return;
     }

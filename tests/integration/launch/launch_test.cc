@@ -16,6 +16,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/integration/cli/run_command.h"
 
 namespace {
 
@@ -28,16 +29,11 @@ struct Result {
 };
 
 Result Sh(const std::string& cmd) {
-  Result r;
   const auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  strata::testing::RunResult run = strata::testing::RunCommand(cmd);
+  Result r;
+  r.code = run.code;
+  r.out = std::move(run.out);
   r.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
