@@ -230,6 +230,13 @@ int Run(const RunArgs& a) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
+  // The embedded default checkpoint store (DESIGN.md §7): RocksDB in the
+  // run's state directory, so a restarted attempt resumes from it.
+  if (l->checkpoint_uri().empty()) {
+    l->set_checkpoint_uri("rocksdb://" +
+                          std::filesystem::absolute(dir).string() +
+                          "/checkpoints");
+  }
 
   // A throwaway CURVE key set for this run's own processes (DIR/curve).
   std::string curve_dir;
