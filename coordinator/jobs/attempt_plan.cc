@@ -197,6 +197,7 @@ std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
     set("STRATA_CP_RANK", r.cp_rank());
     set("STRATA_RESTART_COUNT", job.attempt());
     set("STRATA_NODE_NAME", nodes[r.node()].node_name());
+    set("STRATA_NODE_ADDR", nodes[r.node()].address());  // TCP bind address
     if (!l.checkpoint_uri().empty()) set("STRATA_CKPT_URI", l.checkpoint_uri());
     launch.set_plan_json(plan_json);
     out.push_back(std::move(launch));

@@ -88,6 +88,8 @@ TEST(JobLifecycleTest, TwoByTwoRanksGetTheEnvironmentContract) {
     EXPECT_EQ(env["STRATA_RESTART_COUNT"], "0");
     EXPECT_EQ(env["STRATA_CKPT_URI"], "rocksdb:///tmp/ckpt");
     EXPECT_TRUE(env["STRATA_TELEMETRY"].starts_with("ipc://"));
+    EXPECT_EQ(env["STRATA_NODE_ADDR"], "127.0.0.1");
+    EXPECT_EQ(env["STRATA_NODE_NAME"], "node-" + std::to_string(rank / 2));
   }
 }
 
