@@ -332,6 +332,27 @@ std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count, DataType type,
   });
 }
 
+std::shared_ptr<Work> ProcessGroup::SendRecv(const void* send, size_t send_count,
+                                             int send_peer, void* recv,
+                                             size_t recv_count, int recv_peer,
+                                             DataType type,
+                                             const OpOptions& opts) {
+  auto bad = [&](int peer) {
+    return peer != -1 && (peer < 0 || peer >= size() || peer == rank());
+  };
+  if (bad(send_peer) || bad(recv_peer)) {
+    auto w = std::make_shared<OpWork>(this);
+    w->Finish(absl::InvalidArgumentError(absl::StrCat(
+        "bad sendrecv peers ", send_peer, " / ", recv_peer)));
+    return w;
+  }
+  const size_t es = ElementSize(type);
+  return Submit("sendrecv", opts, [=, this](Deadline d) {
+    return transport_->SendRecv(send_peer, send, send_count * es, recv_peer,
+                                recv, recv_count * es, d);
+  });
+}
+
 std::shared_ptr<Work> ProcessGroup::Barrier(const OpOptions& opts) {
   return Submit("barrier", opts, [this](Deadline d) {
     return algorithms::DisseminationBarrier(*transport_, d);

@@ -30,11 +30,13 @@ Status AllReduce(comm::Backend* b, void* buf, size_t n, DataType t) {
 
 }  // namespace
 
+// One micro-batch on this stage: x0 is its input (embeddings, or the
+// previous stage's output), out its output, dy the gradient of out (from
+// the next stage), dx the gradient of x0 (to the previous stage).
 struct Trainer::MicroBatch {
   std::vector<int32_t> tokens;  // seqs x (S + 1)
-  std::vector<float> x0, out, meanf, rstdf, hf, dhf, dx;
+  std::vector<float> x0, out, meanf, rstdf, hf, dhf, dy, dx;
   std::vector<BlockActs> acts;
-  std::vector<std::shared_ptr<comm::Work>> sends;
 };
 
 Trainer::Trainer(const TrainOptions& o, const TrainGroups& g, DataSource data)
@@ -117,7 +119,7 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
                        static_cast<int64_t>(index) * seqs;
   mb.tokens.resize(static_cast<size_t>(seqs) * (s + 1));
   for (int j = 0; j < seqs; ++j) data_.Sample(base + j, &mb.tokens[j * (s + 1)]);
-  mb.x0.resize(static_cast<size_t>(t) * h);
+  mb.x0.resize(static_cast<size_t>(t) * h);  // received already if !first_
   if (first_) {
     const float* wte = params_.W(params_.wte);
     const float* wpe = params_.W(params_.wpe);
@@ -128,10 +130,6 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
         for (int c = 0; c < h; ++c) row[c] = wte[tok * h + c] + wpe[p * h + c];
       }
     }
-  } else {
-    RETURN_IF_ERROR(g_.pp->Recv(mb.x0.data(), mb.x0.size(), DataType::kF32,
-                                o_.par.pp_rank - 1)
-                        ->Wait());
   }
   BlockDims dims{seqs, s, h, m.heads / o_.par.tp, h / m.heads,
                  m.ffn() / o_.par.tp};
@@ -143,11 +141,7 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
     cur.swap(next);
   }
   mb.out = std::move(cur);
-  if (!last_) {
-    mb.sends.push_back(g_.pp->Send(mb.out.data(), mb.out.size(),
-                                   DataType::kF32, o_.par.pp_rank + 1));
-    return absl::OkStatus();
-  }
+  if (!last_) return absl::OkStatus();
   mb.hf.resize(mb.out.size());
   mb.meanf.resize(t);
   mb.rstdf.resize(t);
@@ -176,9 +170,7 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
                       mb.rstdf.data(), mb.dhf.data(), t, h, dy.data(),
                       params_.G(params_.lnf_g), params_.G(params_.lnf_b));
   } else {
-    RETURN_IF_ERROR(g_.pp->Recv(dy.data(), dy.size(), DataType::kF32,
-                                o_.par.pp_rank + 1)
-                        ->Wait());
+    dy = std::move(mb.dy);  // received from the next stage
   }
   BlockDims dims{seqs, s, h, m.heads / o_.par.tp, h / m.heads,
                  m.ffn() / o_.par.tp};
@@ -212,8 +204,6 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
     }
   } else {
     mb.dx = std::move(dy);
-    mb.sends.push_back(g_.pp->Send(mb.dx.data(), mb.dx.size(), DataType::kF32,
-                                   o_.par.pp_rank - 1));
   }
   return absl::OkStatus();
 }
@@ -294,17 +284,50 @@ StatusOr<StepResult> Trainer::Step() {
   double loss_sum = 0;
   const int count = micro_batches_;
   const int warmup = std::min(o_.par.pp - o_.par.pp_rank - 1, count);
-  int f = 0, b = 0;
-  for (; f < warmup; ++f) RETURN_IF_ERROR(Forward(mbs[f], f, &loss_sum));
-  for (; f < count; ++f, ++b) {
+  const int remaining = count - warmup;
+  const size_t act = static_cast<size_t>(o_.micro_batch) * o_.model.seq *
+                     o_.model.hidden;
+  const int prev = first_ ? -1 : o_.par.pp_rank - 1;
+  const int next = last_ ? -1 : o_.par.pp_rank + 1;
+  // Point-to-point on the pipeline group. Where a stage sends to a
+  // neighbour that is sending back, both sides run one SendRecv (Megatron's
+  // batched send_forward_recv_backward / send_backward_recv_forward), so
+  // activations larger than the transport's buffering cannot deadlock.
+  auto exchange = [&](const std::vector<float>* send, int to,
+                      std::vector<float>* recv, int from) -> Status {
+    if (to < 0 && from < 0) return absl::OkStatus();
+    if (recv != nullptr) recv->resize(act);
+    return g_.pp
+        ->SendRecv(send ? send->data() : nullptr, send ? act : 0, to,
+                   recv ? recv->data() : nullptr, recv ? act : 0, from,
+                   DataType::kF32)
+        ->Wait();
+  };
+  // Narayanan et al. SC'21 §2.2 (1F1B): warm-up forwards, steady state of
+  // one forward and one backward, cool-down backwards.
+  for (int i = 0; i < warmup; ++i) {
+    RETURN_IF_ERROR(exchange(nullptr, -1, first_ ? nullptr : &mbs[i].x0, prev));
+    RETURN_IF_ERROR(Forward(mbs[i], i, &loss_sum));
+    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mbs[i].out, next, nullptr, -1));
+  }
+  if (remaining > 0) {
+    RETURN_IF_ERROR(
+        exchange(nullptr, -1, first_ ? nullptr : &mbs[warmup].x0, prev));
+  }
+  for (int k = 0; k < remaining; ++k) {
+    const int f = warmup + k, b = k;
     RETURN_IF_ERROR(Forward(mbs[f], f, &loss_sum));
+    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mbs[f].out, next,
+                             last_ ? nullptr : &mbs[b].dy, next));
     RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
+    const bool more = k + 1 < remaining;
+    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev,
+                             first_ || !more ? nullptr : &mbs[f + 1].x0, prev));
   }
-  for (; b < count; ++b) {
+  for (int b = remaining; b < count; ++b) {
+    RETURN_IF_ERROR(exchange(nullptr, -1, last_ ? nullptr : &mbs[b].dy, next));
     RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
-  }
-  for (auto& mb : mbs) {
-    for (auto& w : mb.sends) RETURN_IF_ERROR(w->Wait());
+    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev, nullptr, -1));
   }
   RETURN_IF_ERROR(ReduceGradients(dp_work));
   double loss = loss_sum;

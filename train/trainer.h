@@ -4,7 +4,8 @@
 //  - pipeline parallelism with the 1F1B schedule over micro-batches
 //    (Narayanan et al. SC'21 §2.2: warm-up of p - s - 1 forwards, then one
 //    forward / one backward, then the remaining backwards), activations and
-//    gradients sent point-to-point between neighbouring stages,
+//    gradients sent point-to-point between neighbouring stages (paired in
+//    one SendRecv where both directions cross, as Megatron batches them),
 //  - data parallelism: gradient all-reduce per block ("bucket"), issued
 //    while the last micro-batch's backward still runs on earlier blocks, or
 //    with ZeRO-1 (Rajbhandari et al. SC'20 stage 1) a reduce-scatter of the
@@ -23,6 +24,7 @@
 
 #include "checkpoint/checkpointer.h"
 #include "comm/backend.h"
+#include "comm/process_group.h"
 #include "comm/store.h"
 #include "common/status.h"
 #include "train/data.h"
@@ -54,7 +56,7 @@ struct TrainOptions {
 // (checkpoint commits).
 struct TrainGroups {
   comm::Backend* tp = nullptr;
-  comm::Backend* pp = nullptr;
+  comm::ProcessGroup* pp = nullptr;  // needs SendRecv
   comm::Backend* dp = nullptr;
   std::shared_ptr<comm::Store> store;
   int world_rank = 0, world_size = 1;
