@@ -44,8 +44,10 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
       state,
       "--listen",
       endpoint,
+      // 500 ms: a loaded CI machine must not make the worker look lost
+      // (and fail the running job) while the coordinator restarts.
       "--heartbeat-ms",
-      "100"};
+      "500"};
   pid_t coord = Spawn(coord_args, state + ".coord.log");
   pid_t worker = Spawn({dir + "/worker/strata-worker", "--coordinator",
                         endpoint, "--node-name", "n0"});
