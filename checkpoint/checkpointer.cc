@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -38,8 +39,29 @@ Status AppendChunk(DataSink& out, const char* data, size_t n, size_t block,
 
 }  // namespace
 
+std::string DefaultCatalogPath(const std::string& uri) {
+  std::string dir = uri;
+  for (const char* scheme : {"rocksdb://", "file://"}) {
+    if (dir.rfind(scheme, 0) == 0) dir = dir.substr(std::strlen(scheme));
+  }
+  return dir + "/catalog.rocksdb";
+}
+
 Checkpointer::Checkpointer(CheckpointOptions options)
     : opts_(std::move(options)) {
+  if (opts_.catalog == nullptr && opts_.default_catalog && opts_.rank == 0) {
+    const std::string path = DefaultCatalogPath(opts_.uri);
+    std::error_code ec;
+    std::filesystem::create_directories(
+        std::filesystem::path(path).parent_path(), ec);
+    auto catalog = Catalog::Open(path);
+    if (catalog.ok()) {
+      opts_.catalog = std::move(*catalog);
+    } else {
+      GetLogger("CKPT")->warn("no checkpoint catalog: {}",
+                              catalog.status().ToString());
+    }
+  }
   worker_ = std::thread([this] { Loop(); });
 }
 
@@ -98,8 +120,8 @@ Status Checkpointer::SaveAsync(int64_t step,
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ShardedTensor& t = tensors[i];
     // Keyed by name and position: a rank may hold two shards of a tensor.
-    std::vector<char>& buf = staged.buffers[absl::StrCat(t.name, "#", i)];
-    if (buf.size() != t.Bytes()) buf.resize(t.Bytes());
+    HostBuffer& buf = staged.buffers[absl::StrCat(t.name, "#", i)];
+    buf.Resize(t.Bytes());
     if (t.Bytes() > 0) std::memcpy(buf.data(), t.data, t.Bytes());
     ShardedTensor s = t;
     s.data = buf.data();

@@ -22,6 +22,7 @@
 
 #include "checkpoint/storage.h"
 #include "checkpoint/tensor.h"
+#include "checkpoint/host_buffer.h"
 #include "comm/store.h"
 #include "proto/checkpoint.pb.h"
 
@@ -36,6 +37,11 @@ struct CheckpointOptions {
   // Optional catalog (checkpoint/catalog.h) that rank 0 updates after each
   // commit and removal, under job name `job`.
   std::shared_ptr<class Catalog> catalog;
+  // Without `catalog`: rank 0 opens DIR/catalog.rocksdb next to the
+  // checkpoint (DefaultCatalogPath), so every backend has one. A catalog
+  // that cannot be opened is logged and skipped: checkpoints stay loadable
+  // through their manifests.
+  bool default_catalog = false;
   std::string job = "default";
   int rank = 0;
   int world_size = 1;
@@ -76,7 +82,7 @@ class Checkpointer {
   struct Staged {
     int64_t step = 0;
     std::vector<ShardedTensor> tensors;  // data -> buffers
-    std::map<std::string, std::vector<char>> buffers;
+    std::map<std::string, HostBuffer> buffers;  // pinned when CUDA
     std::vector<Blob> blobs;
   };
   Status Persist(const Staged& s);
@@ -93,6 +99,9 @@ class Checkpointer {
   Status last_;            // guarded by mu_
   std::thread worker_;
 };
+
+// DIR/catalog.rocksdb for file:///DIR, rocksdb:///DIR or a plain DIR.
+std::string DefaultCatalogPath(const std::string& uri);
 
 // The step directory of a file:// checkpoint, e.g. DIR/step-000000000120.
 std::string StepDir(const std::string& dir, int64_t step);

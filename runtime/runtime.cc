@@ -221,6 +221,7 @@ StatusOr<std::unique_ptr<checkpoint::Checkpointer>> Runtime::NewCheckpointer(
   o.store = comm::NewPrefixStore("ckpt", store_);
   o.job = info_.job_id;
   o.keep_last = keep_last;
+  o.default_catalog = true;
   return std::make_unique<checkpoint::Checkpointer>(o);
 }
 

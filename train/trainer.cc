@@ -104,6 +104,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
     co.world_size = g.world_size;
     co.store = comm::NewPrefixStore("ckpt", g.store);
     co.keep_last = 3;
+    co.default_catalog = true;
     t->ckpt_ = std::make_unique<checkpoint::Checkpointer>(co);
   }
   return t;

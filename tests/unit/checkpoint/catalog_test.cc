@@ -51,6 +51,31 @@ TEST_P(CatalogTest, CommitsAndRetentionAreRecordedForBothBackends) {
   EXPECT_EQ(cat->Latest("other").status().code(), absl::StatusCode::kNotFound);
 }
 
+// Without an explicit catalog, default_catalog makes rank 0 keep one next
+// to the checkpoint (what strata-train and the runtime use).
+TEST_P(CatalogTest, DefaultCatalogLivesNextToTheCheckpoint) {
+  std::string tmpl = ::testing::TempDir() + "/catalog_XXXXXX";
+  const std::string root = mkdtemp(tmpl.data());
+  const std::string uri = GetParam() + root + "/ckpt";
+  CheckpointOptions o;
+  o.uri = uri;
+  o.store = comm::NewInMemoryStore();
+  o.job = "job-7";
+  o.default_catalog = true;
+  {
+    Checkpointer ckpt(o);
+    std::vector<float> w(64, 1.0f);
+    ShardedTensor t{"w", DType::kF32, {64}, {64}, {0}, 0, 1, w.data()};
+    ASSERT_TRUE(ckpt.SaveAsync(5, {t}, {}).ok());
+    ASSERT_TRUE(ckpt.Wait().ok());
+  }
+  EXPECT_EQ(DefaultCatalogPath(uri), root + "/ckpt/catalog.rocksdb");
+  auto cat = Catalog::Open(DefaultCatalogPath(uri));
+  ASSERT_TRUE(cat.ok()) << cat.status();
+  EXPECT_EQ(*(*cat)->Latest("job-7"), 5);
+  EXPECT_EQ(*ListSteps(uri), (std::vector<int64_t>{5}));  // not a step
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CatalogTest,
                          ::testing::Values(std::string("file://"),
                                            std::string("rocksdb://")));

@@ -1,0 +1,62 @@
+#include "checkpoint/host_buffer.h"
+
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+#ifdef STRATA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace strata::checkpoint {
+
+HostBuffer::~HostBuffer() { Release(); }
+
+HostBuffer::HostBuffer(HostBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      pinned_(std::exchange(other.pinned_, false)) {}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    pinned_ = std::exchange(other.pinned_, false);
+  }
+  return *this;
+}
+
+void HostBuffer::Release() {
+  if (data_ == nullptr) return;
+#ifdef STRATA_HAVE_CUDA
+  if (pinned_) {
+    cudaFreeHost(data_);
+    data_ = nullptr;
+    return;
+  }
+#endif
+  std::free(data_);
+  data_ = nullptr;
+}
+
+void HostBuffer::Resize(size_t bytes) {
+  if (bytes == size_ && data_ != nullptr) return;
+  Release();
+  size_ = bytes;
+  pinned_ = false;
+  if (bytes == 0) return;
+#ifdef STRATA_HAVE_CUDA
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) == cudaSuccess) {
+    data_ = static_cast<char*>(p);
+    pinned_ = true;
+    return;
+  }
+  (void)cudaGetLastError();  // clear the sticky error; fall back below
+#endif
+  data_ = static_cast<char*>(std::malloc(bytes));
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+}  // namespace strata::checkpoint
