@@ -181,10 +181,10 @@ int main(int argc, char** argv) {
     auto reply = client.Call(req, static_cast<int>(std::min<int64_t>(
                                       interval_ms * 2, 5000)));
     const auto after = SteadyClock::now();
+    const milliseconds period(interval_ms);
     next_report = after + (ranks.running() > 0
-                               ? std::min(milliseconds(interval_ms),
-                                          std::chrono::duration_cast<milliseconds>(kBusyReportPeriod))
-                               : milliseconds(interval_ms));
+                               ? std::min<milliseconds>(period, kBusyReportPeriod)
+                               : period);
     if (reply.ok()) {
       last_ok = after;
       if (reply->has_register_worker()) {
