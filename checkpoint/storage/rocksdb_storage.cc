@@ -98,11 +98,9 @@ class RocksDbStorage final : public Storage {
   RocksDbStorage(std::string dir, int rank, bool writable)
       : dir_(std::move(dir)), rank_(rank), writable_(writable) {}
   ~RocksDbStorage() override {
-    for (auto& [r, db] : dbs_) delete db;
-    for (const auto& p : secondary_dirs_) {
-      const std::string cmd = "rm -rf '" + p + "'";
-      (void)!std::system(cmd.c_str());
-    }
+    std::lock_guard<std::mutex> lock(mu_);
+    readers_.clear();
+    delete own_;
   }
 
   Status Init() {
@@ -111,7 +109,6 @@ class RocksDbStorage final : public Storage {
     RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(Options(), DbPath(rank_), &db),
                               "open rocksdb " + DbPath(rank_)));
     own_ = db;
-    dbs_[rank_] = db;
     return absl::OkStatus();
   }
 
@@ -124,7 +121,16 @@ class RocksDbStorage final : public Storage {
 
   Status ReadData(int64_t step, const std::string& name, uint64_t offset,
                   void* buf, size_t n) override {
-    ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/false));
+    // A reader opened before this step was written does not see it: one
+    // retry with a fresh instance.
+    Status s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/false);
+    if (s.ok() || (writable_ && OwnerOf(name) == rank_)) return s;
+    return ReadDataOnce(step, name, offset, buf, n, /*fresh=*/true);
+  }
+
+  Status ReadDataOnce(int64_t step, const std::string& name, uint64_t offset,
+                      void* buf, size_t n, bool fresh) {
+    ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, Db(OwnerOf(name), fresh));
     char* out = static_cast<char*>(buf);
     rocksdb::PinnableSlice value;
     for (uint64_t pos = offset; pos < offset + n;) {
@@ -160,29 +166,19 @@ class RocksDbStorage final : public Storage {
 
   StatusOr<std::string> GetMeta(int64_t step,
                                 const std::string& name) override {
-    // A secondary can lag its primary for a moment even after the write
-    // was synced (it tails the MANIFEST and WAL; a memtable switch in
-    // between is picked up by a later catch-up). The commit only reads an
-    // index its owner has reported durable, so a miss is retried with
-    // fresh catch-ups (~4 s in all) before it counts.
-    constexpr int kAttempts = 20;
-    for (int attempt = 0;; ++attempt) {
-      ASSIGN_OR_RETURN(rocksdb::DB * db, Db(OwnerOf(name), /*catch_up=*/true));
-      std::string value;
-      auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
-      if (s.ok()) return value;
-      if (!s.IsNotFound()) {
-        RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
-      }
-      if (attempt + 1 == kAttempts || (writable_ && OwnerOf(name) == rank_)) {
-        return absl::NotFoundError(Where(step, name) + " is missing");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20 * (attempt + 1)));
-    }
+    // A fresh read-only instance sees every synced write of the owner.
+    ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
+                     Db(OwnerOf(name), /*fresh=*/true));
+    std::string value;
+    auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+    if (s.IsNotFound())
+      return absl::NotFoundError(Where(step, name) + " is missing");
+    RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
+    return value;
   }
 
   StatusOr<std::vector<int64_t>> Steps() override {
-    auto db = Db(0, /*catch_up=*/true);
+    auto db = Db(0, /*fresh=*/true);
     if (!db.ok()) {
       if (db.status().code() == absl::StatusCode::kNotFound)
         return std::vector<int64_t>{};
@@ -240,14 +236,15 @@ class RocksDbStorage final : public Storage {
   }
 
  private:
-  // Values stay in SST files: with enable_blob_files, RocksDB 7.8.3 (Debian
-  // 12) crashes in a secondary instance reading a blob value (null session
-  // id in the blob cache key; reproduced by tests/unit/checkpoint), and
-  // secondaries are how other processes read a rank's instance.
+  // Chunk pieces (1 MiB) go to blob files, keeping the LSM tree small
+  // (BlobDB, RocksDB wiki "BlobDB"). Other ranks' instances are read through
+  // read-only instances, not secondaries: RocksDB 7.8.3 (Debian 12) crashes
+  // in a secondary reading a blob value (null session id in the blob cache
+  // key), a read-only instance does not.
   static rocksdb::Options Options() {
     rocksdb::Options o;
     o.create_if_missing = true;
-    o.enable_blob_files = false;  // see the note above Options()
+    o.enable_blob_files = true;
     o.min_blob_size = 4096;
     o.blob_file_size = 256 << 20;
     o.compression = rocksdb::kNoCompression;  // tensors do not compress
@@ -266,31 +263,31 @@ class RocksDbStorage final : public Storage {
     return own_;
   }
 
-  // The instance of `rank`: ours, or a secondary opened on first use.
-  StatusOr<rocksdb::DB*> Db(int rank, bool catch_up) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = dbs_.find(rank);
-    if (it != dbs_.end()) {
-      if (catch_up && !(writable_ && rank == rank_))
-        it->second->TryCatchUpWithPrimary();
-      return it->second;
+  // The instance of `rank`: ours (the primary), or a read-only instance of
+  // another rank's database. A read-only instance sees the database as it
+  // was when opened (WAL included); `fresh` reopens it to see later writes.
+  // Callers share ownership, so a reopen never frees an instance in use.
+  StatusOr<std::shared_ptr<rocksdb::DB>> Db(int rank, bool fresh) {
+    if (writable_ && rank == rank_) {
+      return std::shared_ptr<rocksdb::DB>(own_, [](rocksdb::DB*) {});
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = readers_.find(rank);
+    if (it != readers_.end() && !fresh) return it->second;
     if (access((DbPath(rank) + "/CURRENT").c_str(), F_OK) != 0) {
       return absl::NotFoundError("no rocksdb checkpoint store at " +
                                  DbPath(rank));
     }
-    static std::atomic<int> counter{0};
-    const std::string secondary = absl::StrFormat(
-        "/tmp/strata-rocksdb-secondary-%d-%d", getpid(), counter++);
-    secondary_dirs_.push_back(secondary);
     rocksdb::Options o = Options();
-    o.max_open_files = -1;  // required for secondaries
+    o.create_if_missing = false;
+    o.max_open_files = -1;  // hold every file: the primary may delete them
     rocksdb::DB* db = nullptr;
     RETURN_IF_ERROR(
-        FromRocks(rocksdb::DB::OpenAsSecondary(o, DbPath(rank), secondary, &db),
+        FromRocks(rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db),
                   "open rocksdb " + DbPath(rank)));
-    dbs_[rank] = db;
-    return db;
+    std::shared_ptr<rocksdb::DB> shared(db);
+    readers_[rank] = shared;
+    return shared;
   }
 
   Status DeleteOwn(int64_t step) {
@@ -312,8 +309,8 @@ class RocksDbStorage final : public Storage {
   const bool writable_;
   rocksdb::DB* own_ = nullptr;  // this rank's instance when writable
   std::mutex mu_;
-  std::map<int, rocksdb::DB*> dbs_;  // every open instance; guarded by mu_
-  std::vector<std::string> secondary_dirs_;
+  // Read-only instances of other ranks' databases; guarded by mu_.
+  std::map<int, std::shared_ptr<rocksdb::DB>> readers_;
 };
 
 }  // namespace
