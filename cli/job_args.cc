@@ -74,24 +74,25 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
                const std::atomic<bool>* interrupted) {
   int64_t log_offset = 0, event_seq = 0;
   bool cancel_sent = false;
+  // Prints the merged output relayed since the last call; true if any.
+  auto print_logs = [&]() -> bool {
+    control::Request lr;
+    lr.mutable_logs()->set_job_id(job_id);
+    lr.mutable_logs()->set_rank(-1);
+    lr.mutable_logs()->set_offset(log_offset);
+    auto rep = client.TryCall(lr, 2000);
+    if (!rep.ok()) return false;
+    const auto& data = rep->logs().data();
+    std::fwrite(data.data(), 1, data.size(), stdout);
+    std::fflush(stdout);
+    log_offset = rep->logs().next_offset();
+    return !data.empty();
+  };
   auto last_ok = std::chrono::steady_clock::now();
   while (true) {
     bool progressed = false;
     if (follow) {
-      control::Request lr;
-      lr.mutable_logs()->set_job_id(job_id);
-      lr.mutable_logs()->set_rank(-1);
-      lr.mutable_logs()->set_offset(log_offset);
-      auto rep = client.TryCall(lr, 2000);
-      if (rep.ok()) {
-        const auto& data = rep->logs().data();
-        if (!data.empty()) {
-          std::fwrite(data.data(), 1, data.size(), stdout);
-          std::fflush(stdout);
-          progressed = true;
-        }
-        log_offset = rep->logs().next_offset();
-      }
+      progressed = print_logs();
       control::Request ev;
       ev.mutable_events()->set_job_id(job_id);
       ev.mutable_events()->set_after_seq(event_seq);
@@ -125,19 +126,7 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
                          job.state() == control::FAILED ||
                          job.state() == control::CANCELLED;
       if (ended && !progressed) {
-        if (follow) {
-          // Output relayed after the last read.
-          control::Request lr;
-          lr.mutable_logs()->set_job_id(job_id);
-          lr.mutable_logs()->set_rank(-1);
-          lr.mutable_logs()->set_offset(log_offset);
-          auto last = client.TryCall(lr, 2000);
-          if (last.ok()) {
-            std::fwrite(last->logs().data().data(), 1,
-                        last->logs().data().size(), stdout);
-            std::fflush(stdout);
-          }
-        }
+        if (follow) print_logs();  // output relayed after the last read
         std::fprintf(stderr, "[strata] %s %s after %d restart(s)%s%s\n",
                      job_id.c_str(), JobStateName(job.state()),
                      job.restart_count(), job.message().empty() ? "" : ": ",

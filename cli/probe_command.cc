@@ -6,7 +6,6 @@
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "common/config.h"
-#include "absl/strings/numbers.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
 
@@ -38,14 +37,12 @@ void AddProbeCommand(CLI::App* app) {
     auto probe = worker::ProbeNode();
     if (!probe.ok()) Fail("probe", kExitFailed, probe.status().ToString());
     if (!peer->empty()) {
-      size_t colon = peer->rfind(':');
-      int port = 0;
-      if (colon == std::string::npos ||
-          !absl::SimpleAtoi(peer->substr(colon + 1), &port)) {
-        Fail("probe", kExitBadInput, "--peer expects HOST:PORT, got " + *peer);
+      auto gbps = worker::MeasurePeerGbps(*peer);
+      if (!gbps.ok()) {
+        Fail("probe",
+             absl::IsInvalidArgument(gbps.status()) ? kExitBadInput : kExitFailed,
+             gbps.status().ToString());
       }
-      auto gbps = worker::MeasurePeerGbps(peer->substr(0, colon), port);
-      if (!gbps.ok()) Fail("probe", kExitFailed, gbps.status().ToString());
       probe->set_peer_gbps(*gbps);
     }
     std::string json = MessageToJson(*probe);

@@ -4,15 +4,10 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "train/splitmix.h"
 
 namespace strata::train {
 namespace {
-uint64_t Mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 constexpr int kNoisePercent = 10;
 constexpr int64_t kTextStride = 997;  // prime, spreads samples over the file
 }  // namespace
@@ -49,11 +44,11 @@ void DataSource::Sample(int64_t index, int32_t* out) const {
     }
     return;
   }
-  const uint64_t key = Mix(seed_ ^ Mix(static_cast<uint64_t>(index)));
+  const uint64_t key = SplitMix64(seed_ ^ SplitMix64(static_cast<uint64_t>(index)));
   const int64_t a0 = static_cast<int64_t>(key % vocab_);
   const int64_t d = 1 + static_cast<int64_t>((key >> 32) % 7);
   for (int t = 0; t <= seq_; ++t) {
-    const uint64_t r = Mix(key + static_cast<uint64_t>(t) + 1);
+    const uint64_t r = SplitMix64(key + static_cast<uint64_t>(t) + 1);
     out[t] = (r % 100) < kNoisePercent
                  ? static_cast<int32_t>((r >> 16) % vocab_)
                  : static_cast<int32_t>((a0 + d * t) % vocab_);

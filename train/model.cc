@@ -3,18 +3,11 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "train/splitmix.h"
 
 namespace strata::train {
 namespace {
 
-// splitmix64 (Steele et al. 2014): a counter-based generator, so element i
-// of a tensor gets the same value whichever rank initialises it.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 uint64_t HashName(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;  // FNV-1a
@@ -24,8 +17,8 @@ uint64_t HashName(const std::string& s) {
 
 // Standard normal from two uniforms (Box-Muller).
 float Normal(uint64_t key) {
-  const double u1 = ((Mix(key) >> 11) + 1) * (1.0 / 9007199254740993.0);
-  const double u2 = (Mix(key ^ 0x5851f42d4c957f2dULL) >> 11) * (1.0 / 9007199254740992.0);
+  const double u1 = ((SplitMix64(key) >> 11) + 1) * (1.0 / 9007199254740993.0);
+  const double u2 = (SplitMix64(key ^ 0x5851f42d4c957f2dULL) >> 11) * (1.0 / 9007199254740992.0);
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
                             std::cos(2 * M_PI * u2));
 }
@@ -157,7 +150,7 @@ void StageParams::Init(uint64_t seed) {
       // GPT-2: residual projections scaled by 1/sqrt(2 * n_layer).
       std = 0.02f / std::sqrt(2.0f * static_cast<float>(total_layers_));
     }
-    const uint64_t base = Mix(seed ^ HashName(s.name));
+    const uint64_t base = SplitMix64(seed ^ HashName(s.name));
     const int64_t cols = s.global_shape.size() == 2 ? s.global_shape[1] : 1;
     const int64_t lcols = s.local_shape.size() == 2 ? s.local_shape[1] : 1;
     const int64_t r0 = s.offset[0], c0 = s.offset.size() == 2 ? s.offset[1] : 0;

@@ -21,7 +21,6 @@
 #include "common/logging.h"
 #include "coordinator/server/dealer_client.h"
 #include "worker/node_identity.h"
-#include "absl/strings/numbers.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
 #include "worker/rank_supervisor.h"
@@ -93,18 +92,10 @@ int main(int argc, char** argv) {
   node_name = *identity;
   if (address.empty()) address = probe->hostname();
   if (!peer.empty()) {
-    size_t colon = peer.rfind(':');
-    int port = 0;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(peer.substr(colon + 1), &port)) {
-      std::cerr << "strata-worker: --peer expects HOST:PORT, got " << peer
-                << "\n";
-      return 2;
-    }
-    auto gbps = strata::worker::MeasurePeerGbps(peer.substr(0, colon), port);
+    auto gbps = strata::worker::MeasurePeerGbps(peer);
     if (!gbps.ok()) {
       std::cerr << "strata-worker: " << gbps.status() << "\n";
-      return 1;
+      return absl::IsInvalidArgument(gbps.status()) ? 2 : 1;
     }
     probe->set_peer_gbps(*gbps);
   }

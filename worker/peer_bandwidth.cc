@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace strata::worker {
@@ -125,6 +126,17 @@ StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
         absl::StrCat("peer ", host, ":", port, " closed before the end"));
   }
   return bytes * 8.0 / s / 1e9;
+}
+
+StatusOr<double> MeasurePeerGbps(const std::string& host_port) {
+  const size_t colon = host_port.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(host_port.substr(colon + 1), &port) || port <= 0) {
+    return absl::InvalidArgumentError("--peer expects HOST:PORT, got '" +
+                                      host_port + "'");
+  }
+  return MeasurePeerGbps(host_port.substr(0, colon), port);
 }
 
 }  // namespace strata::worker

@@ -23,5 +23,7 @@ Status ServePeerSink(int port, int connections,
 // cannot be reached within 10 s.
 StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
                                  int64_t bytes = int64_t{256} << 20);
+// The same for a "HOST:PORT" flag value; InvalidArgument when malformed.
+StatusOr<double> MeasurePeerGbps(const std::string& host_port);
 
 }  // namespace strata::worker
