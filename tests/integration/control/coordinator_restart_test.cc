@@ -17,6 +17,8 @@ namespace {
 using strata::testing::KillAndReap;
 using strata::testing::Spawn;
 
+// Retries only on a timeout, so callers pass idempotent requests only
+// (a submit that timed out may still have been stored).
 StatusOr<control::Reply> CallRetry(DealerClient& client,
                                    const control::Request& req) {
   StatusOr<control::Reply> reply = absl::UnavailableError("not called");
@@ -57,24 +59,28 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   zmq::context_t ctx;
   DealerClient client(&ctx, endpoint);
 
+  // Wait until the coordinator answers before submitting: a retried
+  // submit after a slow first answer would store a second job.
+  control::Request list;
+  list.mutable_list_jobs();
+  ASSERT_TRUE(CallRetry(client, list).ok());
+
   control::Request submit;
   auto* spec = submit.mutable_submit_job()->mutable_spec();
   spec->set_name("survivor");
   spec->mutable_launch()->add_command("/bin/echo");
   spec->mutable_launch()->add_command("hi");
-  auto r1 = CallRetry(client, submit);
+  auto r1 = client.Call(submit, 10000);
   ASSERT_TRUE(r1.ok()) << r1.status();
-  auto r2 = CallRetry(client, submit);
+  auto r2 = client.Call(submit, 10000);
   ASSERT_TRUE(r2.ok()) << r2.status();
   control::Request cancel;
   cancel.mutable_cancel_job()->set_job_id(r2->submit_job().job_id());
-  ASSERT_TRUE(CallRetry(client, cancel).ok());
+  ASSERT_TRUE(client.Call(cancel, 10000).ok());
 
   KillAndReap(coord);
   coord = Spawn(coord_args, state + ".coord.log");
 
-  control::Request list;
-  list.mutable_list_jobs();
   auto jobs = CallRetry(client, list);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->jobs().jobs_size(), 2);
