@@ -1,18 +1,32 @@
 // strata-bench ckpt: what a checkpoint costs training, next to its peers in
 // the same run on the same bytes (4 ranks as threads, 1 GiB by default):
-//   memcpy_s      copy of the state into already-touched memory (the floor)
-//   stall_s       time SaveAsync blocks (staging buffers warm: 2nd save)
+//   memcpy_s      copy of one rank's state into already-touched memory (the
+//                 floor of an eager snapshot)
+//   eager_stall_s time SaveAsync blocks when it copies before returning
+//                 (staging buffers warm: 2nd save), per rank
+//   stall_s       training stall with the deferred snapshot strata-train
+//                 uses: SaveAsync, then --compute-ms of forward/backward
+//                 (a sleep: on a GPU node that work runs on the device and
+//                 leaves the host cores to the copy), then WaitSnapshot;
+//                 slowest rank, median of 5 saves
+//   snapshot_s    how long the deferred copy itself took (slowest rank): a
+//                 forward/backward longer than this hides it completely
 //   sync_save_s   the same save done synchronously (SaveAsync + Wait)
 //   torch_save_s  torch.save of the same number of bytes + fsync (Debian's
 //                 python3-torch), when importable
 //   persist_gbps  state bytes / background persist time
 //   disk_write_gbps  the faster of `dd oflag=direct` and an fsync'd
 //                 buffered write of the same size
-//   reshard_read_amplification, load_gbps: save tp=2 (x dp=2), load tp=4
-//   disk_read_gbps  `dd iflag=direct` of the written data
+//   reshard_read_amplification, load_gbps: save tp=2, load tp=4 on four
+//                 concurrent ranks, page cache dropped first
+//   disk_read_gbps  the faster of `dd iflag=direct` over the same data
+//                 files and plain reads of them in parallel, cache dropped
+// The load and the disk reads alternate over --rounds rounds; each reports
+// its best round (this VM's disk varies several-fold between runs).
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,8 +50,61 @@ double Since(Clock::time_point t) {
 // Runs a shell command and returns its wall time (or -1 on failure).
 double TimeCommand(const std::string& cmd) {
   const auto t0 = Clock::now();
-  if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) return -1;
+  if (std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) != 0) return -1;
   return Since(t0);
+}
+
+// Evicts `files` from the page cache so the next read comes from the disk:
+// fadvise(DONTNEED) needs no privileges for clean pages; as root the whole
+// cache is dropped too.
+void DropCache(const std::vector<std::string>& files) {
+  (void)!std::system("sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null");
+  for (const std::string& f : files) {
+    const int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
+checkpoint::ShardedTensor Rows(void* data, int64_t rows, int64_t cols,
+                               int parts, int part) {
+  return {"w",
+          checkpoint::DType::kF32,
+          {rows, cols},
+          {rows / parts, cols},
+          {part * rows / parts, 0},
+          0,
+          1,
+          data};
+}
+
+std::unique_ptr<checkpoint::Checkpointer> NewCheckpointer(
+    const std::string& dir, int rank, int world,
+    std::shared_ptr<comm::Store> store, bool deferred) {
+  checkpoint::CheckpointOptions o;
+  o.uri = dir;
+  o.rank = rank;
+  o.world_size = world;
+  o.store = std::move(store);
+  o.deferred_snapshot = deferred;
+  return std::make_unique<checkpoint::Checkpointer>(o);
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "strata-bench ckpt: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+// Runs fn(r) for every rank on its own thread.
+template <typename Fn>
+void OnRanks(int n, Fn fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
+  for (auto& t : threads) t.join();
 }
 
 int CkptBench(int argc, char** argv) {
@@ -45,9 +112,16 @@ int CkptBench(int argc, char** argv) {
       "strata-bench ckpt: checkpoint stall, persist and reshard-load costs"};
   std::string format = "table", dir = "/tmp/strata-ckpt-bench";
   std::vector<double> sizes_gib = {1.0};
+  int compute_ms = 100, rounds = 3;
   app.add_option("--format", format)->check(CLI::IsMember({"table", "json"}));
   app.add_option("--gib", sizes_gib, "state sizes in GiB (e.g. 1 4)");
   app.add_option("--dir", dir, "where to write (the disk under test)");
+  app.add_option("--compute-ms", compute_ms,
+                 "forward+backward time between SaveAsync and the optimizer "
+                 "step (deferred snapshot)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rounds", rounds, "alternating load / disk-read rounds")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   constexpr int kRanks = 4;
 
@@ -68,65 +142,90 @@ int CkptBench(int argc, char** argv) {
     auto t0 = Clock::now();
     for (int r = 0; r < kRanks; ++r)
       std::memcpy(copy[r].data(), state[r].data(), state[r].size() * 4);
-    const double memcpy_s = Since(t0);
+    const double memcpy_s = Since(t0) / kRanks;
+    copy.clear();
 
+    // Eager snapshot: each rank's SaveAsync copies before returning (ranks'
+    // stage 1 back to back on this thread, so each gets the memory
+    // bandwidth a lone memcpy had).
     auto store = comm::NewInMemoryStore();
-    std::vector<std::unique_ptr<checkpoint::Checkpointer>> ckpts;
-    std::vector<checkpoint::ShardedTensor> shards(kRanks);
-    for (int r = 0; r < kRanks; ++r) {
-      checkpoint::CheckpointOptions o;
-      o.uri = dir;
-      o.rank = r;
-      o.world_size = kRanks;
-      o.store = store;
-      ckpts.push_back(std::make_unique<checkpoint::Checkpointer>(o));
-      shards[r] = {"w",
-                   checkpoint::DType::kF32,
-                   {rows, cols},
-                   {rows / kRanks, cols},
-                   {r * rows / kRanks, 0},
-                   0,
-                   1,
-                   state[r].data()};
-    }
-    auto save_all = [&](int64_t step, double* stall, double* persist) {
+    std::vector<std::unique_ptr<checkpoint::Checkpointer>> eager;
+    for (int r = 0; r < kRanks; ++r)
+      eager.push_back(NewCheckpointer(dir, r, kRanks, store, false));
+    auto save_eager = [&](int64_t step, double* stall, double* persist) {
       const auto s0 = Clock::now();
-      for (int r = 0; r < kRanks; ++r) {  // each rank's stage 1, back to back
-        if (!ckpts[r]->SaveAsync(step, {shards[r]}, {}).ok()) std::exit(1);
+      for (int r = 0; r < kRanks; ++r) {
+        Check(eager[r]->SaveAsync(step, {Rows(state[r].data(), rows, cols,
+                                              kRanks, r)},
+                                  {}));
       }
-      *stall =
-          Since(s0) / kRanks;  // per-rank blocking time (ranks run in parallel)
+      *stall = Since(s0) / kRanks;
       const auto p0 = Clock::now();
-      for (auto& c : ckpts) {
-        if (!c->Wait().ok()) std::exit(1);
-      }
+      for (auto& c : eager) Check(c->Wait());
       *persist = Since(p0) + *stall;
     };
-    double stall = 0, persist = 0;
-    save_all(1, &stall, &persist);  // first save: allocates staging buffers
+    double eager_stall = 0, persist = 0;
+    save_eager(1, &eager_stall, &persist);  // allocates staging buffers
     const double sync_save_s = persist;
-    save_all(2, &stall, &persist);  // steady state
+    save_eager(2, &eager_stall, &persist);  // steady state
     const double persist_gbps = state_bytes / persist / 1e9;
+    eager.clear();
 
-    // Disk references on the same number of bytes.
+    // Deferred snapshot, ranks on their own threads as in training.
+    std::vector<std::unique_ptr<checkpoint::Checkpointer>> deferred;
+    for (int r = 0; r < kRanks; ++r)
+      deferred.push_back(NewCheckpointer(dir, r, kRanks, store, true));
+    // The 1st save allocates staging buffers; then kStallSaves saves, each
+    // counted by its slowest rank; the median of those is reported (single
+    // saves see scheduler noise: 4 ranks share 2 cores here).
+    constexpr int kStallSaves = 5;
+    std::vector<double> stalls, stall_by_rank(kRanks),
+        snapshot_by_rank(kRanks);
+    for (int64_t step = 3; step < 4 + kStallSaves; ++step) {
+      OnRanks(kRanks, [&](int r) {
+        const auto s0 = Clock::now();
+        Check(deferred[r]->SaveAsync(
+            step, {Rows(state[r].data(), rows, cols, kRanks, r)}, {}));
+        const double save_s = Since(s0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(compute_ms));
+        const auto f0 = Clock::now();
+        deferred[r]->WaitSnapshot();
+        stall_by_rank[r] = save_s + Since(f0);
+        Check(deferred[r]->Wait());
+      });
+      if (step > 3) {
+        stalls.push_back(
+            *std::max_element(stall_by_rank.begin(), stall_by_rank.end()));
+      }
+    }
+    std::sort(stalls.begin(), stalls.end());
+    const double stall = stalls[stalls.size() / 2];
+    // The copy itself, for the record: fenced at once.
+    OnRanks(kRanks, [&](int r) {
+      const auto s0 = Clock::now();
+      Check(deferred[r]->SaveAsync(
+          4 + kStallSaves, {Rows(state[r].data(), rows, cols, kRanks, r)},
+          {}));
+      deferred[r]->WaitSnapshot();
+      snapshot_by_rank[r] = Since(s0);
+      Check(deferred[r]->Wait());
+    });
+    deferred.clear();
+    const double snapshot_s =
+        *std::max_element(snapshot_by_rank.begin(), snapshot_by_rank.end());
+    state.clear();
+
+    // Disk write references on the same number of bytes; fresh files each
+    // time, as a checkpoint writes (overwriting allocated blocks is much
+    // faster than allocating them).
     const std::string f = dir + "/dd.bin";
-    const size_t mib = state_bytes >> 20;
-    // Fresh files each time, as a checkpoint writes (overwriting allocated
-    // blocks is much faster than allocating them).
-    double dd =
-        TimeCommand("rm -f " + f + "; dd if=/dev/zero of=" + f +
-                    " bs=1M count=" + std::to_string(mib) + " oflag=direct");
-    double buffered =
-        TimeCommand("rm -f " + f + "; dd if=/dev/zero of=" + f +
-                    " bs=1M count=" + std::to_string(mib) + " conv=fsync");
+    const std::string count = std::to_string(state_bytes >> 20);
     double disk_write = 0;
-    for (double t : {dd, buffered}) {
+    for (const char* flag : {"oflag=direct", "conv=fsync"}) {
+      const double t = TimeCommand("rm -f " + f + "; dd if=/dev/zero of=" + f +
+                                   " bs=1M count=" + count + " " + flag);
       if (t > 0) disk_write = std::max(disk_write, state_bytes / t / 1e9);
     }
-    double disk_read_t =
-        TimeCommand("dd if=" + f + " of=/dev/null bs=1M iflag=direct");
-    const double disk_read =
-        disk_read_t > 0 ? state_bytes / disk_read_t / 1e9 : 0;
     (void)!std::system(("rm -f " + f).c_str());
     // torch.save of the same bytes (4 float32 tensors), with fsync.
     const std::string py =
@@ -145,88 +244,93 @@ int CkptBench(int argc, char** argv) {
     }
     (void)!std::system(("rm -f " + dir + "/torch.pt").c_str());
 
-    // Resharding load tp=2 -> tp=4: save the tensor as two halves (step 3),
-    // load it as four quarters after dropping the page cache.
-    std::vector<checkpoint::ShardedTensor> halves(2);
-    for (int h = 0; h < 2; ++h) {
-      halves[h] = {"w",
-                   checkpoint::DType::kF32,
-                   {rows, cols},
-                   {rows / 2, cols},
-                   {h * rows / 2, 0},
-                   0,
-                   1,
-                   nullptr};
-    }
+    // Resharding load tp=2 -> tp=4: save the tensor as two halves (step 10),
+    // load it as four quarters on four concurrent ranks.
     {
-      std::vector<float> half0(rows / 2 * cols, 1.f),
-          half1(rows / 2 * cols, 2.f);
-      halves[0].data = half0.data();
-      halves[1].data = half1.data();
       auto s2 = comm::NewInMemoryStore();
-      std::vector<std::thread> th;
-      for (int h = 0; h < 2; ++h) {
-        th.emplace_back([&, h] {
-          checkpoint::CheckpointOptions o;
-          o.uri = dir;
-          o.rank = h;
-          o.world_size = 2;
-          o.store = s2;
-          checkpoint::Checkpointer c(o);
-          if (!c.SaveAsync(3, {halves[h]}, {}).ok() || !c.Wait().ok())
-            std::exit(1);
-        });
+      OnRanks(2, [&](int h) {
+        std::vector<float> half(rows / 2 * cols, static_cast<float>(h + 1));
+        auto c = NewCheckpointer(dir, h, 2, s2, false);
+        Check(c->SaveAsync(10, {Rows(half.data(), rows, cols, 2, h)}, {}));
+        Check(c->Wait());
+      });
+    }
+    const std::string step_dir = checkpoint::StepDir(dir, 10);
+    const std::vector<std::string> files = {step_dir + "/rank-00000.data",
+                                            step_dir + "/rank-00001.data"};
+    std::vector<std::vector<float>> quarters(kRanks);
+    for (auto& q : quarters) q.assign(rows / 4 * cols, 0.f);  // touched
+    double load_gbps = 0, disk_read = 0, amplification = 0;
+    for (int round = 0; round < rounds; ++round) {
+      DropCache(files);
+      double direct = TimeCommand("dd if=" + files[0] +
+                                  " of=/dev/null bs=1M iflag=direct && dd if=" +
+                                  files[1] + " of=/dev/null bs=1M iflag=direct");
+      DropCache(files);
+      double parallel = TimeCommand("cat " + files[0] + " >/dev/null & cat " +
+                                    files[1] + " >/dev/null; wait");
+      for (double t : {direct, parallel}) {
+        if (t > 0) disk_read = std::max(disk_read, state_bytes / t / 1e9);
       }
-      for (auto& t : th) t.join();
+      DropCache(files);
+      std::vector<checkpoint::LoadStats> stats(kRanks);
+      const auto l0 = Clock::now();
+      OnRanks(kRanks, [&](int q) {
+        std::vector<checkpoint::ShardedTensor> targets = {
+            Rows(quarters[q].data(), rows, cols, kRanks, q)};
+        Check(checkpoint::Load(dir, 10, targets, &stats[q]));
+      });
+      const double secs = Since(l0);
+      uint64_t read = 0, needed = 0;
+      for (const auto& s : stats) {
+        read += s.bytes_read;
+        needed += s.bytes_needed;
+      }
+      load_gbps = std::max(load_gbps, needed / secs / 1e9);
+      amplification = static_cast<double>(read) / needed;
     }
-    (void)!std::system("sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null");
-    checkpoint::LoadStats stats;
-    std::vector<float> quarter(rows / 4 * cols);
-    const auto l0 = Clock::now();
-    for (int q = 0; q < 4; ++q) {
-      checkpoint::ShardedTensor t{"w",
-                                  checkpoint::DType::kF32,
-                                  {rows, cols},
-                                  {rows / 4, cols},
-                                  {q * rows / 4, 0},
-                                  0,
-                                  1,
-                                  quarter.data()};
-      std::vector<checkpoint::ShardedTensor> targets = {t};
-      if (!checkpoint::Load(dir, 3, targets, &stats).ok()) std::exit(1);
+    for (int q = 0; q < kRanks; ++q) {  // rows of half q/2 hold q/2 + 1
+      if (quarters[q].front() != q / 2 + 1 || quarters[q].back() != q / 2 + 1) {
+        std::fprintf(stderr, "strata-bench ckpt: quarter %d loaded wrong\n", q);
+        return 1;
+      }
     }
-    const double load_gbps = stats.bytes_needed / Since(l0) / 1e9;
-    const double amplification =
-        static_cast<double>(stats.bytes_read) / stats.bytes_needed;
 
     if (format == "json") {
       std::printf(
-          "{\"bench\":\"ckpt\",\"state_bytes\":%zu,\"stall_s\":%.5f,\"sync_"
-          "save_s\":%.4f,"
-          "\"torch_save_s\":%.4f,\"memcpy_s\":%.5f,\"persist_gbps\":%.3f,"
-          "\"disk_write_gbps\":%.3f,\"reshard_read_amplification\":%.4f,"
-          "\"load_gbps\":%.3f,\"disk_read_gbps\":%.3f}\n",
-          state_bytes, stall, sync_save_s, torch_s, memcpy_s, persist_gbps,
-          disk_write, amplification, load_gbps, disk_read);
-    } else {
-      std::printf("state %.2f GiB over %d ranks\n",
-                  state_bytes / double(1 << 30), kRanks);
-      std::printf(
-          "  stall per checkpoint   %8.4f s   (%.2fx the memcpy floor %.4f s; "
-          "1/%.0f of "
-          "the synchronous save %.3f s)\n",
-          stall, stall / (memcpy_s / kRanks), memcpy_s / kRanks,
-          sync_save_s / stall, sync_save_s);
-      std::printf("  torch.save + fsync     %8.3f s\n", torch_s);
-      std::printf(
-          "  persist                %8.3f GB/s (disk: %.3f GB/s, %.0f%%)\n",
-          persist_gbps, disk_write, 100 * persist_gbps / disk_write);
-      std::printf(
-          "  reshard load tp2->tp4  %8.3f GB/s (disk read %.3f GB/s), read "
-          "amplification "
-          "%.4f\n",
-          load_gbps, disk_read, amplification);
+          "{\"bench\":\"ckpt\",\"state_bytes\":%zu,\"stall_s\":%.6f,"
+          "\"eager_stall_s\":%.5f,\"snapshot_s\":%.5f,\"compute_ms\":%d,"
+          "\"sync_save_s\":%.4f,\"torch_save_s\":%.4f,\"memcpy_s\":%.5f,"
+          "\"persist_gbps\":%.3f,\"disk_write_gbps\":%.3f,"
+          "\"reshard_read_amplification\":%.4f,\"load_gbps\":%.3f,"
+          "\"disk_read_gbps\":%.3f}\n",
+          state_bytes, stall, eager_stall, snapshot_s, compute_ms, sync_save_s,
+          torch_s, memcpy_s, persist_gbps, disk_write, amplification,
+          load_gbps, disk_read);
+      continue;
     }
+    std::printf("state %.2f GiB over %d ranks (per rank %.0f MiB)\n",
+                state_bytes / double(1 << 30), kRanks,
+                state_bytes / double(1 << 20) / kRanks);
+    std::printf(
+        "  stall, deferred snapshot %9.6f s  (%.2fx the memcpy floor %.4f s; "
+        "1/%.0f of the synchronous save %.3f s; 1/%.0f of torch.save)\n"
+        "    the copy took %.4f s in the background, hidden by %d ms of "
+        "forward/backward\n",
+        stall, stall / memcpy_s, memcpy_s, sync_save_s / stall, sync_save_s,
+        torch_s / stall, snapshot_s, compute_ms);
+    std::printf(
+        "  stall, eager snapshot    %9.4f s  (%.2fx the memcpy floor; 1/%.0f "
+        "of the synchronous save)\n",
+        eager_stall, eager_stall / memcpy_s, sync_save_s / eager_stall);
+    std::printf("  torch.save + fsync       %9.3f s\n", torch_s);
+    std::printf(
+        "  persist                  %9.3f GB/s (disk write %.3f GB/s: %.0f%%)\n",
+        persist_gbps, disk_write, 100 * persist_gbps / disk_write);
+    std::printf(
+        "  reshard load tp2->tp4    %9.3f GB/s (disk read %.3f GB/s: %.0f%%), "
+        "read amplification %.4f\n",
+        load_gbps, disk_read, 100 * load_gbps / disk_read, amplification);
   }
   return 0;
 }

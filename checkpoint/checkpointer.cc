@@ -1,5 +1,7 @@
 #include "checkpoint/checkpointer.h"
 
+#include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -23,6 +25,22 @@ namespace {
 
 std::string RankFile(int rank, const char* ext) {
   return absl::StrFormat("rank-%05d.%s", rank, ext);
+}
+
+// Background checkpoint threads yield to training when cores are short,
+// so a copy or a checksum never preempts a rank's compute or communication
+// threads; on idle cores they run at full speed. The persist thread runs at
+// nice 10 (it must progress even when training keeps every core busy); the
+// deferred snapshot copy runs under SCHED_IDLE, only on otherwise idle
+// cores — it cannot starve, since a rank waiting in WaitSnapshot frees its
+// core. Both calls act on the calling thread only (Linux).
+void LowerThreadPriority(bool idle) {
+  if (idle) {
+    sched_param p{};
+    (void)sched_setscheduler(0, SCHED_IDLE, &p);
+  } else {
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+  }
 }
 
 // Appends `n` bytes to the data file, recording block checksums.
@@ -62,7 +80,16 @@ Checkpointer::Checkpointer(CheckpointOptions options)
                               catalog.status().ToString());
     }
   }
-  worker_ = std::thread([this] { Loop(); });
+  worker_ = std::thread([this] {
+    LowerThreadPriority(/*idle=*/false);
+    Loop();
+  });
+  if (opts_.deferred_snapshot) {
+    snapshotter_ = std::thread([this] {
+      LowerThreadPriority(/*idle=*/true);
+      SnapshotLoop();
+    });
+  }
 }
 
 Checkpointer::~Checkpointer() {
@@ -73,6 +100,7 @@ Checkpointer::~Checkpointer() {
   }
   cv_.notify_all();
   worker_.join();
+  if (snapshotter_.joinable()) snapshotter_.join();
 }
 
 Status Checkpointer::Wait() {
@@ -113,27 +141,77 @@ Status Checkpointer::SaveAsync(int64_t step,
     }
     storage_ = *opened;
   }
-  // Stage 1: copy into staging buffers, reused across saves (their pages
-  // are already faulted in, so this runs at memcpy speed).
   staged.step = step;
-  staged.tensors.clear();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const ShardedTensor& t = tensors[i];
-    // Keyed by name and position: a rank may hold two shards of a tensor.
-    HostBuffer& buf = staged.buffers[absl::StrCat(t.name, "#", i)];
-    buf.Resize(t.Bytes());
-    if (t.Bytes() > 0) std::memcpy(buf.data(), t.data, t.Bytes());
-    ShardedTensor s = t;
-    s.data = buf.data();
-    staged.tensors.push_back(std::move(s));
-  }
+  staged.parts.clear();
+  for (const ShardedTensor& t : tensors) staged.parts.push_back(OwnPart(t));
   staged.blobs = blobs;
+  if (!opts_.deferred_snapshot) Stage(staged);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(staged));
+    (opts_.deferred_snapshot ? unstaged_ : queue_).push_back(std::move(staged));
   }
   cv_.notify_all();
   return absl::OkStatus();
+}
+
+void Checkpointer::WaitSnapshot() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return unstaged_.empty() && !staging_; });
+}
+
+Checkpointer::Part Checkpointer::OwnPart(const ShardedTensor& t) {
+  Part p;
+  p.tensor = t;
+  p.tensor.replica_id = 0;
+  p.tensor.num_replicas = 1;
+  if (t.local_shape.empty()) {
+    p.has_chunk = t.replica_id == 0;
+    return p;
+  }
+  const int64_t rows = t.local_shape[0];
+  const int64_t begin = rows * t.replica_id / t.num_replicas;
+  const int64_t end = rows * (t.replica_id + 1) / t.num_replicas;
+  const size_t row_bytes = rows > 0 ? t.Bytes() / static_cast<size_t>(rows) : 0;
+  p.tensor.local_shape[0] = end - begin;
+  p.tensor.global_offset[0] += begin;
+  p.tensor.data = static_cast<char*>(t.data) + begin * row_bytes;
+  // A replica without rows writes nothing (an empty tensor still gets its
+  // one empty chunk, from replica 0).
+  p.has_chunk = p.tensor.NumElements() > 0 ||
+                (t.NumElements() == 0 && t.replica_id == 0);
+  return p;
+}
+
+// Copies every part into the save's staging buffers, which are reused
+// across saves (their pages are already faulted in, so this runs at memcpy
+// speed).
+void Checkpointer::Stage(Staged& s) {
+  for (size_t i = 0; i < s.parts.size(); ++i) {
+    ShardedTensor& t = s.parts[i].tensor;
+    if (!s.parts[i].has_chunk || t.Bytes() == 0) continue;
+    // Keyed by name and position: a rank may hold two shards of a tensor.
+    HostBuffer& buf = s.buffers[absl::StrCat(t.name, "#", i)];
+    buf.Resize(t.Bytes());
+    std::memcpy(buf.data(), t.data, t.Bytes());
+    t.data = buf.data();
+  }
+}
+
+void Checkpointer::SnapshotLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !unstaged_.empty(); });
+    if (unstaged_.empty()) return;
+    Staged staged = std::move(unstaged_.front());
+    unstaged_.pop_front();
+    staging_ = true;
+    lock.unlock();
+    Stage(staged);
+    lock.lock();
+    staging_ = false;
+    queue_.push_back(std::move(staged));
+    cv_.notify_all();
+  }
 }
 
 void Checkpointer::Loop() {
@@ -166,37 +244,18 @@ Status Checkpointer::Persist(const Staged& staged) {
   RankIndex index;
   index.set_rank(opts_.rank);
   Status st;
-  for (const ShardedTensor& t : staged.tensors) {
+  for (const Part& part : staged.parts) {
+    const ShardedTensor& t = part.tensor;
     TensorMeta* meta = index.add_tensors();
     meta->set_name(t.name);
     meta->set_dtype(DTypeName(t.dtype));
     for (int64_t d : t.global_shape) meta->add_global_shape(d);
-    // Fully-parallel save: replica k writes rows [k R/n, (k+1) R/n) of
-    // dimension 0 of the shard (scalars: replica 0).
-    std::vector<int64_t> shape = t.local_shape, off = t.global_offset;
-    int64_t row_begin = 0, rows = 1;
-    if (!shape.empty()) {
-      rows = shape[0];
-      row_begin = rows * t.replica_id / t.num_replicas;
-      const int64_t row_end = rows * (t.replica_id + 1) / t.num_replicas;
-      shape[0] = row_end - row_begin;
-      off[0] += row_begin;
-    } else if (t.replica_id != 0) {
-      continue;
-    }
-    int64_t elems = 1;
-    for (int64_t s : shape) elems *= s;
-    if (elems == 0 && t.NumElements() > 0)
-      continue;  // this replica has no rows
-    const size_t row_bytes =
-        rows > 0 ? t.Bytes() / static_cast<size_t>(rows) : 0;
+    if (!part.has_chunk) continue;
     ChunkMeta* chunk = meta->add_chunks();
-    for (int64_t d : off) chunk->add_global_offset(d);
-    for (int64_t d : shape) chunk->add_shape(d);
+    for (int64_t d : t.global_offset) chunk->add_global_offset(d);
+    for (int64_t d : t.local_shape) chunk->add_shape(d);
     chunk->set_file(data_name);
-    st = AppendChunk(*out,
-                     static_cast<const char*>(t.data) + row_begin * row_bytes,
-                     static_cast<size_t>(elems) * DTypeSize(t.dtype),
+    st = AppendChunk(*out, static_cast<const char*>(t.data), t.Bytes(),
                      opts_.block_bytes, chunk);
     if (!st.ok()) break;
   }

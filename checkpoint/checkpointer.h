@@ -55,13 +55,22 @@ struct CheckpointOptions {
   int64_t keep_every = 0;
   // Saves persisting at once; each holds its own staging buffers.
   int max_in_flight = 1;
+  // Deferred snapshot (DataStates-LLM, Maurya et al. HPDC'24: parameters
+  // and optimizer state do not change during forward and backward): the
+  // staging copy runs on a background thread and SaveAsync returns without
+  // copying; the caller must leave the tensors untouched until
+  // WaitSnapshot() returns — a trainer calls it right before its optimizer
+  // step, so the copy overlaps the next forward and backward.
+  bool deferred_snapshot = false;
 };
 
-// Threading: one thread calls SaveAsync/Wait; persisting runs on an
-// internal thread, one save after another in step order. At most
+// Threading: one thread calls SaveAsync/WaitSnapshot/Wait; persisting runs
+// on an internal thread, one save after another in step order (and, with
+// deferred_snapshot, staging copies on a second one). At most
 // max_in_flight saves are staged or persisting: SaveAsync first waits for a
 // slot. Each in-flight save has its own staging buffers, reused by later
-// saves.
+// saves. A replica stages only the rows it writes (fully-parallel save), so
+// a tensor replicated over n data-parallel ranks costs each 1/n of a copy.
 class Checkpointer {
  public:
   explicit Checkpointer(CheckpointOptions options);
@@ -69,28 +78,47 @@ class Checkpointer {
 
   // Stage 1 (on the caller's thread): validates and copies every tensor
   // and blob into reusable host staging buffers, then returns — training
-  // may modify its tensors at once. Stage 2 (background): writes, fsyncs,
-  // commits. The result of stage 2 is returned by Wait().
+  // may modify its tensors at once (with deferred_snapshot: copies the
+  // blobs, queues the tensor copies and returns; see WaitSnapshot). Stage 2
+  // (background): writes, fsyncs, commits. The result of stage 2 is
+  // returned by Wait().
   Status SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
                    const std::vector<Blob>& blobs);
+  // Blocks until every tensor handed to SaveAsync has been copied out; the
+  // caller may modify them afterwards. Returns at once without
+  // deferred_snapshot.
+  void WaitSnapshot();
   // Blocks until every save in flight is committed or failed; returns the
   // first failure since the last Wait.
   Status Wait();
 
  private:
+  // The part of a shard this replica writes: rows [k R/n, (k+1) R/n) of
+  // dimension 0 for replica k of n (a scalar: replica 0 only). `tensor`
+  // describes just those rows; its data points at the caller's memory until
+  // staged, then at a staging buffer.
+  struct Part {
+    ShardedTensor tensor;
+    bool has_chunk = true;  // false: this replica writes no rows
+  };
   // One save's staged state; its buffers return to the pool afterwards.
   struct Staged {
     int64_t step = 0;
-    std::vector<ShardedTensor> tensors;  // data -> buffers
+    std::vector<Part> parts;
     std::map<std::string, HostBuffer> buffers;  // pinned when CUDA
     std::vector<Blob> blobs;
   };
+  static Part OwnPart(const ShardedTensor& t);
+  static void Stage(Staged& s);
   Status Persist(const Staged& s);
   void Loop();
+  void SnapshotLoop();
 
   CheckpointOptions opts_;
   std::shared_ptr<Storage> storage_;  // opened on first save
-  std::deque<Staged> queue_;          // guarded by mu_
+  std::deque<Staged> queue_;          // staged, to persist; guarded by mu_
+  std::deque<Staged> unstaged_;       // deferred copies; guarded by mu_
+  bool staging_ = false;  // SnapshotLoop is copying; guarded by mu_
   std::vector<Staged> pool_;          // free buffer sets; guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
@@ -98,6 +126,7 @@ class Checkpointer {
   bool stopping_ = false;  // guarded by mu_
   Status last_;            // guarded by mu_
   std::thread worker_;
+  std::thread snapshotter_;  // with deferred_snapshot only
 };
 
 // DIR/catalog.rocksdb for file:///DIR, rocksdb:///DIR or a plain DIR.

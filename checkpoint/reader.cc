@@ -97,8 +97,9 @@ std::vector<Segment> Segments(const Box& region, const Box& chunk_box,
 }
 
 // Reads `pieces` (block ranges of one chunk) with up to kReadThreads
-// threads, each through its own piece-sized buffer, and copies the parts
-// of `segments` they hold into `target` (DESIGN.md §7: "reads only the
+// threads — into the target when a piece lies inside one run, else through
+// the thread's own piece-sized buffer, copying the parts of `segments` it
+// holds into `target` (DESIGN.md §7: "reads only the
 // overlapping byte ranges, in parallel"). Never materialises the chunk: a
 // fresh chunk-sized buffer costs as much in page faults as the read. The
 // first error wins.
@@ -119,20 +120,26 @@ Status ReadPieces(Storage& storage, int64_t step, const std::string& tensor,
       const uint64_t pb = pieces[i].first * bb;
       const uint64_t pe =
           std::min<uint64_t>((pieces[i].second + 1) * bb, chunk.length());
-      if (buf.size() < pe - pb) buf.resize(pe - pb);
+      // Segments are sorted by src: start at the first one ending after pb.
+      auto seg = std::partition_point(
+          segments.begin(), segments.end(),
+          [pb](const Segment& x) { return x.src + x.len <= pb; });
+      // A piece wholly inside one run (row splits, flat partitions) is read
+      // straight into the target and verified there: no second copy.
+      const bool direct = seg != segments.end() && seg->src <= pb &&
+                          pe <= seg->src + seg->len;
+      char* dst = direct ? target + seg->dst + (pb - seg->src) : nullptr;
+      if (!direct && buf.size() < pe - pb) buf.resize(pe - pb);
       Status s = ReadBlocks(storage, step, tensor, chunk_index, chunk,
-                            pieces[i].first, pieces[i].second, buf.data(), pb,
-                            &mine);
+                            pieces[i].first, pieces[i].second,
+                            direct ? dst : buf.data(), pb, &mine);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) first_error = s;
         next = pieces.size();
         break;
       }
-      // Segments are sorted by src: start at the first one ending after pb.
-      auto seg = std::partition_point(
-          segments.begin(), segments.end(),
-          [pb](const Segment& x) { return x.src + x.len <= pb; });
+      if (direct) continue;
       for (; seg != segments.end() && seg->src < pe; ++seg) {
         const uint64_t b = std::max(seg->src, pb);
         const uint64_t e = std::min(seg->src + seg->len, pe);
@@ -186,7 +193,7 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
       const Box have = ChunkBox(chunk);
       auto region = Intersect(want, have);
       if (!region) continue;
-      if (have.NumElements() * es != static_cast<int64_t>(chunk.length())) {
+      if (static_cast<uint64_t>(have.NumElements()) * es != chunk.length()) {
         return absl::DataLossError(
             absl::StrCat("tensor '", target.name, "' chunk ", ci,
                          ": length does not match its shape"));

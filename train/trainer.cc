@@ -105,6 +105,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
     co.store = comm::NewPrefixStore("ckpt", g.store);
     co.keep_last = 3;
     co.default_catalog = true;
+    co.deferred_snapshot = true;  // fenced in ClipAndUpdate
     t->ckpt_ = std::make_unique<checkpoint::Checkpointer>(co);
   }
   return t;
@@ -240,6 +241,14 @@ Status Trainer::ReduceGradients(
 }
 
 StatusOr<double> Trainer::ClipAndUpdate() {
+  if (ckpt_ != nullptr) {
+    // The first write to parameters and moments since the last SaveAsync:
+    // its deferred staging copy ran during this step's forward and
+    // backward; whatever is left of it stalls training here.
+    const auto t0 = Clock::now();
+    ckpt_->WaitSnapshot();
+    stall_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
   float* grads = o_.zero1 ? grad_shard_.data() : params_.g.data();
   const size_t off = shard_begin_, n = shard_size_;
   const size_t real = params_.shards.empty()
@@ -379,20 +388,20 @@ std::vector<checkpoint::ShardedTensor> Trainer::StateTensors(float* m,
 
 Status Trainer::SaveCheckpoint() {
   const auto t0 = Clock::now();
-  std::vector<float> full_m, full_v;
   float* m = m_.data();
   float* v = v_.data();
   if (o_.zero1 && o_.par.dp > 1) {
     // Moments are saved per parameter in global coordinates: gather this
-    // rank's partition into the whole local shard first.
-    full_m.resize(padded_);
-    full_v.resize(padded_);
-    RETURN_IF_ERROR(g_.dp->AllGather(m_.data(), full_m.data(), padded_,
+    // rank's partition into the whole local shard first (members: the
+    // deferred snapshot reads them after this returns).
+    gathered_m_.resize(padded_);
+    gathered_v_.resize(padded_);
+    RETURN_IF_ERROR(g_.dp->AllGather(m_.data(), gathered_m_.data(), padded_,
                                      DataType::kF32)->Wait());
-    RETURN_IF_ERROR(g_.dp->AllGather(v_.data(), full_v.data(), padded_,
+    RETURN_IF_ERROR(g_.dp->AllGather(v_.data(), gathered_v_.data(), padded_,
                                      DataType::kF32)->Wait());
-    m = full_m.data();
-    v = full_v.data();
+    m = gathered_m_.data();
+    v = gathered_v_.data();
   }
   std::vector<checkpoint::Blob> blobs = {
       {"step", false, absl::StrCat(step_)},

@@ -82,7 +82,8 @@ class Trainer {
   StatusOr<StepResult> Step();
   // Waits for checkpoints in flight; the first failure since the last call.
   Status Finish();
-  // Seconds training was blocked in SaveAsync, summed.
+  // Seconds training was blocked by checkpoints (SaveAsync, and waiting for
+  // the deferred snapshot before the optimizer step), summed.
   double checkpoint_stall_s() const { return stall_s_; }
   int64_t step() const { return step_; }
   const StageParams& params() const { return params_; }
@@ -108,6 +109,8 @@ class Trainer {
   std::vector<float> m_, v_;
   size_t shard_begin_ = 0, shard_size_ = 0, padded_ = 0;
   std::vector<float> grad_shard_;
+  // ZeRO-1: the whole local shard's moments, gathered for a checkpoint.
+  std::vector<float> gathered_m_, gathered_v_;
   std::vector<uint8_t> count_in_norm_, decay_;
   int64_t step_ = 0;
   double stall_s_ = 0;

@@ -90,7 +90,10 @@ std::string FreshDir(const std::string& name) {
   return mkdtemp(tmpl.data());
 }
 
-void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
+// With `deferred`, the staging copy runs in the background (DataStates-LLM
+// style) and training waits for it before changing its tensors.
+void SaveLayout(const std::string& dir, const Layout& l, int64_t step,
+                bool deferred = false) {
   auto store = comm::NewInMemoryStore();
   std::vector<std::thread> ranks;
   for (int r = 0; r < l.World(); ++r) {
@@ -103,11 +106,13 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
       o.world_size = l.World();
       o.store = store;
       o.block_bytes = 64;  // many blocks per chunk
+      o.deferred_snapshot = deferred;
       Checkpointer ckpt(o);
       ASSERT_TRUE(
           ckpt.SaveAsync(step, shards,
                          {Blob{"rng", true, "seed" + std::to_string(r)}})
               .ok());
+      ckpt.WaitSnapshot();
       for (auto& s : storage)
         std::fill(s.begin(), s.end(), 0.f);  // training goes on
       Status st = ckpt.Wait();
@@ -117,14 +122,15 @@ void SaveLayout(const std::string& dir, const Layout& l, int64_t step) {
   for (auto& t : ranks) t.join();
 }
 
-class ReshardTest : public ::testing::TestWithParam<
-                        std::tuple<std::pair<Layout, Layout>, std::string>> {};
+class ReshardTest
+    : public ::testing::TestWithParam<
+          std::tuple<std::pair<Layout, Layout>, std::string, bool>> {};
 
 // Both backends: a directory and an embedded RocksDB per rank.
 TEST_P(ReshardTest, LoadUnderAnotherLayoutMatchesGlobalTensors) {
   const auto [saved, loaded] = std::get<0>(GetParam());
   const std::string dir = std::get<1>(GetParam()) + FreshDir("reshard");
-  SaveLayout(dir, saved, 7);
+  SaveLayout(dir, saved, 7, std::get<2>(GetParam()));
   ASSERT_EQ(*LatestStep(dir), 7);
   ASSERT_TRUE(Verify(dir, 7).ok());
   for (int r = 0; r < loaded.World(); ++r) {
@@ -150,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
                           std::make_pair(Layout{4, 1, 2}, Layout{1, 2, 4}),
                           std::make_pair(Layout{1, 4, 2}, Layout{8, 1, 1}),
                           std::make_pair(Layout{1, 4, 2}, Layout{2, 1, 4})),
-        ::testing::Values(std::string("file://"), std::string("rocksdb://"))));
+        ::testing::Values(std::string("file://"), std::string("rocksdb://")),
+        ::testing::Bool()));
 
 TEST(RocksDbTest, DamagedValueIsDataLossAndRetentionDropsOldSteps) {
   const std::string uri = "rocksdb://" + FreshDir("rocks");
@@ -202,6 +209,40 @@ TEST(InFlightTest, TwoSavesInFlightKeepTheirOwnStagedState) {
     std::vector<ShardedTensor> targets = {g};
     ASSERT_TRUE(Load(dir, step, targets).ok());
     EXPECT_EQ(got[123], static_cast<float>(step));
+  }
+}
+
+TEST(InFlightTest, DeferredSnapshotsTakeTheStateAtSaveAsync) {
+  const std::string dir = FreshDir("deferred");
+  CheckpointOptions o;
+  o.uri = dir;
+  o.store = comm::NewInMemoryStore();
+  o.max_in_flight = 2;
+  o.deferred_snapshot = true;
+  Checkpointer ckpt(o);
+  constexpr int64_t kN = 1 << 20;
+  std::vector<float> w(kN, 1.f);
+  ShardedTensor t;
+  t.name = "w";
+  t.global_shape = t.local_shape = {kN};
+  t.global_offset = {0};
+  t.data = w.data();
+  ASSERT_TRUE(ckpt.SaveAsync(1, {t}, {Blob{"step", false, "1"}}).ok());
+  ckpt.WaitSnapshot();
+  std::fill(w.begin(), w.end(), 2.f);  // the optimizer step
+  ASSERT_TRUE(ckpt.SaveAsync(2, {t}, {Blob{"step", false, "2"}}).ok());
+  ckpt.WaitSnapshot();
+  std::fill(w.begin(), w.end(), 3.f);
+  ASSERT_TRUE(ckpt.Wait().ok());
+  for (int64_t step : {1, 2}) {
+    std::vector<float> got(kN);
+    ShardedTensor g = t;
+    g.data = got.data();
+    std::vector<ShardedTensor> targets = {g};
+    ASSERT_TRUE(Load(dir, step, targets).ok());
+    EXPECT_EQ(got.front(), static_cast<float>(step));
+    EXPECT_EQ(got.back(), static_cast<float>(step));
+    EXPECT_EQ(*LoadBlob(dir, step, "step"), std::to_string(step));
   }
 }
 
