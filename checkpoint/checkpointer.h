@@ -11,6 +11,7 @@
 // the new checkpoint, never a partial one reported as committed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -85,8 +86,9 @@ class Checkpointer {
   Status SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
                    const std::vector<Blob>& blobs);
   // Blocks until every tensor handed to SaveAsync has been copied out; the
-  // caller may modify them afterwards. Returns at once without
-  // deferred_snapshot.
+  // caller may modify them afterwards. The calling thread joins the copy
+  // (the background copier runs at low priority and may be far behind
+  // when the fence comes). Returns at once without deferred_snapshot.
   void WaitSnapshot();
   // Blocks until every save in flight is committed or failed; returns the
   // first failure since the last Wait.
@@ -101,15 +103,31 @@ class Checkpointer {
     ShardedTensor tensor;
     bool has_chunk = true;  // false: this replica writes no rows
   };
+  // A piece of a staging copy.
+  struct Copy {
+    const char* src;
+    char* dst;
+    size_t len;
+  };
   // One save's staged state; its buffers return to the pool afterwards.
   struct Staged {
     int64_t step = 0;
     std::vector<Part> parts;
     std::map<std::string, HostBuffer> buffers;  // pinned when CUDA
     std::vector<Blob> blobs;
+    std::vector<Copy> copies;  // still to copy into `buffers`
+  };
+  // The deferred staging copy in progress: threads take pieces through
+  // `next`; `left` counts pieces not yet copied.
+  struct CopyJob {
+    const std::vector<Copy>* copies = nullptr;
+    std::atomic<size_t> next{0};
+    std::atomic<size_t> left{0};
   };
   static Part OwnPart(const ShardedTensor& t);
-  static void Stage(Staged& s);
+  static void PlanCopies(Staged& s);
+  static void RunCopies(CopyJob& job);
+  void StageFront(std::unique_lock<std::mutex>& lock);
   Status Persist(const Staged& s);
   void Loop();
   void SnapshotLoop();
@@ -118,7 +136,7 @@ class Checkpointer {
   std::shared_ptr<Storage> storage_;  // opened on first save
   std::deque<Staged> queue_;          // staged, to persist; guarded by mu_
   std::deque<Staged> unstaged_;       // deferred copies; guarded by mu_
-  bool staging_ = false;  // SnapshotLoop is copying; guarded by mu_
+  std::shared_ptr<CopyJob> copying_;  // the copy in progress; guarded by mu_
   std::vector<Staged> pool_;          // free buffer sets; guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,11 +1,12 @@
 // file:// storage: DIR/step-<12 digits>/<name>, metadata written with
-// tmp + fsync + rename + directory fsync, data through the O_DIRECT writer.
+// tmp + fsync + rename + directory fsync, data through the O_DIRECT writer and reader.
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/direct_reader.h"
 #include "checkpoint/direct_writer.h"
 #include "checkpoint/file_util.h"
 #include "checkpoint/storage/storages.h"
@@ -37,9 +39,6 @@ class DirectSink final : public DataSink {
 class FileStorage final : public Storage {
  public:
   explicit FileStorage(std::string dir) : dir_(std::move(dir)) {}
-  ~FileStorage() override {
-    for (auto& [path, fd] : fds_) close(fd);
-  }
 
   StatusOr<std::unique_ptr<DataSink>> CreateData(
       int64_t step, const std::string& name) override {
@@ -52,21 +51,16 @@ class FileStorage final : public Storage {
   Status ReadData(int64_t step, const std::string& name, uint64_t offset,
                   void* buf, size_t n) override {
     const std::string path = Where(step, name);
-    int fd;
+    std::shared_ptr<internal::DirectReader> reader;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = fds_.find(path);
-      if (it == fds_.end()) {
-        fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-          return absl::DataLossError("checkpoint data file " + path +
-                                     " is missing");
-        fds_[path] = fd;
-      } else {
-        fd = it->second;
+      auto& r = readers_[path];
+      if (r == nullptr) {
+        ASSIGN_OR_RETURN(r, internal::DirectReader::Open(path));
       }
+      reader = r;
     }
-    return internal::ReadAt(fd, path, offset, buf, n);
+    return reader->Read(offset, buf, n);
   }
 
   Status PutMeta(int64_t step, const std::string& name,
@@ -105,9 +99,20 @@ class FileStorage final : public Storage {
 
   Status RemoveStep(int64_t step) override {
     unlink(Where(step, "manifest.pb").c_str());  // uncommit first
-    const std::string cmd = "rm -rf '" + StepPath(step) + "'";
-    if (std::system(cmd.c_str()) != 0)
-      return absl::UnavailableError("could not remove " + StepPath(step));
+    {
+      // Close the step's files (a reader still using one keeps it open).
+      std::lock_guard<std::mutex> lock(mu_);
+      const std::string prefix = StepPath(step) + "/";
+      std::erase_if(readers_, [&](const auto& e) {
+        return e.first.compare(0, prefix.size(), prefix) == 0;
+      });
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(StepPath(step), ec);
+    if (ec) {
+      return absl::UnavailableError("could not remove " + StepPath(step) +
+                                    ": " + ec.message());
+    }
     return absl::OkStatus();
   }
 
@@ -126,7 +131,8 @@ class FileStorage final : public Storage {
 
   const std::string dir_;
   std::mutex mu_;
-  std::map<std::string, int> fds_;  // guarded by mu_
+  // Open data files, guarded by mu_.
+  std::map<std::string, std::shared_ptr<internal::DirectReader>> readers_;
 };
 
 }  // namespace
