@@ -212,6 +212,10 @@ TEST(InFlightTest, TwoSavesInFlightKeepTheirOwnStagedState) {
   }
 }
 
+// Deferred snapshots hold the state at SaveAsync: steps 1 and 2 are fenced
+// one by one (the tensor changes right after each fence, as an optimizer
+// step does); steps 3 and 4 queue before one fence, which must copy (or
+// help copy) both. 12 MiB tensors: a dozen copy pieces each.
 TEST(InFlightTest, DeferredSnapshotsTakeTheStateAtSaveAsync) {
   const std::string dir = FreshDir("deferred");
   CheckpointOptions o;
@@ -220,28 +224,37 @@ TEST(InFlightTest, DeferredSnapshotsTakeTheStateAtSaveAsync) {
   o.max_in_flight = 2;
   o.deferred_snapshot = true;
   Checkpointer ckpt(o);
-  constexpr int64_t kN = 1 << 20;
-  std::vector<float> w(kN, 1.f);
+  constexpr int64_t kN = 3 << 20;
+  std::vector<float> w(kN, 1.f), w2(kN, 4.f);
   ShardedTensor t;
   t.name = "w";
   t.global_shape = t.local_shape = {kN};
   t.global_offset = {0};
   t.data = w.data();
-  ASSERT_TRUE(ckpt.SaveAsync(1, {t}, {Blob{"step", false, "1"}}).ok());
-  ckpt.WaitSnapshot();
-  std::fill(w.begin(), w.end(), 2.f);  // the optimizer step
-  ASSERT_TRUE(ckpt.SaveAsync(2, {t}, {Blob{"step", false, "2"}}).ok());
-  ckpt.WaitSnapshot();
-  std::fill(w.begin(), w.end(), 3.f);
-  ASSERT_TRUE(ckpt.Wait().ok());
+  auto step_blob = [](int64_t step) {
+    return std::vector<Blob>{Blob{"step", false, std::to_string(step)}};
+  };
   for (int64_t step : {1, 2}) {
+    ASSERT_TRUE(ckpt.SaveAsync(step, {t}, step_blob(step)).ok());
+    ckpt.WaitSnapshot();
+    std::fill(w.begin(), w.end(), static_cast<float>(step + 1));
+  }
+  ASSERT_TRUE(ckpt.SaveAsync(3, {t}, step_blob(3)).ok());
+  t.data = w2.data();
+  ASSERT_TRUE(ckpt.SaveAsync(4, {t}, step_blob(4)).ok());
+  ckpt.WaitSnapshot();
+  std::fill(w.begin(), w.end(), 9.f);
+  std::fill(w2.begin(), w2.end(), 9.f);
+  ASSERT_TRUE(ckpt.Wait().ok());
+  for (int64_t step : {1, 2, 3, 4}) {
     std::vector<float> got(kN);
     ShardedTensor g = t;
     g.data = got.data();
     std::vector<ShardedTensor> targets = {g};
     ASSERT_TRUE(Load(dir, step, targets).ok());
-    EXPECT_EQ(got.front(), static_cast<float>(step));
-    EXPECT_EQ(got.back(), static_cast<float>(step));
+    EXPECT_EQ(std::count(got.begin(), got.end(), static_cast<float>(step)),
+              kN)
+        << "step " << step;
     EXPECT_EQ(*LoadBlob(dir, step, "step"), std::to_string(step));
   }
 }
