@@ -23,8 +23,9 @@
 //                 concurrent ranks, page cache dropped first
 //   disk_read_gbps  the faster of `dd iflag=direct` over the same data
 //                 files and plain reads of them in parallel, cache dropped
-// The load and the disk reads alternate over --rounds rounds; each reports
-// its best round (this VM's disk varies several-fold between runs).
+// The loads and the disk reads alternate over --rounds rounds, two of each
+// per round; each side reports its best (this VM's disk varies several-fold
+// between runs).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -99,6 +100,11 @@ void Check(const Status& s) {
     std::fprintf(stderr, "strata-bench ckpt: %s\n", s.ToString().c_str());
     std::exit(1);
   }
+}
+
+template <typename T>
+void Check(const StatusOr<T>& s) {
+  Check(s.status());
 }
 
 // Runs fn(r) for every rank on its own thread.
@@ -278,17 +284,7 @@ int CkptBench(int argc, char** argv) {
     std::vector<std::vector<float>> quarters(kRanks);
     for (auto& q : quarters) q.assign(rows / 4 * cols, 0.f);  // touched
     double load_gbps = 0, disk_read = 0, amplification = 0;
-    for (int round = 0; round < rounds; ++round) {
-      DropCache(files);
-      double direct = TimeCommand("dd if=" + files[0] +
-                                  " of=/dev/null bs=1M iflag=direct && dd if=" +
-                                  files[1] + " of=/dev/null bs=1M iflag=direct");
-      DropCache(files);
-      double parallel = TimeCommand("cat " + files[0] + " >/dev/null & cat " +
-                                    files[1] + " >/dev/null; wait");
-      for (double t : {direct, parallel}) {
-        if (t > 0) disk_read = std::max(disk_read, state_bytes / t / 1e9);
-      }
+    auto load_once = [&] {
       DropCache(files);
       std::vector<checkpoint::LoadStats> stats(kRanks);
       const auto l0 = Clock::now();
@@ -305,6 +301,21 @@ int CkptBench(int argc, char** argv) {
       }
       load_gbps = std::max(load_gbps, needed / secs / 1e9);
       amplification = static_cast<double>(read) / needed;
+    };
+    auto disk_once = [&](const std::string& cmd) {
+      DropCache(files);
+      const double t = TimeCommand(cmd);
+      if (t > 0) disk_read = std::max(disk_read, state_bytes / t / 1e9);
+    };
+    // Each round: two disk reads (direct, parallel buffered) and two loads,
+    // interleaved, so both sides get as many tries.
+    for (int round = 0; round < rounds; ++round) {
+      disk_once("dd if=" + files[0] + " of=/dev/null bs=1M iflag=direct && dd if=" +
+                files[1] + " of=/dev/null bs=1M iflag=direct");
+      load_once();
+      disk_once("cat " + files[0] + " >/dev/null & cat " + files[1] +
+                " >/dev/null; wait");
+      load_once();
     }
     for (int q = 0; q < kRanks; ++q) {  // rows of half q/2 hold q/2 + 1
       if (quarters[q].front() != q / 2 + 1 || quarters[q].back() != q / 2 + 1) {

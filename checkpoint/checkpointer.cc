@@ -112,9 +112,41 @@ Status Checkpointer::Wait() {
   return st;
 }
 
-Status Checkpointer::SaveAsync(int64_t step,
-                               const std::vector<ShardedTensor>& tensors,
-                               const std::vector<Blob>& blobs) {
+// Opens the storage on first use (the caller's thread only).
+Status Checkpointer::EnsureStorage() {
+  if (!storage_) storage_ = opts_.storage;
+  if (!storage_) {
+    ASSIGN_OR_RETURN(storage_,
+                     OpenStorage(opts_.uri, opts_.rank, /*writable=*/true));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<int64_t> Checkpointer::Latest() {
+  RETURN_IF_ERROR(EnsureStorage());
+  ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage_->Steps());
+  if (steps.empty()) {
+    return absl::NotFoundError("no committed checkpoint in " + opts_.uri);
+  }
+  return steps.back();
+}
+
+bool SaveHandle::done() const {
+  if (!state_) return true;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done;
+}
+
+Status SaveHandle::Wait() const {
+  if (!state_) return absl::OkStatus();
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->done; });
+  return state_->status;
+}
+
+StatusOr<SaveHandle> Checkpointer::SaveAsync(
+    int64_t step, const std::vector<ShardedTensor>& tensors,
+    const std::vector<Blob>& blobs) {
   if (opts_.uri.empty() || !opts_.store || opts_.world_size < 1) {
     return absl::InvalidArgumentError(
         "checkpointer needs a URI, a store and a world size");
@@ -131,21 +163,20 @@ Status Checkpointer::SaveAsync(int64_t step,
       pool_.pop_back();
     }
   }
-  if (!storage_) storage_ = opts_.storage;
-  if (!storage_) {
-    auto opened = OpenStorage(opts_.uri, opts_.rank, /*writable=*/true);
-    if (!opened.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      --in_flight_;
-      cv_.notify_all();
-      return opened.status();
-    }
-    storage_ = *opened;
+  if (Status opened = EnsureStorage(); !opened.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
+    cv_.notify_all();
+    return opened;
   }
   staged.step = step;
   staged.parts.clear();
   for (const ShardedTensor& t : tensors) staged.parts.push_back(OwnPart(t));
   staged.blobs = blobs;
+  SaveHandle handle;
+  handle.state_ = std::make_shared<SaveHandle::State>();
+  handle.state_->step = step;
+  staged.handle = handle.state_;
   PlanCopies(staged);
   if (!opts_.deferred_snapshot) {
     CopyJob job;
@@ -158,7 +189,7 @@ Status Checkpointer::SaveAsync(int64_t step,
     (opts_.deferred_snapshot ? unstaged_ : queue_).push_back(std::move(staged));
   }
   cv_.notify_all();
-  return absl::OkStatus();
+  return handle;
 }
 
 void Checkpointer::WaitSnapshot() {
@@ -273,6 +304,13 @@ void Checkpointer::Loop() {
       GetLogger("CKPT")->error("checkpoint {}: {}", staged.step,
                                std::string(st.message()));
     }
+    {
+      std::lock_guard<std::mutex> done(staged.handle->mu);
+      staged.handle->done = true;
+      staged.handle->status = st;
+    }
+    staged.handle->cv.notify_all();
+    staged.handle.reset();
     lock.lock();
     if (!st.ok() && last_.ok()) last_ = st;
     pool_.push_back(std::move(staged));

@@ -65,6 +65,29 @@ struct CheckpointOptions {
   bool deferred_snapshot = false;
 };
 
+// One save in flight, as SaveAsync returns it (cf. the future of PyTorch
+// DCP's async_save): done once this rank's part is durable and reported
+// to the commit leader — on rank 0, once the step is committed (or the
+// save failed). Copyable; the empty handle is done and OK.
+class SaveHandle {
+ public:
+  int64_t step() const { return state_ ? state_->step : -1; }
+  bool done() const;
+  // Blocks until done; this save's result.
+  Status Wait() const;
+
+ private:
+  friend class Checkpointer;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    int64_t step = 0;
+    bool done = false;  // guarded by mu
+    Status status;      // guarded by mu
+  };
+  std::shared_ptr<State> state_;
+};
+
 // Threading: one thread calls SaveAsync/WaitSnapshot/Wait; persisting runs
 // on an internal thread, one save after another in step order (and, with
 // deferred_snapshot, staging copies on a second one). At most
@@ -82,9 +105,10 @@ class Checkpointer {
   // may modify its tensors at once (with deferred_snapshot: copies the
   // blobs, queues the tensor copies and returns; see WaitSnapshot). Stage 2
   // (background): writes, fsyncs, commits. The result of stage 2 is
-  // returned by Wait().
-  Status SaveAsync(int64_t step, const std::vector<ShardedTensor>& tensors,
-                   const std::vector<Blob>& blobs);
+  // returned by the handle and by Wait().
+  StatusOr<SaveHandle> SaveAsync(int64_t step,
+                                 const std::vector<ShardedTensor>& tensors,
+                                 const std::vector<Blob>& blobs);
   // Blocks until every tensor handed to SaveAsync has been copied out; the
   // caller may modify them afterwards. The calling thread joins the copy
   // (the background copier runs at low priority and may be far behind
@@ -93,6 +117,9 @@ class Checkpointer {
   // Blocks until every save in flight is committed or failed; returns the
   // first failure since the last Wait.
   Status Wait();
+  // The newest committed step in this checkpointer's storage (saves still
+  // in flight do not count); NotFound when there is none.
+  StatusOr<int64_t> Latest();
 
  private:
   // The part of a shard this replica writes: rows [k R/n, (k+1) R/n) of
@@ -116,6 +143,7 @@ class Checkpointer {
     std::map<std::string, HostBuffer> buffers;  // pinned when CUDA
     std::vector<Blob> blobs;
     std::vector<Copy> copies;  // still to copy into `buffers`
+    std::shared_ptr<SaveHandle::State> handle;
   };
   // The deferred staging copy in progress: threads take pieces through
   // `next`; `left` counts pieces not yet copied.
@@ -124,6 +152,7 @@ class Checkpointer {
     std::atomic<size_t> next{0};
     std::atomic<size_t> left{0};
   };
+  Status EnsureStorage();
   static Part OwnPart(const ShardedTensor& t);
   static void PlanCopies(Staged& s);
   static void RunCopies(CopyJob& job);

@@ -134,7 +134,7 @@ int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
                  std::string(static_cast<const char*>(blobs[i].data),
                              blobs[i].size)});
   }
-  return Report(ck->ck->SaveAsync(step, *t, b));
+  return Report(ck->ck->SaveAsync(step, *t, b).status());
 }
 
 int strata_ckpt_wait(strata_checkpointer* ck) {

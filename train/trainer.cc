@@ -407,7 +407,7 @@ Status Trainer::SaveCheckpoint() {
       {"step", false, absl::StrCat(step_)},
       {"seed", false, absl::StrCat(o_.seed)},
       {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
-  Status s = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs);
+  Status s = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs).status();
   stall_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
   return s;
 }

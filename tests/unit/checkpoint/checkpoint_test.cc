@@ -231,6 +231,7 @@ TEST(InFlightTest, DeferredSnapshotsTakeTheStateAtSaveAsync) {
   t.global_shape = t.local_shape = {kN};
   t.global_offset = {0};
   t.data = w.data();
+  EXPECT_EQ(ckpt.Latest().status().code(), absl::StatusCode::kNotFound);
   auto step_blob = [](int64_t step) {
     return std::vector<Blob>{Blob{"step", false, std::to_string(step)}};
   };
@@ -239,13 +240,19 @@ TEST(InFlightTest, DeferredSnapshotsTakeTheStateAtSaveAsync) {
     ckpt.WaitSnapshot();
     std::fill(w.begin(), w.end(), static_cast<float>(step + 1));
   }
-  ASSERT_TRUE(ckpt.SaveAsync(3, {t}, step_blob(3)).ok());
+  StatusOr<SaveHandle> third = ckpt.SaveAsync(3, {t}, step_blob(3));
+  ASSERT_TRUE(third.ok());
   t.data = w2.data();
-  ASSERT_TRUE(ckpt.SaveAsync(4, {t}, step_blob(4)).ok());
+  StatusOr<SaveHandle> fourth = ckpt.SaveAsync(4, {t}, step_blob(4));
+  ASSERT_TRUE(fourth.ok());
   ckpt.WaitSnapshot();
   std::fill(w.begin(), w.end(), 9.f);
   std::fill(w2.begin(), w2.end(), 9.f);
+  EXPECT_TRUE(third->Wait().ok());  // one save's own result
+  EXPECT_EQ(third->step(), 3);
   ASSERT_TRUE(ckpt.Wait().ok());
+  EXPECT_TRUE(fourth->done());
+  EXPECT_EQ(*ckpt.Latest(), 4);
   for (int64_t step : {1, 2, 3, 4}) {
     std::vector<float> got(kN);
     ShardedTensor g = t;

@@ -25,8 +25,14 @@ class FaultyStorageTest : public ::testing::Test {
     w_.assign(1 << 14, value);
     ShardedTensor t{"w", DType::kF32, {1 << 14}, {1 << 14},
                     {0}, 0,           1,         w_.data()};
-    RETURN_IF_ERROR(ckpt_->SaveAsync(step, {t}, {Blob{"rng", true, "r"}}));
-    return ckpt_->Wait();
+    ASSIGN_OR_RETURN(SaveHandle h,
+                     ckpt_->SaveAsync(step, {t}, {Blob{"rng", true, "r"}}));
+    // The save's handle and Wait() report the same result.
+    const Status st = h.Wait();
+    EXPECT_TRUE(h.done());
+    EXPECT_EQ(h.step(), step);
+    EXPECT_EQ(ckpt_->Wait(), st);
+    return st;
   }
 
   // The value stored at step `step`, read through the faulty storage.
