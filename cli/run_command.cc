@@ -144,7 +144,7 @@ class RunSummary {
     }
     if (stall_ranks > 0) {
       std::fprintf(stderr,
-                   "  checkpoint stall (SaveAsync blocking, slowest rank): "
+                   "  checkpoint stall (SaveAsync + snapshot fence, slowest rank): "
                    "%.3f s in total\n",
                    stall);
     }
