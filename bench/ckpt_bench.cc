@@ -163,9 +163,8 @@ int CkptBench(int argc, char** argv) {
     auto save_eager = [&](int64_t step, double* stall, double* persist) {
       const auto s0 = Clock::now();
       for (int r = 0; r < kRanks; ++r) {
-        Check(eager[r]->SaveAsync(step, {Rows(state[r].data(), rows, cols,
-                                              kRanks, r)},
-                                  {}));
+        Check(eager[r]->SaveAsync(
+            step, {Rows(state[r].data(), rows, cols, kRanks, r)}, {}));
       }
       *stall = Since(s0) / kRanks;
       const auto p0 = Clock::now();
@@ -310,8 +309,9 @@ int CkptBench(int argc, char** argv) {
     // Each round: two disk reads (direct, parallel buffered) and two loads,
     // interleaved, so both sides get as many tries.
     for (int round = 0; round < rounds; ++round) {
-      disk_once("dd if=" + files[0] + " of=/dev/null bs=1M iflag=direct && dd if=" +
-                files[1] + " of=/dev/null bs=1M iflag=direct");
+      disk_once("dd if=" + files[0] +
+                " of=/dev/null bs=1M iflag=direct && dd if=" + files[1] +
+                " of=/dev/null bs=1M iflag=direct");
       load_once();
       disk_once("cat " + files[0] + " >/dev/null & cat " + files[1] +
                 " >/dev/null; wait");
@@ -333,8 +333,8 @@ int CkptBench(int argc, char** argv) {
           "\"reshard_read_amplification\":%.4f,\"load_gbps\":%.3f,"
           "\"disk_read_gbps\":%.3f}\n",
           state_bytes, stall, eager_stall, snapshot_s, compute_ms, sync_save_s,
-          torch_s, memcpy_s, persist_gbps, disk_write, amplification,
-          load_gbps, disk_read);
+          torch_s, memcpy_s, persist_gbps, disk_write, amplification, load_gbps,
+          disk_read);
       continue;
     }
     std::printf("state %.2f GiB over %d ranks (per rank %.0f MiB)\n",
@@ -353,7 +353,8 @@ int CkptBench(int argc, char** argv) {
         eager_stall, eager_stall / memcpy_s, sync_save_s / eager_stall);
     std::printf("  torch.save + fsync       %9.3f s\n", torch_s);
     std::printf(
-        "  persist                  %9.3f GB/s (disk write %.3f GB/s: %.0f%%)\n",
+        "  persist                  %9.3f GB/s (disk write %.3f GB/s: "
+        "%.0f%%)\n",
         persist_gbps, disk_write, 100 * persist_gbps / disk_write);
     std::printf(
         "  reshard load tp2->tp4    %9.3f GB/s (disk read %.3f GB/s: %.0f%%), "

@@ -228,8 +228,8 @@ Checkpointer::Part Checkpointer::OwnPart(const ShardedTensor& t) {
   p.tensor.data = static_cast<char*>(t.data) + begin * row_bytes;
   // A replica without rows writes nothing (an empty tensor still gets its
   // one empty chunk, from replica 0).
-  p.has_chunk = p.tensor.NumElements() > 0 ||
-                (t.NumElements() == 0 && t.replica_id == 0);
+  p.has_chunk =
+      p.tensor.NumElements() > 0 || (t.NumElements() == 0 && t.replica_id == 0);
   return p;
 }
 

@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/host_buffer.h"
 #include "checkpoint/storage.h"
 #include "checkpoint/tensor.h"
-#include "checkpoint/host_buffer.h"
 #include "comm/store.h"
 #include "proto/checkpoint.pb.h"
 

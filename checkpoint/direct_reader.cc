@@ -22,8 +22,7 @@ StatusOr<std::unique_ptr<DirectReader>> DirectReader::Open(
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   }
   if (fd < 0 && errno == ENOENT) {
-    return absl::DataLossError("checkpoint data file " + path +
-                               " is missing");
+    return absl::DataLossError("checkpoint data file " + path + " is missing");
   }
   if (fd < 0) return ErrnoToStatus(errno, "open " + path);
   return std::unique_ptr<DirectReader>(new DirectReader(path, fd, direct));
@@ -84,9 +83,8 @@ Status DirectReader::Read(uint64_t offset, void* buf, size_t n) {
     // End of file before `end`: nothing read, or a read ending mid-block
     // (a short read ending on a block boundary is simply continued).
     if (got_end < end && (r == 0 || got_end % kAlign != 0)) {
-      st = absl::DataLossError(absl::StrCat(path_,
-                                            " is truncated: wanted bytes [",
-                                            offset, ", ", end, ")"));
+      st = absl::DataLossError(absl::StrCat(
+          path_, " is truncated: wanted bytes [", offset, ", ", end, ")"));
     }
     pos = got_end;
   }

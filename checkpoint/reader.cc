@@ -129,13 +129,13 @@ Status ReadPieces(Storage& storage, int64_t step, const std::string& tensor,
           [pb](const Segment& x) { return x.src + x.len <= pb; });
       // A piece wholly inside one run (row splits, flat partitions) is read
       // straight into the target and verified there: no second copy.
-      const bool direct = seg != segments.end() && seg->src <= pb &&
-                          pe <= seg->src + seg->len;
+      const bool direct =
+          seg != segments.end() && seg->src <= pb && pe <= seg->src + seg->len;
       char* dst = direct ? target + seg->dst + (pb - seg->src) : nullptr;
       if (!direct && buf.size() < pe - pb) buf.resize(pe - pb);
-      Status s = ReadBlocks(storage, step, tensor, chunk_index, chunk,
-                            pieces[i].first, pieces[i].second,
-                            direct ? dst : buf.data(), pb, &mine);
+      Status s =
+          ReadBlocks(storage, step, tensor, chunk_index, chunk, pieces[i].first,
+                     pieces[i].second, direct ? dst : buf.data(), pb, &mine);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) first_error = s;
@@ -214,9 +214,8 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
         }
       }
       // Coalesced block ranges, cut into pieces read in parallel.
-      const uint64_t piece_blocks =
-          std::max<uint64_t>(1, kReadPieceBytes / std::max<uint64_t>(
-                                                      1, chunk.block_bytes()));
+      const uint64_t piece_blocks = std::max<uint64_t>(
+          1, kReadPieceBytes / std::max<uint64_t>(1, chunk.block_bytes()));
       std::vector<std::pair<uint64_t, uint64_t>> pieces;
       for (auto k = blocks.begin(); k != blocks.end();) {
         uint64_t first = *k, last = first;

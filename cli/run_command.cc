@@ -13,10 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -62,13 +62,15 @@ std::string FindBinary(const std::string& name) {
     if (access(p.c_str(), X_OK) == 0) return p;
   }
   Fail("run", kExitFailed,
-       absl::StrCat("cannot find ", name, " next to strata (set STRATA_BIN_DIR)"));
+       absl::StrCat("cannot find ", name,
+                    " next to strata (set STRATA_BIN_DIR)"));
 }
 
 // Starts `args` with stdout to `out_fd` (or the log) and stderr to the log.
 pid_t Start(const std::vector<std::string>& args, const std::string& log,
             int out_fd = -1) {
-  int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int log_fd =
+      open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);  // Ctrl-C reaches strata run only; it stops the rest
@@ -117,9 +119,8 @@ class RunSummary {
       if (step < next && step != last) continue;
       next = step + every;
       const double span = hi->second - lo->second;
-      const int bar = span > 0 ? static_cast<int>(
-                                     40 * (loss - lo->second) / span) + 1
-                               : 1;
+      const int bar =
+          span > 0 ? static_cast<int>(40 * (loss - lo->second) / span) + 1 : 1;
       std::fprintf(stderr, "    step %6lld  loss %9.5f  %s\n",
                    static_cast<long long>(step), loss,
                    std::string(bar, '#').c_str());
@@ -137,16 +138,17 @@ class RunSummary {
                      "%lld step(s) lost to the fault\n",
                      attempt, static_cast<long long>(a.first_step - 1),
                      static_cast<long long>(prev->last_step),
-                     static_cast<long long>(
-                         std::max<int64_t>(0, prev->last_step - a.first_step + 1)));
+                     static_cast<long long>(std::max<int64_t>(
+                         0, prev->last_step - a.first_step + 1)));
       }
       prev = &a;
     }
     if (stall_ranks > 0) {
-      std::fprintf(stderr,
-                   "  checkpoint stall (SaveAsync + snapshot fence, slowest rank): "
-                   "%.3f s in total\n",
-                   stall);
+      std::fprintf(
+          stderr,
+          "  checkpoint stall (SaveAsync + snapshot fence, slowest rank): "
+          "%.3f s in total\n",
+          stall);
     }
   }
 
@@ -167,7 +169,8 @@ class Processes {
     for (pid_t p : pids_) {
       if (p > 0) kill(p, SIGTERM);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (pid_t& p : pids_) {
       while (p > 0) {
         if (waitpid(p, nullptr, WNOHANG) == p) {
@@ -229,7 +232,8 @@ int Run(const RunArgs& a) {
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
+  if (ec)
+    Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
   // The embedded default checkpoint store (DESIGN.md §7): RocksDB in the
   // run's state directory, so a restarted attempt resumes from it.
   if (l->checkpoint_uri().empty()) {
@@ -245,12 +249,14 @@ int Run(const RunArgs& a) {
   } else {
     std::filesystem::remove_all(dir + "/curve", ec);
     auto made = coordinator::MakeEphemeralCurveDir(dir);
-    if (!made.ok()) Fail("run", kExitFailed, std::string(made.status().message()));
+    if (!made.ok())
+      Fail("run", kExitFailed, std::string(made.status().message()));
     curve_dir = *made;
   }
   auto curve_args = [&] {
-    return curve_dir.empty() ? std::vector<std::string>{}
-                             : std::vector<std::string>{"--curve-dir", curve_dir};
+    return curve_dir.empty()
+               ? std::vector<std::string>{}
+               : std::vector<std::string>{"--curve-dir", curve_dir};
   };
   signal(SIGINT, OnInterrupt);
   signal(SIGTERM, OnInterrupt);
@@ -258,10 +264,13 @@ int Run(const RunArgs& a) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) Fail("run", kExitFailed, "pipe failed");
   const std::string coord_log = dir + "/coordinator.log";
-  std::vector<std::string> coord_args = {
-      FindBinary("strata-coordinator"), "--state-dir", dir + "/coordinator",
-      "--listen", "tcp://127.0.0.1:0", "--heartbeat-ms",
-      absl::StrCat(a.heartbeat_ms)};
+  std::vector<std::string> coord_args = {FindBinary("strata-coordinator"),
+                                         "--state-dir",
+                                         dir + "/coordinator",
+                                         "--listen",
+                                         "tcp://127.0.0.1:0",
+                                         "--heartbeat-ms",
+                                         absl::StrCat(a.heartbeat_ms)};
   for (const auto& arg : curve_args()) coord_args.push_back(arg);
   pid_t coord = Start(coord_args, coord_log, pipe_fds[1]);
   close(pipe_fds[1]);
@@ -274,8 +283,8 @@ int Run(const RunArgs& a) {
   for (int i = 0; i < nodes; ++i) {
     const std::string name = absl::StrCat("node-", i);
     std::vector<std::string> worker_args = {
-        worker_bin, "--coordinator", endpoint, "--node-name", name,
-        "--address", "127.0.0.1", "--work-dir", dir + "/" + name};
+        worker_bin,  "--coordinator", endpoint,     "--node-name",   name,
+        "--address", "127.0.0.1",     "--work-dir", dir + "/" + name};
     for (const auto& arg : curve_args()) worker_args.push_back(arg);
     pid_t w = Start(worker_args, dir + "/" + name + ".log");
     procs.Add(w);
@@ -330,7 +339,8 @@ void AddRunCommand(CLI::App* app) {
       "this host (strata run --nodes 2 --ranks-per-node 2 -- python3 x.py)");
   auto a = std::make_shared<RunArgs>();
   AddJobOptions(cmd, &a->job);
-  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms,
+                  "worker heartbeat interval")
       ->check(CLI::Range(20, 60000))
       ->capture_default_str();
   cmd->add_option("--state-dir", a->state_dir,
@@ -340,9 +350,10 @@ void AddRunCommand(CLI::App* app) {
   cmd->add_flag("--plaintext", a->plaintext,
                 "no CURVE between this run's processes (default: a "
                 "throwaway key set in the state directory)");
-  cmd->add_option("--kill-worker-at-step", a->kill_worker_at_step,
-                  "fault injection: SIGKILL the last worker once a rank reports "
-                  "this step (demo and tests)");
+  cmd->add_option(
+      "--kill-worker-at-step", a->kill_worker_at_step,
+      "fault injection: SIGKILL the last worker once a rank reports "
+      "this step (demo and tests)");
   cmd->callback([a] {
     int rc = Run(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);

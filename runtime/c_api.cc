@@ -83,9 +83,10 @@ void strata_finalize(strata_runtime* rt) { delete rt; }
 int strata_get_placement(const strata_runtime* rt, strata_placement* out) {
   if (rt == nullptr || out == nullptr) return Invalid("null argument");
   const strata::RankInfo& i = rt->rt->info();
-  *out = {i.rank, i.world_size, i.local_rank, i.local_world_size, i.tp, i.pp,
-          i.dp,   i.cp,         i.tp_rank,    i.pp_rank,          i.dp_rank,
-          i.cp_rank, i.restart_count};
+  *out = {i.rank,         i.world_size, i.local_rank, i.local_world_size,
+          i.tp,           i.pp,         i.dp,         i.cp,
+          i.tp_rank,      i.pp_rank,    i.dp_rank,    i.cp_rank,
+          i.restart_count};
   return Report(absl::OkStatus());
 }
 
@@ -127,12 +128,13 @@ int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
   if (!t.ok()) return Report(t.status());
   std::vector<strata::checkpoint::Blob> b;
   for (int i = 0; i < num_blobs; ++i) {
-    if (blobs[i].name == nullptr || (blobs[i].data == nullptr && blobs[i].size)) {
+    if (blobs[i].name == nullptr ||
+        (blobs[i].data == nullptr && blobs[i].size)) {
       return Invalid("blob: name and data are required");
     }
-    b.push_back({blobs[i].name, blobs[i].per_rank != 0,
-                 std::string(static_cast<const char*>(blobs[i].data),
-                             blobs[i].size)});
+    b.push_back(
+        {blobs[i].name, blobs[i].per_rank != 0,
+         std::string(static_cast<const char*>(blobs[i].data), blobs[i].size)});
   }
   return Report(ck->ck->SaveAsync(step, *t, b).status());
 }
@@ -179,7 +181,8 @@ int strata_ckpt_load_blob(const char* uri, int64_t step, const char* name,
   auto blob = strata::checkpoint::LoadBlob(uri, step, name);
   if (!blob.ok()) return Report(blob.status());
   *size = blob->size();
-  if (buf != nullptr) std::memcpy(buf, blob->data(), std::min(capacity, blob->size()));
+  if (buf != nullptr)
+    std::memcpy(buf, blob->data(), std::min(capacity, blob->size()));
   return Report(absl::OkStatus());
 }
 

@@ -69,9 +69,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   if (o.ckpt_every < 0) {
     return absl::InvalidArgumentError("--ckpt-every must be >= 0");
   }
-  ASSIGN_OR_RETURN(DataSource data,
-                   DataSource::Open(o.data_file, o.model.vocab, o.model.seq,
-                                    o.seed));
+  ASSIGN_OR_RETURN(DataSource data, DataSource::Open(o.data_file, o.model.vocab,
+                                                     o.model.seq, o.seed));
   std::unique_ptr<Trainer> t(new Trainer(o, g, std::move(data)));
   t->params_.Init(o.seed);
   t->micro_batches_ = o.global_batch / (o.par.dp * o.micro_batch);
@@ -83,7 +82,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   t->count_in_norm_.assign(t->padded_, 0);
   t->decay_.assign(t->padded_, 0);
   for (const auto& s : t->params_.shards) {
-    const bool counted = !s.tied_copy && (!s.tp_replicated || o.par.tp_rank == 0);
+    const bool counted =
+        !s.tied_copy && (!s.tp_replicated || o.par.tp_rank == 0);
     std::fill_n(t->count_in_norm_.begin() + s.start, s.size, counted ? 1 : 0);
     std::fill_n(t->decay_.begin() + s.start, s.size, s.decay ? 1 : 0);
   }
@@ -115,12 +115,13 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
   const ModelConfig& m = o_.model;
   const int seqs = o_.micro_batch, s = m.seq, h = m.hidden;
   const int t = seqs * s;
-  const int64_t base = step_ * o_.global_batch +
-                       static_cast<int64_t>(o_.par.dp_rank) *
-                           (o_.global_batch / o_.par.dp) +
-                       static_cast<int64_t>(index) * seqs;
+  const int64_t base =
+      step_ * o_.global_batch +
+      static_cast<int64_t>(o_.par.dp_rank) * (o_.global_batch / o_.par.dp) +
+      static_cast<int64_t>(index) * seqs;
   mb.tokens.resize(static_cast<size_t>(seqs) * (s + 1));
-  for (int j = 0; j < seqs; ++j) data_.Sample(base + j, &mb.tokens[j * (s + 1)]);
+  for (int j = 0; j < seqs; ++j)
+    data_.Sample(base + j, &mb.tokens[j * (s + 1)]);
   mb.x0.resize(static_cast<size_t>(t) * h);  // received already if !first_
   if (first_) {
     const float* wte = params_.W(params_.wte);
@@ -133,8 +134,8 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
       }
     }
   }
-  BlockDims dims{seqs, s, h, m.heads / o_.par.tp, h / m.heads,
-                 m.ffn() / o_.par.tp};
+  BlockDims dims{
+      seqs, s, h, m.heads / o_.par.tp, h / m.heads, m.ffn() / o_.par.tp};
   mb.acts.resize(params_.layers.size());
   std::vector<float> cur = mb.x0, next(cur.size());
   for (size_t l = 0; l < params_.layers.size(); ++l) {
@@ -151,7 +152,8 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
             t, h, mb.hf.data(), mb.meanf.data(), mb.rstdf.data());
   std::vector<int32_t> targets(t);
   for (int j = 0; j < seqs; ++j) {
-    for (int p = 0; p < s; ++p) targets[j * s + p] = mb.tokens[j * (s + 1) + p + 1];
+    for (int p = 0; p < s; ++p)
+      targets[j * s + p] = mb.tokens[j * (s + 1) + p + 1];
   }
   mb.dhf.resize(mb.hf.size());
   const float scale =
@@ -174,8 +176,8 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
   } else {
     dy = std::move(mb.dy);  // received from the next stage
   }
-  BlockDims dims{seqs, s, h, m.heads / o_.par.tp, h / m.heads,
-                 m.ffn() / o_.par.tp};
+  BlockDims dims{
+      seqs, s, h, m.heads / o_.par.tp, h / m.heads, m.ffn() / o_.par.tp};
   const bool bucket = last_micro_batch && !o_.zero1 && o_.par.dp > 1;
   for (int l = static_cast<int>(params_.layers.size()) - 1; l >= 0; --l) {
     const LayerParams& lp = params_.layers[l];
@@ -226,16 +228,17 @@ Status Trainer::ReduceGradients(
       std::copy_n(params_.g.data(), shard_size_, grad_shard_.data());
       return absl::OkStatus();
     }
-    return g_.dp->ReduceScatter(params_.g.data(), grad_shard_.data(), padded_,
-                                DataType::kF32, ReduceOp::kSum)
+    return g_.dp
+        ->ReduceScatter(params_.g.data(), grad_shard_.data(), padded_,
+                        DataType::kF32, ReduceOp::kSum)
         ->Wait();
   }
   for (auto& w : dp_work) RETURN_IF_ERROR(Sync(g_.dp, w));
   if (o_.par.dp == 1) return absl::OkStatus();
   for (int idx : {params_.wte, params_.wpe, params_.lnf_g, params_.lnf_b}) {
     if (idx < 0) continue;
-    RETURN_IF_ERROR(AllReduce(g_.dp, params_.G(idx),
-                              params_.shards[idx].size, DataType::kF32));
+    RETURN_IF_ERROR(AllReduce(g_.dp, params_.G(idx), params_.shards[idx].size,
+                              DataType::kF32));
   }
   return absl::OkStatus();
 }
@@ -251,9 +254,9 @@ StatusOr<double> Trainer::ClipAndUpdate() {
   }
   float* grads = o_.zero1 ? grad_shard_.data() : params_.g.data();
   const size_t off = shard_begin_, n = shard_size_;
-  const size_t real = params_.shards.empty()
-                          ? 0
-                          : params_.shards.back().start + params_.shards.back().size;
+  const size_t real = params_.shards.empty() ? 0
+                                             : params_.shards.back().start +
+                                                   params_.shards.back().size;
   double sumsq = 0;
   for (size_t i = 0; i < n; ++i) {
     if (count_in_norm_[off + i]) sumsq += double(grads[i]) * grads[i];
@@ -276,12 +279,13 @@ StatusOr<double> Trainer::ClipAndUpdate() {
     m_[i] = o_.beta1 * m_[i] + (1 - o_.beta1) * gi;
     v_[i] = o_.beta2 * v_[i] + (1 - o_.beta2) * gi * gi;
     const float update = (m_[i] / bc1) / (std::sqrt(v_[i] / bc2) + o_.eps);
-    w[off + i] -= lr * (update + (decay_[off + i] ? o_.weight_decay * w[off + i] : 0.0f));
+    w[off + i] -=
+        lr * (update + (decay_[off + i] ? o_.weight_decay * w[off + i] : 0.0f));
   }
   if (o_.zero1 && o_.par.dp > 1) {
     std::vector<float> mine(w + off, w + off + n);
-    RETURN_IF_ERROR(g_.dp->AllGather(mine.data(), w, padded_, DataType::kF32)
-                        ->Wait());
+    RETURN_IF_ERROR(
+        g_.dp->AllGather(mine.data(), w, padded_, DataType::kF32)->Wait());
   }
   return norm;
 }
@@ -295,8 +299,8 @@ StatusOr<StepResult> Trainer::Step() {
   const int count = micro_batches_;
   const int warmup = std::min(o_.par.pp - o_.par.pp_rank - 1, count);
   const int remaining = count - warmup;
-  const size_t act = static_cast<size_t>(o_.micro_batch) * o_.model.seq *
-                     o_.model.hidden;
+  const size_t act =
+      static_cast<size_t>(o_.micro_batch) * o_.model.seq * o_.model.hidden;
   const int prev = first_ ? -1 : o_.par.pp_rank - 1;
   const int next = last_ ? -1 : o_.par.pp_rank + 1;
   // Point-to-point on the pipeline group. Where a stage sends to a
@@ -369,8 +373,9 @@ std::vector<checkpoint::ShardedTensor> Trainer::StateTensors(float* m,
     const int replica = s.tp_replicated
                             ? o_.par.dp_rank * o_.par.tp + o_.par.tp_rank
                             : o_.par.dp_rank;
-    for (auto [prefix, base] : {std::pair{"", params_.w.data()},
-                                std::pair{"opt.m.", m}, std::pair{"opt.v.", v}}) {
+    for (auto [prefix, base] :
+         {std::pair{"", params_.w.data()}, std::pair{"opt.m.", m},
+          std::pair{"opt.v.", v}}) {
       checkpoint::ShardedTensor t;
       t.name = std::string(prefix) + s.name;
       t.dtype = checkpoint::DType::kF32;
@@ -396,10 +401,12 @@ Status Trainer::SaveCheckpoint() {
     // deferred snapshot reads them after this returns).
     gathered_m_.resize(padded_);
     gathered_v_.resize(padded_);
-    RETURN_IF_ERROR(g_.dp->AllGather(m_.data(), gathered_m_.data(), padded_,
-                                     DataType::kF32)->Wait());
-    RETURN_IF_ERROR(g_.dp->AllGather(v_.data(), gathered_v_.data(), padded_,
-                                     DataType::kF32)->Wait());
+    RETURN_IF_ERROR(
+        g_.dp->AllGather(m_.data(), gathered_m_.data(), padded_, DataType::kF32)
+            ->Wait());
+    RETURN_IF_ERROR(
+        g_.dp->AllGather(v_.data(), gathered_v_.data(), padded_, DataType::kF32)
+            ->Wait());
     m = gathered_m_.data();
     v = gathered_v_.data();
   }

@@ -63,11 +63,11 @@ struct TrainGroups {
 };
 
 struct StepResult {
-  int64_t step = 0;     // steps completed
-  double loss = 0;      // global-batch mean, known on every rank
-  double grad_norm = 0; // before clipping
+  int64_t step = 0;      // steps completed
+  double loss = 0;       // global-batch mean, known on every rank
+  double grad_norm = 0;  // before clipping
   double seconds = 0;
-  int64_t tokens = 0;   // tokens in the global batch
+  int64_t tokens = 0;  // tokens in the global batch
 };
 
 class Trainer {
@@ -93,7 +93,8 @@ class Trainer {
           DataSource data);
   struct MicroBatch;
   Status Forward(MicroBatch& mb, int index, double* loss_sum);
-  Status Backward(MicroBatch& mb, bool last, std::vector<std::shared_ptr<comm::Work>>* dp_work);
+  Status Backward(MicroBatch& mb, bool last,
+                  std::vector<std::shared_ptr<comm::Work>>* dp_work);
   Status ReduceGradients(std::vector<std::shared_ptr<comm::Work>>& dp_work);
   StatusOr<double> ClipAndUpdate();
   Status SaveCheckpoint();

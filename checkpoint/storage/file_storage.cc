@@ -1,5 +1,6 @@
 // file:// storage: DIR/step-<12 digits>/<name>, metadata written with
-// tmp + fsync + rename + directory fsync, data through the O_DIRECT writer and reader.
+// tmp + fsync + rename + directory fsync, data through the O_DIRECT writer and
+// reader.
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>

@@ -259,8 +259,7 @@ TEST(InFlightTest, DeferredSnapshotsTakeTheStateAtSaveAsync) {
     g.data = got.data();
     std::vector<ShardedTensor> targets = {g};
     ASSERT_TRUE(Load(dir, step, targets).ok());
-    EXPECT_EQ(std::count(got.begin(), got.end(), static_cast<float>(step)),
-              kN)
+    EXPECT_EQ(std::count(got.begin(), got.end(), static_cast<float>(step)), kN)
         << "step " << step;
     EXPECT_EQ(*LoadBlob(dir, step, "step"), std::to_string(step));
   }
@@ -324,8 +323,9 @@ TEST(CrashTest, SigkillDuringSavesNeverLeavesAPartialCommittedCheckpoint) {
     }
     // Mostly mid-save kills; every tenth trial gives the child time to
     // commit, so the check below has something to load even on a slow box.
-    std::this_thread::sleep_for(trial % 10 == 9 ? std::chrono::microseconds(300000)
-                                                : std::chrono::microseconds(rng() % 20000));
+    std::this_thread::sleep_for(trial % 10 == 9
+                                    ? std::chrono::microseconds(300000)
+                                    : std::chrono::microseconds(rng() % 20000));
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     auto latest = LatestStep(dir);
