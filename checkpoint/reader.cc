@@ -128,7 +128,7 @@ Status ReadPieces(Storage& storage, int64_t step, const std::string& tensor,
           segments.begin(), segments.end(),
           [pb](const Segment& x) { return x.src + x.len <= pb; });
       // A piece wholly inside one run (row splits, flat partitions) is read
-      // straight into the target and verified there: no second copy.
+      // straight into the target and verified there: no buffer of its own.
       const bool direct =
           seg != segments.end() && seg->src <= pb && pe <= seg->src + seg->len;
       char* dst = direct ? target + seg->dst + (pb - seg->src) : nullptr;
