@@ -2,8 +2,8 @@
 // the same run on the same bytes (4 ranks as threads, 1 GiB by default):
 //   memcpy_s      copy of one rank's state into already-touched memory (the
 //                 floor of an eager snapshot)
-//   eager_stall_s time SaveAsync blocks when it copies before returning
-//                 (staging buffers warm: 2nd save), per rank
+//   eager_stall_s time SaveAsync blocks when it copies before returning,
+//                 per rank (staging buffers warm; median of 3 saves)
 //   stall_s       training stall with the deferred snapshot strata-train
 //                 uses: SaveAsync, then --compute-ms of forward/backward
 //                 (a sleep: on a GPU node that work runs on the device and
@@ -13,10 +13,11 @@
 //   snapshot_s    how long the deferred copy takes when fenced at once
 //                 (copier and caller together; slowest rank): a forward/
 //                 backward longer than this hides it completely
-//   sync_save_s   the same save done synchronously (SaveAsync + Wait)
+//   sync_save_s   the same save done synchronously (SaveAsync + Wait of
+//                 all ranks; median of 3 saves)
 //   torch_save_s  torch.save of the same number of bytes + fsync (Debian's
 //                 python3-torch), when importable
-//   persist_gbps  state bytes / background persist time
+//   persist_gbps  state bytes / sync_save_s
 //   disk_write_gbps  the faster of `dd oflag=direct` and an fsync'd
 //                 buffered write of the same size
 //   reshard_read_amplification, load_gbps: save tp=2, load tp=4 on four
@@ -107,6 +108,11 @@ void Check(const StatusOr<T>& s) {
   Check(s.status());
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Runs fn(r) for every rank on its own thread.
 template <typename Fn>
 void OnRanks(int n, Fn fn) {
@@ -160,7 +166,7 @@ int CkptBench(int argc, char** argv) {
     std::vector<std::unique_ptr<checkpoint::Checkpointer>> eager;
     for (int r = 0; r < kRanks; ++r)
       eager.push_back(NewCheckpointer(dir, r, kRanks, store, false));
-    auto save_eager = [&](int64_t step, double* stall, double* persist) {
+    auto save_eager = [&](int64_t step, double* stall, double* sync) {
       const auto s0 = Clock::now();
       for (int r = 0; r < kRanks; ++r) {
         Check(eager[r]->SaveAsync(
@@ -169,22 +175,17 @@ int CkptBench(int argc, char** argv) {
       *stall = Since(s0) / kRanks;
       const auto p0 = Clock::now();
       for (auto& c : eager) Check(c->Wait());
-      *persist = Since(p0) + *stall;
+      *sync = Since(p0) + *stall;
     };
     // The 1st save allocates staging buffers; medians of 3 steady saves
     // (a synchronous save is SaveAsync + Wait).
-    double eager_stall = 0, persist = 0;
-    save_eager(1, &eager_stall, &persist);
-    std::vector<double> eager_stalls, persists;
-    for (int64_t step = 2; step < 5; ++step) {
-      save_eager(step, &eager_stall, &persist);
-      eager_stalls.push_back(eager_stall);
-      persists.push_back(persist);
-    }
-    std::sort(eager_stalls.begin(), eager_stalls.end());
-    std::sort(persists.begin(), persists.end());
-    eager_stall = eager_stalls[1];
-    const double sync_save_s = persists[1];
+    std::vector<double> eager_stalls(4), syncs(4);
+    for (int64_t step = 1; step < 5; ++step)
+      save_eager(step, &eager_stalls[step - 1], &syncs[step - 1]);
+    eager_stalls.erase(eager_stalls.begin());
+    syncs.erase(syncs.begin());
+    const double eager_stall = Median(eager_stalls);
+    const double sync_save_s = Median(syncs);
     const double persist_gbps = state_bytes / sync_save_s / 1e9;
     eager.clear();
 
@@ -223,8 +224,7 @@ int CkptBench(int argc, char** argv) {
       }
       if (step > 0) stalls.push_back(slowest);
     }
-    std::sort(stalls.begin(), stalls.end());
-    const double stall = stalls[stalls.size() / 2];
+    const double stall = Median(stalls);
     // The copy itself, for the record: fenced at once.
     double snapshot_s = 0;
     for (int r = 0; r < kRanks; ++r) {

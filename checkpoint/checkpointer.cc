@@ -34,7 +34,7 @@ std::string RankFile(int rank, const char* ext) {
 // 1024 at nice 0, and a wakeup never preempts a nice-0 thread: Linux
 // kernel/sched/core.c sched_prio_to_weight); both still progress when
 // training keeps every core busy, and WaitSnapshot's caller joins the copy
-// at its own priority. Both act on the calling thread only (Linux).
+// at its own priority. Acts on the calling thread only (Linux).
 void LowerThreadPriority(int nice) {
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice);
 }
@@ -179,10 +179,8 @@ StatusOr<SaveHandle> Checkpointer::SaveAsync(
   staged.handle = handle.state_;
   PlanCopies(staged);
   if (!opts_.deferred_snapshot) {
-    CopyJob job;
-    job.copies = &staged.copies;
-    job.left = staged.copies.size();
-    RunCopies(job);
+    for (const Copy& c : staged.copies)
+      internal::StreamCopy(c.dst, c.src, c.len);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
