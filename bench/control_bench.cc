@@ -1,5 +1,5 @@
 // strata-bench control: one real strata-coordinator against thousands of
-// simulated workers (issue 6 "Benchmark").
+// simulated workers ("Benchmark").
 //
 // --procs child processes each own --workers/--procs DEALER sockets; every
 // simulated worker registers with a probe, then heartbeats at 1 Hz (spread

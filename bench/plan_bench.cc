@@ -12,8 +12,8 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/search.h"
+#include "planner/model.h"
+#include "planner/search.h"
 #include "topology/cluster.h"
 
 namespace strata::bench {

@@ -1,4 +1,4 @@
-// strata-bench train (issue 7 "Benchmark"):
+// strata-bench train ("Benchmark"):
 //  1. The reference trainer's GEMMs (`small`, one rank, one OpenBLAS thread)
 //     timed per shape during real training steps, next to bare cblas_sgemm
 //     of the same shapes on fresh contiguous operands in the same run.
@@ -20,8 +20,8 @@
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
 #include "coordinator/jobs/attempt_plan.h"
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/search.h"
+#include "planner/model.h"
+#include "planner/search.h"
 #include "train/ops.h"
 #include "train/thread_ranks.h"
 #include "worker/probe.h"

@@ -1,4 +1,4 @@
-// The checkpoint catalog (DESIGN.md §7): a RocksDB that records, for every
+// The checkpoint catalog (docs/checkpoint.md): a RocksDB that records, for every
 // job, each committed step with its storage URI and full chunk table
 // (tensor -> chunks with file/offset/length/xxh3), and the latest step — for
 // both storage backends. The coordinator keeps one under its --state-dir;

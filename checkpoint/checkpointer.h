@@ -1,6 +1,6 @@
 // Asynchronous, sharded checkpoints to a directory (local disk or a
 // parallel file system) or an embedded RocksDB, loadable under any other
-// parallelism (DESIGN.md §7; docs/checkpoint.md).
+// parallelism (docs/checkpoint.md; docs/checkpoint.md).
 //
 // Per step, each rank writes a data stream "rank-<5 digits>.data" (every
 // chunk and blob it saves) and a "rank-<5 digits>.index" (RankIndex proto:

@@ -1,4 +1,4 @@
-// A staging buffer for Checkpointer::SaveAsync (DESIGN.md §7: "reusable
+// A staging buffer for Checkpointer::SaveAsync (docs/checkpoint.md: "reusable
 // host staging buffers (pinned when CUDA)"). Built with CUDA, memory comes
 // from cudaHostAlloc, so a device-to-host copy into it runs at full PCIe/
 // NVLink-C2C speed and can be asynchronous; when the CUDA runtime cannot

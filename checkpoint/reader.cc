@@ -102,7 +102,7 @@ std::vector<Segment> Segments(const Box& region, const Box& chunk_box,
 // Reads `pieces` (block ranges of one chunk) with up to kReadThreads
 // threads — into the target when a piece lies inside one run, else through
 // the thread's own piece-sized buffer, copying the parts of `segments` it
-// holds into `target` (DESIGN.md §7: "reads only the
+// holds into `target` (docs/checkpoint.md: "reads only the
 // overlapping byte ranges, in parallel"). Never materialises the chunk: a
 // fresh chunk-sized buffer costs as much in page faults as the read. The
 // first error wins.

@@ -1,5 +1,5 @@
 // Where checkpoint bytes live, behind one interface chosen by URI
-// (DESIGN.md §7): file:///path (or a plain path) for a directory on a local
+// (docs/checkpoint.md): file:///path (or a plain path) for a directory on a local
 // disk or a parallel file system, rocksdb:///path for an embedded RocksDB
 // per rank with blob files. The checkpointer and the reader see only this.
 //

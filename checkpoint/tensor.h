@@ -1,4 +1,4 @@
-// What a rank hands to the checkpointer (DESIGN.md §7): named tensor shards
+// What a rank hands to the checkpointer (docs/checkpoint.md): named tensor shards
 // placed in global coordinates, plus small byte blobs. The name and the
 // global box — not the rank — identify data, so a checkpoint written under
 // one parallelism loads under any other.

@@ -10,10 +10,10 @@ namespace {
 
 std::string g_curve_dir_flag;  // --curve-dir of the parsed subcommand
 
-std::optional<coordinator::CurveClientConfig> LoadCurveOrFail(
+std::optional<control::CurveClientConfig> LoadCurveOrFail(
     const std::optional<std::string>& curve_dir) {
   if (curve_dir.has_value() && curve_dir->empty()) return std::nullopt;
-  auto curve = coordinator::CurveClientConfigFromFlagOrEnv(
+  auto curve = control::CurveClientConfigFromFlagOrEnv(
       curve_dir.value_or(g_curve_dir_flag));
   if (!curve.ok()) {
     std::fprintf(stderr, "strata: %s\n",

@@ -11,7 +11,7 @@
 #include <zmq.hpp>
 
 #include "cli/commands.h"
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 #include "proto/control.pb.h"
 
 namespace strata::cli {
@@ -39,7 +39,7 @@ class ControlClient {
  private:
   zmq::context_t ctx_;
   std::string endpoint_;
-  coordinator::DealerClient client_;
+  control::DealerClient client_;
 };
 
 [[noreturn]] void Fail(const std::string& what, int code,

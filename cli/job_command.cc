@@ -1,5 +1,5 @@
 // Job commands against a running coordinator: `strata submit`, `status`,
-// `logs`, `cancel`, `workers`, `events` (issue 6 "Job submission").
+// `logs`, `cancel`, `workers`, `events` ("Job submission").
 #include <chrono>
 #include <cstdio>
 #include <ctime>

@@ -3,7 +3,7 @@
 // DIR/NAME.key_secret (0600). With --authorize, also adds the public key to
 // SERVER_DIR's allow-list and copies the coordinator's server.key into DIR,
 // so DIR is a complete client curve dir. Never overwrites a key. Layout:
-// coordinator/security/curve_config.h and docs/control-plane.md "Security".
+// control/curve_config.h and docs/control-plane.md "Security".
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
-#include "coordinator/security/curve_config.h"
+#include "control/curve_config.h"
 
 namespace strata::cli {
 namespace {

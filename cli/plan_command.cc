@@ -12,9 +12,9 @@
 #include "cli/commands.h"
 #include "cli/plan_format.h"
 #include "common/config.h"
-#include "coordinator/planner/emit.h"
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/search.h"
+#include "planner/emit.h"
+#include "planner/model.h"
+#include "planner/search.h"
 #include "topology/cluster.h"
 
 namespace strata::cli {

@@ -1,5 +1,5 @@
 // `strata run [--nodes N] [--ranks-per-node R] [job.yaml | -- COMMAND ...]`:
-// the embedded default (DESIGN.md §2). Starts a coordinator and N local
+// the embedded default (docs/architecture.md). Starts a coordinator and N local
 // workers as separate processes (simulated nodes on this host), submits the
 // job, streams its output and events, exits with the job's status, and
 // stops every process it started (SIGTERM, then SIGKILL after 5 s). Ctrl-C
@@ -234,7 +234,7 @@ int Run(const RunArgs& a) {
   std::filesystem::create_directories(dir, ec);
   if (ec)
     Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
-  // The embedded default checkpoint store (DESIGN.md §7): RocksDB in the
+  // The embedded default checkpoint store (docs/checkpoint.md): RocksDB in the
   // run's state directory, so a restarted attempt resumes from it.
   if (l->checkpoint_uri().empty()) {
     l->set_checkpoint_uri("rocksdb://" +
@@ -245,10 +245,10 @@ int Run(const RunArgs& a) {
   // A throwaway CURVE key set for this run's own processes (DIR/curve).
   std::string curve_dir;
   if (a.plaintext) {
-    unsetenv(coordinator::kCurveDirEnv);
+    unsetenv(control::kCurveDirEnv);
   } else {
     std::filesystem::remove_all(dir + "/curve", ec);
-    auto made = coordinator::MakeEphemeralCurveDir(dir);
+    auto made = control::MakeEphemeralCurveDir(dir);
     if (!made.ok())
       Fail("run", kExitFailed, std::string(made.status().message()));
     curve_dir = *made;

@@ -1,4 +1,4 @@
-// The collective interface every rank uses (DESIGN.md §5). Operations are
+// The collective interface every rank uses (docs/comm.md). Operations are
 // asynchronous: each returns a Work handle; operations of one Backend run
 // one at a time in submission order (like a CUDA/NCCL stream), so every rank
 // must submit the same sequence. Buffers must stay valid until the Work

@@ -1,4 +1,4 @@
-// Process groups from a plan's placement (DESIGN.md §4-5): each rank builds
+// Process groups from a plan's placement (docs/comm.md): each rank builds
 // its TP, CP, DP and PP groups as views over one world transport. Two ranks
 // share a group of some kind only if they differ in exactly that
 // coordinate, so every pair of ranks belongs to at most one group and the

@@ -1,4 +1,4 @@
-// Rendezvous key-value store (DESIGN.md §5): how ranks of a job find each
+// Rendezvous key-value store (docs/comm.md): how ranks of a job find each
 // other and agree on small facts (addresses, commit votes, counters).
 //
 // Contract shared by every implementation (in-memory, file, TCP server,

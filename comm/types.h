@@ -1,4 +1,4 @@
-// Element types and reduction operators of collectives (DESIGN.md §5).
+// Element types and reduction operators of collectives (docs/comm.md).
 #pragma once
 
 #include <cstddef>

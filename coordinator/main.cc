@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
-  strata::coordinator::SystemClock clock;
+  strata::SystemClock clock;
   auto store = strata::coordinator::StateStore::Open(state_dir + "/db");
   if (!store.ok()) {
     std::cerr << "strata-coordinator: " << store.status().message() << "\n";

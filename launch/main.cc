@@ -6,7 +6,7 @@
 //      the rendezvous TCP store (comm/store.h), picks MASTER_PORT and the
 //      job id and broadcasts them,
 //   4. releases COMMAND with the rank environment (launch/rank_env.h,
-//      DESIGN.md §6), forwards SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 to it,
+//      docs/placement.md), forwards SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 to it,
 //      waits for it,
 //   5. on success: a (sleeping) barrier, so rank 0's store outlives every
 //      rank's use of it, MPI_Finalize, exit 0; on failure (exit code c, or

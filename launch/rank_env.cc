@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/planner/placement.h"
+#include "planner/placement.h"
 
 namespace strata::launch {
 

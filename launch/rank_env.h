@@ -1,5 +1,5 @@
-// The rank environment strata-exec gives every process it starts (DESIGN.md
-// §6, the placement contract). Pure functions: no MPI, no sockets, so the
+// The rank environment strata-exec gives every process it starts (the
+// placement contract, docs/placement.md). Pure functions: no MPI, no sockets, so the
 // whole contract is unit-tested (tests/unit/launch/rank_env_test.cc).
 #pragma once
 

@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "comm/hybrid_transport.h"
-#include "coordinator/client/kv_client.h"
+#include "control/kv_client.h"
 
 namespace strata {
 namespace {
@@ -125,7 +125,7 @@ StatusOr<std::shared_ptr<comm::Store>> ConnectStore(
     return comm::ConnectTcpStore(hp.first, hp.second, timeout);
   }
   if (uri.starts_with("strata://") || uri.starts_with("ipc://")) {
-    return coordinator::ConnectCoordinatorStore(uri);
+    return control::ConnectCoordinatorStore(uri);
   }
   if (uri.starts_with("file://")) return comm::NewFileStore(uri.substr(7));
   return absl::InvalidArgumentError(absl::StrCat(

@@ -1,4 +1,4 @@
-// libstrata's entry point for a rank (issue 7, DESIGN.md §2 and §6):
+// libstrata's entry point for a rank (docs/architecture.md):
 // Runtime::FromEnv() reads the placement from the environment a strata
 // worker (or strata-exec, or srun) set, connects to the rendezvous store,
 // builds the world transport (shared memory inside a node, TCP between

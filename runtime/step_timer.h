@@ -1,4 +1,4 @@
-// Per-step telemetry of a rank (DESIGN.md §2, §8): section times, tokens and
+// Per-step telemetry of a rank (docs/architecture.md): section times, tokens and
 // loss, sent as one control.StepReport per step over a ZeroMQ PUSH socket to
 // the worker's $STRATA_TELEMETRY endpoint. Sending never blocks training: a
 // full queue (worker gone or slow) drops the report. Without an endpoint

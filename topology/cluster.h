@@ -1,5 +1,5 @@
 // Cluster topology: loading and checking a ClusterSpec, and expanding it into
-// the concrete nodes a job of a given size runs on (DESIGN.md §4, the "model"
+// the concrete nodes a job of a given size runs on (docs/planner.md, the "model"
 // layer of probe -> model -> plan). Pure functions; no I/O except loading.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Deterministic training data (issue 7): global sample i is a pure function
+// Deterministic training data: global sample i is a pure function
 // of (source, i), so every data-parallel split sees the same global batch
 // (sample step*B + j is the j-th sequence of step `step`).
 //

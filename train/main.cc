@@ -1,4 +1,4 @@
-// strata-train: the reference trainer (issue 7). Trains the GPT of
+// strata-train: the reference trainer. Trains the GPT of
 // train/model.h with the parallelism from the flags or the environment
 // (Runtime::FromEnv), prints `step=N loss=X tokens_per_s=Y` once per step
 // from the rank of the last stage with tp and dp rank 0, checkpoints every

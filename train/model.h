@@ -1,4 +1,4 @@
-// The reference GPT (issue 7): configuration presets, the parallel layout
+// The reference GPT: configuration presets, the parallel layout
 // (which stage holds which layers, how tensor parallelism splits each
 // weight) and this rank's parameters in one flat buffer.
 //

@@ -1,4 +1,4 @@
-// fp32 kernels of the reference trainer (issue 7), forward and hand-written
+// fp32 kernels of the reference trainer, forward and hand-written
 // backward, on row-major matrices. GEMMs go through OpenBLAS (cblas_sgemm);
 // everything else is plain loops. Backward functions *accumulate* into
 // parameter gradients (+=) and *overwrite* input gradients unless noted.

@@ -1,4 +1,4 @@
-// The reference 3D-parallel trainer (issue 7): one optimizer step of the
+// The reference 3D-parallel trainer: one optimizer step of the
 // GPT in model.h on this rank's share of the global batch, with
 //  - tensor parallelism inside each block (block.h),
 //  - pipeline parallelism with the 1F1B schedule over micro-batches

@@ -1,4 +1,4 @@
-// strata-worker: node agent (DESIGN.md §2). Probes the node, registers with
+// strata-worker: node agent (docs/architecture.md). Probes the node, registers with
 // the coordinator, heartbeats, and runs the ranks it is told to: launch and
 // stop orders arrive in heartbeat replies; rank states, new output and the
 // latest step telemetry go out with each heartbeat (every interval, and
@@ -19,7 +19,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 #include "worker/node_identity.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
               << ec.message() << "\n";
     return 2;
   }
-  auto curve = strata::coordinator::CurveClientConfigFromFlagOrEnv(curve_dir);
+  auto curve = strata::control::CurveClientConfigFromFlagOrEnv(curve_dir);
   if (!curve.ok()) {
     std::cerr << "strata-worker: " << curve.status().message() << "\n";
     return 2;
@@ -129,9 +129,9 @@ int main(int argc, char** argv) {
   strata::worker::RankSupervisor ranks(
       work_dir, {{"STRATA_STORE", StoreUri(coordinator)},
                  {"STRATA_TELEMETRY", telemetry_ep},
-                 {strata::coordinator::kCurveDirEnv,
-                  strata::coordinator::ResolveCurveDir(curve_dir)}});
-  strata::coordinator::DealerClient client(&ctx, coordinator, *curve);
+                 {strata::control::kCurveDirEnv,
+                  strata::control::ResolveCurveDir(curve_dir)}});
+  strata::control::DealerClient client(&ctx, coordinator, *curve);
   std::string worker_id;
   int64_t interval_ms = 1000;
   auto last_ok = SteadyClock::now();

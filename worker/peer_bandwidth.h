@@ -1,5 +1,5 @@
-// Measured network bandwidth between two nodes (issue 6: the worker probes
-// "measured bandwidths ... to peers when asked"): one side serves a TCP
+// Measured network bandwidth between two nodes (the worker
+// measures bandwidth to peers when asked): one side serves a TCP
 // sink, the other streams `bytes` into it and times it until the sink
 // acknowledges the last byte. `strata probe --serve-peer PORT` and
 // `strata probe --peer HOST:PORT` (or strata-worker --peer) use it; the

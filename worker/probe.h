@@ -1,4 +1,4 @@
-// Probes the local node into the topology schema (issue 6 "strata-worker"):
+// Probes the local node into the topology schema ("strata-worker"):
 // CPU cores and NUMA nodes (hwloc), memory (sysconf), NICs with speed and
 // type (/sys/class/net, loopback excluded), GPUs with memory and active
 // NVLinks through NVML when libnvidia-ml is present (dlopen; never

@@ -1,6 +1,6 @@
-// Starts and watches a worker's ranks (DESIGN.md §2, issue 6 "strata-worker"):
+// Starts and watches a worker's ranks (docs/architecture.md):
 // each rank is fork/exec'd in its own process group with the launch order's
-// environment (DESIGN.md §6) on top of the worker's, stdout and stderr go to
+// environment (docs/placement.md) on top of the worker's, stdout and stderr go to
 // files under <work_dir>/<job>/attempt-<a>/, and the rank gets SIGKILL if the
 // worker dies (PR_SET_PDEATHSIG). Stopping sends SIGTERM to the process
 // group and SIGKILL after the grace period. New output is relayed in whole

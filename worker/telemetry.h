@@ -1,4 +1,4 @@
-// The worker's end of rank telemetry (DESIGN.md §2): a ZeroMQ PULL socket
+// The worker's end of rank telemetry (docs/architecture.md): a ZeroMQ PULL socket
 // bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY. Ranks
 // PUSH one serialized control.StepReport per step; the worker keeps the
 // latest per (job, rank) and forwards the changed ones with its next

@@ -1,4 +1,4 @@
-// Backend over MPI, for jobs started by mpirun (DESIGN.md §5). Operations
+// Backend over MPI, for jobs started by mpirun (docs/comm.md). Operations
 // are MPI's nonblocking calls (MPI_Iallreduce, ...); Work::Wait polls
 // MPI_Test until the operation's timeout (300 s by default, or
 // OpOptions::timeout), then returns DeadlineExceeded — MPI cannot say which

@@ -1,4 +1,4 @@
-// Backend over NCCL for GPU buffers (DESIGN.md §5). Built only where CUDA
+// Backend over NCCL for GPU buffers (docs/comm.md). Built only where CUDA
 // and NCCL are found (STRATA_WITH_CUDA=AUTO); its tests skip without a GPU.
 //
 // Buffers are device pointers. Operations are enqueued on the backend's

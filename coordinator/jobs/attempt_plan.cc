@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
-#include "coordinator/planner/candidate.h"
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/network.h"
-#include "coordinator/planner/placement.h"
-#include "coordinator/planner/search.h"
+#include "planner/candidate.h"
+#include "planner/model.h"
+#include "planner/network.h"
+#include "planner/placement.h"
+#include "planner/search.h"
 #include "topology/cluster.h"
 
 namespace strata::coordinator {
@@ -185,7 +185,7 @@ std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
     if (nodes[r.node()].probe().gpus() > 0) {
       set("CUDA_VISIBLE_DEVICES", r.local_gpu());
     }
-    // strata's own (DESIGN.md §6).
+    // strata's own (docs/placement.md).
     set("STRATA_JOB_ID", job.job_id());
     set("STRATA_TP", plan.tp());
     set("STRATA_PP", plan.pp());

@@ -1,7 +1,7 @@
-// Plans one attempt of a job on the workers it was given (issue 6 "On
-// submit"): builds a ClusterSpec from the workers' probes, takes the job's
+// Plans one attempt of a job on the workers it was given (on
+// submit): builds a ClusterSpec from the workers' probes, takes the job's
 // fixed parallelism or runs the planner, places ranks, and writes each
-// rank's launch order with the environment of DESIGN.md §6.
+// rank's launch order with the environment of docs/placement.md.
 #pragma once
 
 #include <string>

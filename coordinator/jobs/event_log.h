@@ -1,4 +1,4 @@
-// Job events (DESIGN.md §8: "every event is stored and shown by `strata
+// Job events (docs/architecture.md: "every event is stored and shown by `strata
 // events`"): submitted, placed, launched, rank_exited, worker_lost,
 // attempt_failed, restarting, succeeded, failed, cancelled. Stored in the
 // StateStore under "event/<job_id>/<seq, 12 digits>" with sync writes, so
@@ -9,7 +9,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
-#include "coordinator/protocol/clock.h"
+#include "common/clock.h"
 #include "coordinator/state/state_store.h"
 #include "proto/control.pb.h"
 

@@ -1,4 +1,4 @@
-// Jobs from submit to end (issue 6): records persisted in the StateStore
+// Jobs from submit to end: records persisted in the StateStore
 // before any reply, placement of pending attempts on idle workers
 // (attempt_plan.h), launch and stop orders handed to workers in heartbeat
 // replies, rank exit tracking, and detection-driven restart:
@@ -26,7 +26,7 @@
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/log_store.h"
 #include "coordinator/kv/kv_store.h"
-#include "coordinator/protocol/clock.h"
+#include "common/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
 #include "proto/control.pb.h"

@@ -1,10 +1,10 @@
-// The coordinator-hosted rendezvous key-value store (DESIGN.md §2, the
+// The coordinator-hosted rendezvous key-value store (docs/architecture.md, the
 // server side of comm::Store for ranks started by strata workers). Values
 // live in memory and in the StateStore under "kv/<key>" (unsynced writes:
 // they survive a coordinator SIGKILL, not a machine crash), so ranks that
 // rendezvoused before a coordinator restart still find their keys.
 // Blocking Get/Wait are done by the client polling Missing() (see
-// coordinator/client/kv_client.h). Event-loop thread only.
+// control/kv_client.h). Event-loop thread only.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Tracks registered workers and their liveness (DESIGN.md §2). A worker that
+// Tracks registered workers and their liveness (docs/architecture.md). A worker that
 // has not heartbeated for `lost_after_ms` is marked lost by CheckLiveness().
 // Runs on the coordinator event loop thread only; not thread-safe.
 #pragma once
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "coordinator/protocol/clock.h"
+#include "common/clock.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {

@@ -18,16 +18,16 @@ ZapDecision Deny(std::string reason, std::string key_z85 = "") {
 }
 
 std::string EncodeZ85(const std::string& raw) {
-  char out[kZ85KeyChars + 1] = {0};
+  char out[control::kZ85KeyChars + 1] = {0};
   zmq_z85_encode(out, reinterpret_cast<const uint8_t*>(raw.data()), 32);
   return out;
 }
 
 }  // namespace
 
-AllowList MakeAllowList(const std::vector<AuthorizedKey>& keys) {
+AllowList MakeAllowList(const std::vector<control::AuthorizedKey>& keys) {
   AllowList list;
-  for (const auto& k : keys) list.emplace(DecodeZ85Key(k.public_key), k.name);
+  for (const auto& k : keys) list.emplace(control::DecodeZ85Key(k.public_key), k.name);
   return list;
 }
 
@@ -50,9 +50,9 @@ ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
     return Deny(absl::StrCat("unsupported ZAP version '", request.version,
                              "' (RFC 27 is 1.0)"));
   }
-  if (request.domain != kZapDomain) {
+  if (request.domain != control::kZapDomain) {
     return Deny(absl::StrCat("ZAP domain '", request.domain,
-                             "' is not served (expected '", kZapDomain, "')"));
+                             "' is not served (expected '", control::kZapDomain, "')"));
   }
   if (request.mechanism != "CURVE") {
     return Deny(absl::StrCat("mechanism ", request.mechanism,
@@ -70,7 +70,7 @@ ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
   return {true, "200", "OK", it->second, z85};
 }
 
-ZapHandler::ZapHandler(zmq::context_t* context, const CurveServerConfig& config,
+ZapHandler::ZapHandler(zmq::context_t* context, const control::CurveServerConfig& config,
                        Logger logger)
     : socket_(*context, zmq::socket_type::rep),
       logger_(std::move(logger)),
@@ -127,7 +127,7 @@ ZapDecision ZapHandler::Decide(const ZapRequest& request) {
   }
   // An unknown key: maybe it was authorized since we last read the list.
   last_reload_ = now;
-  auto keys = ReadAuthorizedKeys(authorized_path_);
+  auto keys = control::ReadAuthorizedKeys(authorized_path_);
   if (!keys.ok()) {
     logger_->warn("ZAP: keeping the old allow-list, re-reading {} failed: {}",
                   authorized_path_, std::string(keys.status().message()));

@@ -2,7 +2,7 @@
 // a REP socket bound to inproc://zeromq.zap.01 of the server's context,
 // served on its own thread. libzmq asks it about every CURVE handshake
 // (RFC 26) on sockets with ZMQ_ZAP_DOMAIN set; it answers 200 only for
-// mechanism CURVE, domain kZapDomain and a client public key in the
+// mechanism CURVE, domain control::kZapDomain and a client public key in the
 // allow-list, and 400 with a reason for everything else. Each denial is
 // counted (denied()) and logged at warn, once per key and peer address per
 // minute (LogLimiter). An unknown key triggers a re-read of the allow-list
@@ -23,7 +23,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
-#include "coordinator/security/curve_config.h"
+#include "control/curve_config.h"
 #include "coordinator/security/log_limiter.h"
 
 namespace strata::coordinator {
@@ -32,7 +32,7 @@ inline constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
 
 // Raw 32-byte client public key -> name used as ZAP user id and in logs.
 using AllowList = std::unordered_map<std::string, std::string>;
-AllowList MakeAllowList(const std::vector<AuthorizedKey>& keys);
+AllowList MakeAllowList(const std::vector<control::AuthorizedKey>& keys);
 
 // A ZAP request as the handler's REP socket receives it (RFC 27 "ZAP
 // request": the delimiter is stripped by REP).
@@ -59,13 +59,13 @@ struct ZapDecision {
 StatusOr<ZapRequest> ParseZapRequest(const std::vector<std::string>& frames);
 
 // The pure decision for one request. Version must be "1.0", domain
-// kZapDomain, mechanism CURVE with one 32-byte credential in `allowed`.
+// control::kZapDomain, mechanism CURVE with one 32-byte credential in `allowed`.
 ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed);
 
 class ZapHandler {
  public:
   // `context` must outlive the handler. Does not bind yet.
-  ZapHandler(zmq::context_t* context, const CurveServerConfig& config,
+  ZapHandler(zmq::context_t* context, const control::CurveServerConfig& config,
              Logger logger);
   ~ZapHandler();  // Stop()
   ZapHandler(const ZapHandler&) = delete;

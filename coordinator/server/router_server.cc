@@ -10,14 +10,14 @@ namespace strata::coordinator {
 
 RouterServer::RouterServer(zmq::context_t* context, Service* service,
                            Logger logger,
-                           std::optional<CurveServerConfig> curve)
+                           std::optional<control::CurveServerConfig> curve)
     : context_(context),
       curve_(std::move(curve)),
       socket_(*context, zmq::socket_type::router),
       service_(service),
       logger_(std::move(logger)) {
   // Peers sending larger frames are disconnected by libzmq before we read.
-  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
+  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(control::kMaxFrameBytes));
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::router_mandatory, 0);
 }
@@ -34,19 +34,19 @@ Status RouterServer::StartSecurity() {
   // unchecked (curve_config.h).
   auto zap = std::make_unique<ZapHandler>(context_, *curve_, logger_);
   RETURN_IF_ERROR(zap->Start());
-  RETURN_IF_ERROR(ConfigureCurveServer(&socket_, *curve_));
+  RETURN_IF_ERROR(control::ConfigureCurveServer(&socket_, *curve_));
   auto monitor =
       std::make_unique<HandshakeMonitor>(context_, &socket_, logger_);
   RETURN_IF_ERROR(monitor->Start());
   zap_ = std::move(zap);
   monitor_ = std::move(monitor);
   logger_->info("CURVE on: {} authorized client key(s), ZAP domain '{}'",
-                curve_->authorized.size(), kZapDomain);
+                curve_->authorized.size(), control::kZapDomain);
   return absl::OkStatus();
 }
 
-RejectCounters RouterServer::rejects() const {
-  RejectCounters r = rejects_;
+control::RejectCounters RouterServer::rejects() const {
+  control::RejectCounters r = rejects_;
   r.unauthenticated =
       (zap_ ? zap_->denied() : 0) + (monitor_ ? monitor_->failures() : 0);
   return r;
@@ -116,17 +116,17 @@ bool RouterServer::PollOnce(int timeout_ms) {
   }
   std::string_view frame(parts[1].data<char>(), parts[1].size());
   uint64_t request_id = 0;
-  auto request = DecodeRequest(frame, &rejects_, &request_id);
+  auto request = control::DecodeRequest(frame, &rejects_, &request_id);
   control::Reply reply;
   if (!request.ok()) {
     logger_->warn("rejected request from peer ({} rejects so far): {}",
                   rejects_.Total(), std::string(request.status().message()));
-    reply = MakeReply(request_id, request.status());
+    reply = control::MakeReply(request_id, request.status());
   } else {
     reply = service_->Handle(*request);
     ++handled_;
   }
-  std::string out = EncodeReply(std::move(reply));
+  std::string out = control::EncodeReply(std::move(reply));
   try {
     socket_.send(parts[0], zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(out), zmq::send_flags::dontwait);

@@ -5,7 +5,7 @@
 // rejects(), answered with an InvalidArgument reply when addressable, and
 // never crash the loop. Owns its socket; run on one thread.
 //
-// With a CurveServerConfig the socket is a CURVE server (ZMTP CURVE, RFC 26)
+// With a control::CurveServerConfig the socket is a CURVE server (ZMTP CURVE, RFC 26)
 // and only allow-listed client keys get through the ZAP handler (RFC 27,
 // security/zap_handler.h); refused connections are counted in
 // rejects().unauthenticated. Without one it is plaintext (trusted networks).
@@ -19,9 +19,9 @@
 
 #include "common/logging.h"
 #include "common/status.h"
-#include "coordinator/protocol/clock.h"
-#include "coordinator/protocol/codec.h"
-#include "coordinator/security/curve_config.h"
+#include "common/clock.h"
+#include "control/codec.h"
+#include "control/curve_config.h"
 #include "coordinator/security/handshake_monitor.h"
 #include "coordinator/security/zap_handler.h"
 #include "coordinator/server/service.h"
@@ -34,7 +34,7 @@ class RouterServer {
   // server's ZAP handler is bound in `context` by the first Bind(): one CURVE
   // server per context.
   RouterServer(zmq::context_t* context, Service* service, Logger logger,
-               std::optional<CurveServerConfig> curve = std::nullopt);
+               std::optional<control::CurveServerConfig> curve = std::nullopt);
   ~RouterServer();
 
   // Binds `endpoint` (tcp://host:port, ipc://path). Returns the endpoint
@@ -52,7 +52,7 @@ class RouterServer {
 
   // Counters so far; `unauthenticated` also counts ZAP denials made on the
   // ZAP thread, so it may grow while the loop is idle.
-  RejectCounters rejects() const;
+  control::RejectCounters rejects() const;
   uint64_t handled() const { return handled_; }
   bool secure() const { return curve_.has_value(); }
 
@@ -60,13 +60,13 @@ class RouterServer {
   Status StartSecurity();
 
   zmq::context_t* context_;
-  std::optional<CurveServerConfig> curve_;
+  std::optional<control::CurveServerConfig> curve_;
   std::unique_ptr<ZapHandler> zap_;  // outlives socket_: destroyed after it
   zmq::socket_t socket_;
   std::unique_ptr<HandshakeMonitor> monitor_;  // destroyed before socket_
   Service* service_;
   Logger logger_;
-  RejectCounters rejects_;
+  control::RejectCounters rejects_;
   uint64_t handled_ = 0;
 };
 

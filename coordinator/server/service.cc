@@ -1,7 +1,7 @@
 #include "coordinator/server/service.h"
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/protocol/codec.h"
+#include "control/codec.h"
 
 namespace strata::coordinator {
 namespace {
@@ -27,12 +27,12 @@ void Service::Tick() {
 
 control::Reply Service::Handle(const control::Request& request) {
   auto reply = HandleBody(request);
-  if (!reply.ok()) return MakeReply(request.request_id(), reply.status());
+  if (!reply.ok()) return control::MakeReply(request.request_id(), reply.status());
   return *std::move(reply);
 }
 
 StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
-  control::Reply reply = MakeReply(request.request_id(), absl::OkStatus());
+  control::Reply reply = control::MakeReply(request.request_id(), absl::OkStatus());
   switch (request.body_case()) {
     case control::Request::kRegisterWorker: {
       ASSIGN_OR_RETURN(*reply.mutable_register_worker(),
@@ -102,7 +102,7 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
 
 StatusOr<control::Reply> Service::HandleKv(const control::Request& request) {
   if (s_.kv == nullptr) return Missing("key-value store");
-  control::Reply reply = MakeReply(request.request_id(), absl::OkStatus());
+  control::Reply reply = control::MakeReply(request.request_id(), absl::OkStatus());
   switch (request.body_case()) {
     case control::Request::kKvSet:
       RETURN_IF_ERROR(
@@ -135,7 +135,7 @@ StatusOr<control::Reply> Service::HandleKv(const control::Request& request) {
 
 StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
   if (s_.jobs == nullptr) return Missing("job manager");
-  control::Reply reply = MakeReply(request.request_id(), absl::OkStatus());
+  control::Reply reply = control::MakeReply(request.request_id(), absl::OkStatus());
   control::JobInfo info;
   switch (request.body_case()) {
     case control::Request::kSubmitJob: {

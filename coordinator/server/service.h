@@ -9,7 +9,7 @@
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/job_manager.h"
 #include "coordinator/kv/kv_store.h"
-#include "coordinator/protocol/clock.h"
+#include "common/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "proto/control.pb.h"
 

@@ -185,7 +185,7 @@ class Checkpointer:
 
 
 class Runtime:
-    """This rank's placement (DESIGN.md §6) and services. With
+    """This rank's placement (docs/placement.md) and services. With
     build_groups=False (the default for Python, which communicates through
     torch) strata builds no transport of its own."""
 

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "coordinator/protocol/codec.h"
+#include "control/codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
-namespace strata::coordinator {
+namespace strata::control {
 namespace {
 
 std::string Slurp(const std::filesystem::path& p) {
@@ -56,4 +56,4 @@ TEST(EnvelopeCorpusTest, EverySeedPassesTheFuzzTargetAndItsExpectation) {
 }
 
 }  // namespace
-}  // namespace strata::coordinator
+}  // namespace strata::control

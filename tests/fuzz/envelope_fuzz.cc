@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "coordinator/protocol/codec.h"
+#include "control/codec.h"
 
-namespace sc = strata::coordinator;
+namespace sc = strata::control;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view frame(reinterpret_cast<const char*>(data), size);

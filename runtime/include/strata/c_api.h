@@ -1,4 +1,4 @@
-/* The C API of libstrata (issue 7): what other languages use — the Python
+/* The C API of libstrata: what other languages use — the Python
  * package in python/strata wraps it with ctypes. Every function returns
  * STRATA_OK (0) or an error code (absl::StatusCode values: 3 invalid
  * argument, 5 not found, 14 unavailable, 15 data loss, ...) and leaves a

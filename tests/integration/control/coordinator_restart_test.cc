@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 #include "tests/integration/control/process_util.h"
 
 namespace strata::coordinator {
@@ -19,7 +19,7 @@ using strata::testing::Spawn;
 
 // Retries only on a timeout, so callers pass idempotent requests only
 // (a submit that timed out may still have been stored).
-StatusOr<control::Reply> CallRetry(DealerClient& client,
+StatusOr<control::Reply> CallRetry(control::DealerClient& client,
                                    const control::Request& req) {
   StatusOr<control::Reply> reply = absl::UnavailableError("not called");
   for (int i = 0; i < 50; ++i) {  // up to ~10 s while the process starts
@@ -57,7 +57,7 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   reaper.Watch(&coord);
   reaper.Watch(&worker);
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint);
+  control::DealerClient client(&ctx, endpoint);
 
   // Wait until the coordinator answers before submitting: a retried
   // submit after a slow first answer would store a second job.

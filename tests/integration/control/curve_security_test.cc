@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "coordinator/security/curve_config.h"
-#include "coordinator/server/dealer_client.h"
+#include "control/curve_config.h"
+#include "control/dealer_client.h"
 #include "coordinator/server/router_server.h"
 
 namespace strata::coordinator {
@@ -33,10 +33,10 @@ class CurveSecurityTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("strata-curve-it-" + std::to_string(getpid()));
     fs::remove_all(dir_);
-    auto curve_dir = MakeEphemeralCurveDir(dir_.string());
+    auto curve_dir = control::MakeEphemeralCurveDir(dir_.string());
     ASSERT_TRUE(curve_dir.ok()) << curve_dir.status();
     curve_dir_ = *curve_dir;
-    auto server_config = LoadCurveServerConfig(curve_dir_);
+    auto server_config = control::LoadCurveServerConfig(curve_dir_);
     ASSERT_TRUE(server_config.ok()) << server_config.status();
     server_ = std::make_unique<RouterServer>(&ctx_, &service_,
                                              GetLogger("CTRL"), *server_config);
@@ -52,8 +52,8 @@ class CurveSecurityTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  CurveClientConfig AuthorizedClient() {
-    auto c = LoadCurveClientConfig(curve_dir_);
+  control::CurveClientConfig AuthorizedClient() {
+    auto c = control::LoadCurveClientConfig(curve_dir_);
     EXPECT_TRUE(c.ok()) << c.status();
     return *c;
   }
@@ -71,7 +71,7 @@ class CurveSecurityTest : public ::testing::Test {
 
   void ExpectStillServes() {
     zmq::context_t ctx;
-    DealerClient ok(&ctx, endpoint_, AuthorizedClient());
+    control::DealerClient ok(&ctx, endpoint_, AuthorizedClient());
     control::Request list;
     list.mutable_list_workers();
     auto reply = ok.Call(list, 5000);
@@ -92,7 +92,7 @@ class CurveSecurityTest : public ::testing::Test {
 TEST_F(CurveSecurityTest, AuthorizedClientIsServed) {
   ASSERT_TRUE(server_->secure());
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint_, AuthorizedClient());
+  control::DealerClient client(&ctx, endpoint_, AuthorizedClient());
   auto reply = client.Call(Register("n0"), 5000);
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->register_worker().worker_id(), "w-n0");
@@ -101,11 +101,11 @@ TEST_F(CurveSecurityTest, AuthorizedClientIsServed) {
 
 TEST_F(CurveSecurityTest, UnknownClientKeyIsRejectedAndCounted) {
   auto stranger = AuthorizedClient();
-  auto keys = GenerateCurveKeyPair();
+  auto keys = control::GenerateCurveKeyPair();
   ASSERT_TRUE(keys.ok());
   stranger.client = *keys;
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint_, stranger);
+  control::DealerClient client(&ctx, endpoint_, stranger);
   auto start = std::chrono::steady_clock::now();
   auto reply = client.Call(Register("intruder"), kRejectTimeoutMs);
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
@@ -117,7 +117,7 @@ TEST_F(CurveSecurityTest, UnknownClientKeyIsRejectedAndCounted) {
 
 TEST_F(CurveSecurityTest, PlaintextClientIsRejectedAndCounted) {
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint_);  // no CURVE: ZMTP NULL mechanism
+  control::DealerClient client(&ctx, endpoint_);  // no CURVE: ZMTP NULL mechanism
   auto reply = client.Call(Register("plain"), kRejectTimeoutMs);
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(WaitUnauthenticated(1));
@@ -127,11 +127,11 @@ TEST_F(CurveSecurityTest, PlaintextClientIsRejectedAndCounted) {
 
 TEST_F(CurveSecurityTest, WrongServerKeyIsRejected) {
   auto confused = AuthorizedClient();
-  auto other = GenerateCurveKeyPair();
+  auto other = control::GenerateCurveKeyPair();
   ASSERT_TRUE(other.ok());
   confused.server_public_key = other->public_key;
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint_, confused);
+  control::DealerClient client(&ctx, endpoint_, confused);
   auto reply = client.Call(Register("confused"), kRejectTimeoutMs);
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(WaitUnauthenticated(1));
@@ -139,21 +139,21 @@ TEST_F(CurveSecurityTest, WrongServerKeyIsRejected) {
 }
 
 TEST_F(CurveSecurityTest, KeyAuthorizedWhileRunningGetsIn) {
-  auto keys = GenerateCurveKeyPair();
+  auto keys = control::GenerateCurveKeyPair();
   ASSERT_TRUE(keys.ok());
   const std::string allow = curve_dir_ + "/authorized_keys/late.key";
-  ASSERT_TRUE(WritePublicKeyFile(allow, keys->public_key, "late").ok());
+  ASSERT_TRUE(control::WritePublicKeyFile(allow, keys->public_key, "late").ok());
   auto late = AuthorizedClient();
   late.client = *keys;
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint_, late);
+  control::DealerClient client(&ctx, endpoint_, late);
   auto reply = client.Call(Register("late"), 5000);
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(server_->rejects().unauthenticated, 0u);
 }
 
 TEST_F(CurveSecurityTest, SecondCurveServerInOneContextFailsClearly) {
-  auto config = LoadCurveServerConfig(curve_dir_);
+  auto config = control::LoadCurveServerConfig(curve_dir_);
   ASSERT_TRUE(config.ok());
   RouterServer second(&ctx_, &service_, GetLogger("CTRL"), *config);
   auto bound = second.Bind("tcp://127.0.0.1:0");

@@ -1,4 +1,4 @@
-// Multi-process control-plane tests (issue 6 "Tests"): a real coordinator
+// Multi-process control-plane tests ("Tests"): a real coordinator
 // and workers on this host run real rank processes.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_split.h"
-#include "coordinator/client/kv_client.h"
+#include "control/kv_client.h"
 #include "tests/integration/cli/run_command.h"
 #include "tests/integration/control/local_cluster.h"
 
@@ -44,8 +44,8 @@ std::map<std::string, std::string> ParseEnv(const std::string& out) {
   return env;
 }
 
-// 2 nodes x 2 ranks whose ranks print their environment: every DESIGN.md
-// §6 variable, field by field.
+// 2 nodes x 2 ranks whose ranks print their environment: every
+// docs/placement.md variable, field by field.
 TEST(JobLifecycleTest, TwoByTwoRanksGetTheEnvironmentContract) {
   LocalCluster cluster(2);
   JobSpec spec = ShellJob(
@@ -178,7 +178,7 @@ TEST(JobLifecycleTest, CancelStopsRanks) {
 // The rendezvous KV as ranks see it (comm::Store over the coordinator).
 TEST(JobLifecycleTest, CoordinatorStoreSetGetWaitAdd) {
   LocalCluster cluster(0);
-  auto store = coordinator::ConnectCoordinatorStore(cluster.endpoint());
+  auto store = control::ConnectCoordinatorStore(cluster.endpoint());
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE(cluster.Call(control::Request()).status().code() ==
               absl::StatusCode::kInvalidArgument);  // up and rejecting

@@ -15,7 +15,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 #include "tests/integration/control/process_util.h"
 
 namespace strata::testing {
@@ -43,7 +43,7 @@ class LocalCluster {
                         dir_ + "/worker-" + std::to_string(i) + ".log");
       workers_.push_back(pid);
     }
-    client_ = std::make_unique<coordinator::DealerClient>(&ctx_, endpoint_);
+    client_ = std::make_unique<control::DealerClient>(&ctx_, endpoint_);
   }
   ~LocalCluster() {
     for (pid_t& p : workers_) KillAndReap(p);
@@ -161,7 +161,7 @@ class LocalCluster {
   pid_t coordinator_ = -1;
   std::vector<pid_t> workers_;
   zmq::context_t ctx_;
-  std::unique_ptr<coordinator::DealerClient> client_;
+  std::unique_ptr<control::DealerClient> client_;
 };
 
 }  // namespace strata::testing

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 #include "tests/integration/control/process_util.h"
 
 namespace strata::coordinator {
@@ -27,7 +27,7 @@ constexpr int kHeartbeatMs = 500;
 using strata::testing::Spawn;
 void Kill(pid_t pid) { strata::testing::KillAndReap(pid); }
 
-StatusOr<control::ListWorkersReply> List(DealerClient& client) {
+StatusOr<control::ListWorkersReply> List(control::DealerClient& client) {
   control::Request req;
   req.mutable_list_workers();
   ASSIGN_OR_RETURN(control::Reply reply, client.Call(req, 1000));
@@ -53,7 +53,7 @@ TEST(WorkerLossTest, SigkilledWorkerDeclaredLostWithinThreeIntervals) {
   reaper.Watch(&w0);
   reaper.Watch(&w1);
   zmq::context_t ctx;
-  DealerClient client(&ctx, endpoint);
+  control::DealerClient client(&ctx, endpoint);
 
   int alive = 0;
   for (int i = 0; i < 100 && alive < 2; ++i) {  // up to ~10 s

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 7: python/examples/torch_ddp.py (DDP over gloo, checkpoints through
+# python/examples/torch_ddp.py (DDP over gloo, checkpoints through
 # the strata Python package) under `strata run` on 2 nodes. Rank 1 of the
 # first attempt dies at step 12; the job restarts, resumes from the latest
 # committed checkpoint (step 10, or 5) and must end with exactly the loss of an uninterrupted run.

@@ -2,8 +2,8 @@
 
 #include <thread>
 
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/search.h"
+#include "planner/model.h"
+#include "planner/search.h"
 #include "gtest/gtest.h"
 #include "topology/cluster.h"
 

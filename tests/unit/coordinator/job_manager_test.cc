@@ -1,6 +1,6 @@
 // JobManager and the job services with a fake clock over a real RocksDB:
 // records survive a coordinator restart; placement waits for idle workers;
-// launch orders carry the DESIGN.md §6 environment; a failed rank or a lost
+// launch orders carry the docs/placement.md environment; a failed rank or a lost
 // worker restarts the job (re-planned on fewer nodes when allowed) up to
 // max_restarts; every step is an event.
 #include "coordinator/jobs/job_manager.h"

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 
 namespace strata::coordinator {
 namespace {
@@ -39,7 +39,7 @@ class RouterServerTest : public ::testing::Test {
 };
 
 TEST_F(RouterServerTest, CallsAndRejectsBadFrames) {
-  DealerClient client(&ctx_, endpoint_);
+  control::DealerClient client(&ctx_, endpoint_);
   control::Request reg;
   reg.mutable_register_worker()->set_node_name("n0");
   auto reply = client.Call(reg, 5000);
@@ -53,7 +53,7 @@ TEST_F(RouterServerTest, CallsAndRejectsBadFrames) {
   raw.send(zmq::str_buffer("\xff\xff\xff\xff\xff"), zmq::send_flags::none);
   zmq::message_t msg;
   ASSERT_TRUE(raw.recv(msg));  // error reply, request id 0
-  auto err = DecodeReply(std::string_view(msg.data<char>(), msg.size()));
+  auto err = control::DecodeReply(std::string_view(msg.data<char>(), msg.size()));
   ASSERT_TRUE(err.ok());
   EXPECT_EQ(err->status().code(),
             static_cast<int>(absl::StatusCode::kInvalidArgument));
@@ -67,7 +67,7 @@ TEST_F(RouterServerTest, CallsAndRejectsBadFrames) {
   std::string bytes = old.SerializeAsString();
   raw.send(zmq::buffer(bytes), zmq::send_flags::none);
   ASSERT_TRUE(raw.recv(msg));
-  err = DecodeReply(std::string_view(msg.data<char>(), msg.size()));
+  err = control::DecodeReply(std::string_view(msg.data<char>(), msg.size()));
   ASSERT_TRUE(err.ok());
   EXPECT_EQ(err->request_id(), 42u);
   EXPECT_NE(err->status().message().find("protocol version 0"),
@@ -89,7 +89,7 @@ TEST_F(RouterServerTest, CallsAndRejectsBadFrames) {
 
 TEST_F(RouterServerTest, CallTimesOutWithoutServer) {
   zmq::context_t ctx;
-  DealerClient client(&ctx, "ipc:///tmp/strata-router-nobody");
+  control::DealerClient client(&ctx, "ipc:///tmp/strata-router-nobody");
   control::Request list;
   list.mutable_list_workers();
   auto reply = client.Call(list, 100);

@@ -12,20 +12,20 @@ namespace {
 class ZapDecisionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto keys = GenerateCurveKeyPair();
+    auto keys = control::GenerateCurveKeyPair();
     ASSERT_TRUE(keys.ok());
     key_ = *keys;
     allowed_ = MakeAllowList({{key_.public_key, "node-a"}});
   }
   ZapRequest Curve(const std::string& raw_key) {
-    return {"1.0", "7", kZapDomain, "10.0.0.1", "", "CURVE", {raw_key}};
+    return {"1.0", "7", control::kZapDomain, "10.0.0.1", "", "CURVE", {raw_key}};
   }
-  CurveKeyPair key_;
+  control::CurveKeyPair key_;
   AllowList allowed_;
 };
 
 TEST_F(ZapDecisionTest, AcceptsAllowListedCurveKey) {
-  ZapDecision d = DecideZap(Curve(DecodeZ85Key(key_.public_key)), allowed_);
+  ZapDecision d = DecideZap(Curve(control::DecodeZ85Key(key_.public_key)), allowed_);
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.status_code, "200");
   EXPECT_EQ(d.user_id, "node-a");
@@ -33,10 +33,10 @@ TEST_F(ZapDecisionTest, AcceptsAllowListedCurveKey) {
 }
 
 TEST_F(ZapDecisionTest, RejectsEverythingElseWith400) {
-  auto other = GenerateCurveKeyPair();
+  auto other = control::GenerateCurveKeyPair();
   ASSERT_TRUE(other.ok());
   ZapDecision unknown =
-      DecideZap(Curve(DecodeZ85Key(other->public_key)), allowed_);
+      DecideZap(Curve(control::DecodeZ85Key(other->public_key)), allowed_);
   EXPECT_FALSE(unknown.allowed);
   EXPECT_EQ(unknown.status_code, "400");
   EXPECT_NE(unknown.status_text.find(other->public_key), std::string::npos);
@@ -53,11 +53,11 @@ TEST_F(ZapDecisionTest, RejectsEverythingElseWith400) {
   plain.credentials = {"user", "password"};
   EXPECT_EQ(DecideZap(plain, allowed_).status_code, "400");
 
-  ZapRequest version = Curve(DecodeZ85Key(key_.public_key));
+  ZapRequest version = Curve(control::DecodeZ85Key(key_.public_key));
   version.version = "2.0";
   EXPECT_EQ(DecideZap(version, allowed_).status_code, "400");
 
-  ZapRequest domain = Curve(DecodeZ85Key(key_.public_key));
+  ZapRequest domain = Curve(control::DecodeZ85Key(key_.public_key));
   domain.domain = "other";
   EXPECT_NE(DecideZap(domain, allowed_).status_text.find("domain"),
             std::string::npos);
@@ -65,7 +65,7 @@ TEST_F(ZapDecisionTest, RejectsEverythingElseWith400) {
   ZapRequest short_key = Curve("abc");
   EXPECT_NE(DecideZap(short_key, allowed_).status_text.find("malformed"),
             std::string::npos);
-  ZapRequest two = Curve(DecodeZ85Key(key_.public_key));
+  ZapRequest two = Curve(control::DecodeZ85Key(key_.public_key));
   two.credentials.push_back("x");
   EXPECT_EQ(DecideZap(two, allowed_).status_code, "400");
 }
@@ -79,9 +79,9 @@ TEST(ZapParseTest, NeedsSixFrames) {
 
 // A REQ socket speaks to the handler exactly as libzmq's sessions do.
 TEST(ZapHandlerTest, AnswersRequestsOverInproc) {
-  auto keys = GenerateCurveKeyPair();
+  auto keys = control::GenerateCurveKeyPair();
   ASSERT_TRUE(keys.ok());
-  CurveServerConfig config;
+  control::CurveServerConfig config;
   config.authorized = {{keys->public_key, "node-a"}};
   zmq::context_t ctx;
   ZapHandler handler(&ctx, config, GetLogger("CTRL"));
@@ -103,14 +103,14 @@ TEST(ZapHandlerTest, AnswersRequestsOverInproc) {
     } while (part.more());
     return reply;
   };
-  auto ok = ask({"1.0", "r1", kZapDomain, "127.0.0.1", "", "CURVE",
-                 DecodeZ85Key(keys->public_key)});
+  auto ok = ask({"1.0", "r1", control::kZapDomain, "127.0.0.1", "", "CURVE",
+                 control::DecodeZ85Key(keys->public_key)});
   ASSERT_EQ(ok.size(), 6u);
   EXPECT_EQ(ok[0], "1.0");
   EXPECT_EQ(ok[1], "r1");
   EXPECT_EQ(ok[2], "200");
   EXPECT_EQ(ok[4], "node-a");
-  auto no = ask({"1.0", "r2", kZapDomain, "127.0.0.1", "", "NULL"});
+  auto no = ask({"1.0", "r2", control::kZapDomain, "127.0.0.1", "", "NULL"});
   EXPECT_EQ(no[1], "r2");
   EXPECT_EQ(no[2], "400");
   auto junk = ask({"garbage"});  // still answered: REP must reply

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "coordinator/planner/placement.h"
+#include "planner/placement.h"
 #include "gtest/gtest.h"
 
 namespace strata::launch {

@@ -1,7 +1,7 @@
 // Memory and time terms against hand-computed values (Rajbhandari et al.
 // SC'20 for model states, Korthikanti et al. Table 2 for activations,
 // Narayanan et al. for the pipeline bubble).
-#include "coordinator/planner/cost_model.h"
+#include "planner/cost_model.h"
 
 #include <cmath>
 

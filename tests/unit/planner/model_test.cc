@@ -1,5 +1,5 @@
 // Parameter and FLOP formulas against hand-computed values from the papers.
-#include "coordinator/planner/model.h"
+#include "planner/model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
-#include "coordinator/planner/placement.h"
+#include "planner/placement.h"
 
 #include <map>
 #include <set>
 
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/search.h"
+#include "planner/model.h"
+#include "planner/search.h"
 #include "gtest/gtest.h"
 #include "topology/cluster.h"
 

@@ -1,7 +1,7 @@
-#include "coordinator/planner/search.h"
+#include "planner/search.h"
 
 #include "common/config.h"
-#include "coordinator/planner/model.h"
+#include "planner/model.h"
 #include "gtest/gtest.h"
 #include "topology/cluster.h"
 

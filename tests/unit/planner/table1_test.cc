@@ -1,13 +1,13 @@
 // Validation against Megatron-LM SC'21 Table 1 (Narayanan et al., arXiv
-// 2104.04473; ../shared/ANCHORS.md): the predicted step time of each
+// 2104.04473): the predicted step time of each
 // published configuration is within 10% of the time the paper implies
 // (its eq. 3 FLOPs / (published TFLOP/s x GPUs)), the planner's own best
 // plan is at least as fast, and TP never leaves a node. Also Korthikanti
 // et al. Table 5 (sequence parallel + selective recompute, MFU).
 #include <cmath>
 
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/search.h"
+#include "planner/model.h"
+#include "planner/search.h"
 #include "gtest/gtest.h"
 #include "topology/cluster.h"
 

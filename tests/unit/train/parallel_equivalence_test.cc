@@ -1,4 +1,4 @@
-// Issue 7 "Numerical equivalence": for every (tp, pp, dp) with product <= 8
+// "Numerical equivalence": for every (tp, pp, dp) with product <= 8
 // on `tiny` (powers of two: tp | 8 heads, pp | 8 layers, dp | batch 8), the
 // loss of the first 20 steps matches the serial run within 1e-4 relative,
 // with and without ZeRO-1. Ranks are threads over in-process transports.

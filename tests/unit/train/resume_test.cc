@@ -1,4 +1,4 @@
-// Issue 7 "Resume under different parallelism": train 40 steps at
+// "Resume under different parallelism": train 40 steps at
 // (tp, pp, dp) = (2, 2, 1) checkpointing every 20; resume from the step-20
 // checkpoint at (1, 1, 4) and at (4, 1, 1), also with ZeRO-1: steps 21-40
 // match the uninterrupted run within 1e-4 relative. Both storage backends.

@@ -1,4 +1,4 @@
-#include "coordinator/planner/network.h"
+#include "planner/network.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// Memory and time of one training step under a Candidate (DESIGN.md §4).
+// Memory and time of one training step under a Candidate (docs/planner.md).
 // Every formula and constant is cited where it is used and collected in
 // docs/planner.md. Pure, but not thread-safe (scratch buffers): one
 // CostModel evaluates many candidates from one thread.
@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "coordinator/planner/candidate.h"
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/network.h"
+#include "planner/candidate.h"
+#include "planner/model.h"
+#include "planner/network.h"
 #include "proto/job.pb.h"
 
 namespace strata::planner {

@@ -16,11 +16,11 @@
 #include "comm/store.h"
 #include "common/status.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 // `endpoint` is "tcp://HOST:PORT" or "strata://HOST:PORT".
 StatusOr<std::shared_ptr<comm::Store>> ConnectCoordinatorStore(
     const std::string& endpoint,
     std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -14,7 +14,7 @@ namespace strata::planner {
 // splits Megatron cannot express are reported in a leading '#' comment.
 std::string EmitMegatron(const Plan& plan, const ModelSpec& model);
 
-// A torchrun command (with the strata placement variables of DESIGN.md §6)
+// A torchrun command (with the strata placement variables of docs/placement.md)
 // that runs Megatron-LM's pretrain_gpt.py with EmitMegatron's flags.
 std::string EmitTorchrun(const Plan& plan, const ModelSpec& model,
                          const ClusterSpec& cluster, int64_t gpus);

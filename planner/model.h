@@ -23,7 +23,7 @@
 namespace strata::planner {
 
 // Loads a model from a YAML/JSON file or an embedded preset
-// (coordinator/planner/models/*.yaml) and validates it. Fields left 0 get
+// (planner/models/*.yaml) and validates it. Fields left 0 get
 // their documented defaults (query groups = heads, ffn = 4h).
 StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset);
 std::vector<std::string> ModelPresetNames();

@@ -1,4 +1,4 @@
-#include "coordinator/planner/candidate.h"
+#include "planner/candidate.h"
 
 #include "absl/strings/str_cat.h"
 

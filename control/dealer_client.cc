@@ -1,11 +1,11 @@
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/protocol/codec.h"
+#include "control/codec.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 DealerClient::DealerClient(zmq::context_t* context, const std::string& endpoint,
                            const std::optional<CurveClientConfig>& curve)
@@ -52,4 +52,4 @@ StatusOr<control::Reply> DealerClient::Call(control::Request request,
       absl::StrCat("no reply to request ", id, " within ", timeout_ms, " ms"));
 }
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

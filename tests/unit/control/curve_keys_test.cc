@@ -1,7 +1,7 @@
 // Key files and curve dirs: round trips, and every bad file gives a clear
 // error naming it (permissions, malformed keys, mismatched pairs, missing
 // files, empty allow-lists).
-#include "coordinator/security/curve_keys.h"
+#include "control/curve_keys.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "coordinator/security/curve_config.h"
+#include "control/curve_config.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 namespace {
 
 namespace fs = std::filesystem;
@@ -223,4 +223,4 @@ TEST_F(CurveKeysTest, ClientConfigFindsItsKeypair) {
 }
 
 }  // namespace
-}  // namespace strata::coordinator
+}  // namespace strata::control

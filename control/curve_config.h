@@ -24,9 +24,9 @@
 #include <zmq.hpp>
 
 #include "common/status.h"
-#include "coordinator/security/curve_keys.h"
+#include "control/curve_keys.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 inline constexpr char kCurveDirEnv[] = "STRATA_CURVE_DIR";
 inline constexpr char kServerKeyName[] = "server";
@@ -91,4 +91,4 @@ Status AuthorizeClientKey(const std::string& server_dir,
 // its path. Usable as --curve-dir of the coordinator and of the clients.
 StatusOr<std::string> MakeEphemeralCurveDir(const std::string& parent);
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -1,5 +1,5 @@
 // Placement: maps every rank's (tp, cp, dp, pp) coordinates onto nodes and
-// local GPUs and lists each group's members (DESIGN.md §4).
+// local GPUs and lists each group's members (docs/planner.md).
 //
 // Order is tp innermost, then cp, dp, pp (Megatron-LM's default): TP groups
 // are consecutive ranks inside one node's NVLink domain, a stage's DP x CP
@@ -12,8 +12,8 @@
 
 #include <vector>
 
-#include "coordinator/planner/candidate.h"
-#include "coordinator/planner/network.h"
+#include "planner/candidate.h"
+#include "planner/network.h"
 #include "proto/plan.pb.h"
 
 namespace strata::planner {

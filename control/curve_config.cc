@@ -1,4 +1,4 @@
-#include "coordinator/security/curve_config.h"
+#include "control/curve_config.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 namespace {
 
 namespace fs = std::filesystem;
@@ -201,4 +201,4 @@ StatusOr<std::string> MakeEphemeralCurveDir(const std::string& parent) {
   return dir;
 }
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -1,4 +1,4 @@
-#include "coordinator/client/kv_client.h"
+#include "control/kv_client.h"
 
 #include <algorithm>
 #include <mutex>
@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/server/dealer_client.h"
+#include "control/dealer_client.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 namespace {
 
 class CoordinatorStore : public comm::Store {
@@ -108,4 +108,4 @@ StatusOr<std::shared_ptr<comm::Store>> ConnectCoordinatorStore(
       std::make_shared<CoordinatorStore>(ep, rpc_timeout, curve));
 }
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -1,4 +1,4 @@
-#include "coordinator/security/curve_keys.h"
+#include "control/curve_keys.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 namespace {
 
 namespace fs = std::filesystem;
@@ -308,4 +308,4 @@ StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
   return keys;
 }
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -1,4 +1,4 @@
-// The planner's search (DESIGN.md §4): enumerate TP x PP x DP x CP x VPP x
+// The planner's search (docs/planner.md): enumerate TP x PP x DP x CP x VPP x
 // micro-batch x ZeRO x recompute, prune by divisibility and memory, score by
 // predicted step time, return the top K as Plans with their placement.
 #pragma once

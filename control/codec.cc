@@ -1,8 +1,8 @@
-#include "coordinator/protocol/codec.h"
+#include "control/codec.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 StatusOr<control::Request> DecodeRequest(std::string_view frame,
                                          RejectCounters* counters,
@@ -76,4 +76,4 @@ Status ReplyToStatus(const control::Reply& reply) {
                 reply.status().message());
 }
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -1,4 +1,4 @@
-#include "coordinator/planner/search.h"
+#include "planner/search.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
-#include "coordinator/planner/candidate.h"
-#include "coordinator/planner/cost_model.h"
-#include "coordinator/planner/model.h"
-#include "coordinator/planner/network.h"
-#include "coordinator/planner/placement.h"
+#include "planner/candidate.h"
+#include "planner/cost_model.h"
+#include "planner/model.h"
+#include "planner/network.h"
+#include "planner/placement.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {

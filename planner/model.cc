@@ -1,4 +1,4 @@
-#include "coordinator/planner/model.h"
+#include "planner/model.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/preset.h"

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace strata::coordinator {
+namespace strata {
 
 class Clock {
  public:
@@ -34,4 +34,4 @@ class FakeClock : public Clock {
   int64_t now_ms_;
 };
 
-}  // namespace strata::coordinator
+}  // namespace strata

@@ -1,4 +1,4 @@
-#include "coordinator/planner/emit.h"
+#include "planner/emit.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "coordinator/planner/cost_model.h"
+#include "planner/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -18,7 +18,7 @@
 
 #include "common/status.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 inline constexpr size_t kZ85KeyChars = 40;  // 32 bytes, Z85-encoded
 inline constexpr char kPublicKeySuffix[] = ".key";
@@ -80,4 +80,4 @@ StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
 // starting with '.').
 Status ValidateKeyName(const std::string& name);
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -12,7 +12,7 @@
 #include "common/status.h"
 #include "proto/control.pb.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 // Largest frame accepted on the control socket. Bigger frames are dropped by
 // ZeroMQ (ZMQ_MAXMSGSIZE) and by DecodeRequest.
@@ -54,4 +54,4 @@ control::Reply MakeReply(uint64_t request_id, const Status& status);
 // Converts a reply's status field back into an absl::Status.
 Status ReplyToStatus(const control::Reply& reply);
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

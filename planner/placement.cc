@@ -1,4 +1,4 @@
-#include "coordinator/planner/placement.h"
+#include "planner/placement.h"
 
 #include <set>
 

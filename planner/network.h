@@ -1,4 +1,4 @@
-// Collective and point-to-point costs on the cluster's links (DESIGN.md §4).
+// Collective and point-to-point costs on the cluster's links (docs/planner.md).
 //
 // Cost model: the alpha-beta ring model of Thakur et al. (2005) with the
 // bandwidth terms of nccl-tests (all-reduce moves 2(n-1)/n of the buffer per

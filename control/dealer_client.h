@@ -14,10 +14,10 @@
 #include <zmq.hpp>
 
 #include "common/status.h"
-#include "coordinator/security/curve_config.h"
+#include "control/curve_config.h"
 #include "proto/control.pb.h"
 
-namespace strata::coordinator {
+namespace strata::control {
 
 class DealerClient {
  public:
@@ -37,4 +37,4 @@ class DealerClient {
   uint64_t next_id_ = 1;
 };
 
-}  // namespace strata::coordinator
+}  // namespace strata::control

@@ -1,8 +1,8 @@
-#include "coordinator/protocol/codec.h"
+#include "control/codec.h"
 
 #include <gtest/gtest.h>
 
-namespace strata::coordinator {
+namespace strata::control {
 namespace {
 
 control::Request HeartbeatRequest(uint64_t id) {
@@ -73,4 +73,4 @@ TEST(CodecTest, ReplyCarriesStatus) {
 }
 
 }  // namespace
-}  // namespace strata::coordinator
+}  // namespace strata::control
