@@ -26,7 +26,7 @@ std::vector<int> Divisors(int64_t n, int64_t max_value) {
 }
 
 // ---------------------------------------------------------------------------
-// Step 1: the search space.
+// Step 1 of PlanJob: the search space.
 
 struct ZeroOption {
   int stage;
@@ -194,7 +194,8 @@ bool SearchSpace::RecomputeAllowed(Recompute::Mode rc) const {
 }
 
 // ---------------------------------------------------------------------------
-// Step 3: the comparison order and the top K.
+// Step 3 of PlanJob: the comparison order and the top K (defined first:
+// step 2 feeds it).
 
 struct Scored {
   Candidate c;
@@ -240,7 +241,7 @@ class TopK {
 };
 
 // ---------------------------------------------------------------------------
-// Step 2: score and prune, within the time budget.
+// Step 2 of PlanJob: score and prune, within the time budget.
 
 // Wall-clock budget of one PlanJob call, counted from `start`.
 class Budget {
@@ -252,7 +253,6 @@ class Budget {
                                          start_)
                .count() < seconds_;
   }
-  double seconds() const { return seconds_; }
 
  private:
   std::chrono::steady_clock::time_point start_;
@@ -316,7 +316,7 @@ bool RunPass(const SearchSpace& space, const CostModel& cost,
 }
 
 // ---------------------------------------------------------------------------
-// Step 4: the report, or why there is none.
+// Step 4 of PlanJob: the report, or why there is none.
 
 Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   const Candidate& c = s.c;
