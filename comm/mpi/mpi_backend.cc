@@ -270,7 +270,7 @@ class MpiBackend final : public Backend {
   }
   std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType t, int root,
                                   const OpOptions& o) override {
-    if (Status st = Check("broadcast", count, root, "root"); !st.ok())
+    if (Status st = Check("broadcast", count, root); !st.ok())
       return Done(st);
     auto w = NewWork("MPI_Ibcast", o);
     return Start(w,
@@ -290,23 +290,23 @@ class MpiBackend final : public Backend {
   }
   std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t,
                              int peer, const OpOptions& o) override {
+    if (peer < 0) return Done(BadPeer("send", peer));
     return SendRecv(buf, count, peer, nullptr, 0, -1, t, o);
   }
   std::shared_ptr<Work> Recv(void* buf, size_t count, DataType t, int peer,
                              const OpOptions& o) override {
+    if (peer < 0) return Done(BadPeer("recv", peer));
     return SendRecv(nullptr, 0, -1, buf, count, peer, t, o);
   }
   std::shared_ptr<Work> SendRecv(const void* send, size_t send_count,
                                  int send_peer, void* recv, size_t recv_count,
                                  int recv_peer, DataType t,
                                  const OpOptions& o) override {
-    if (send_peer < 0 && recv_peer < 0) {
-      return Done(absl::InvalidArgumentError("sendrecv without a peer"));
-    }
-    for (Status st : {Check("send", send_count, send_peer, "send peer", true),
-                      Check("recv", recv_count, recv_peer, "recv peer", true)}) {
+    for (Status st : {Check("send", send_count, send_peer, true),
+                      Check("recv", recv_count, recv_peer, true)}) {
       if (!st.ok()) return Done(st);
     }
+    if (send_peer < 0 && recv_peer < 0) return Done(absl::OkStatus());
     auto w = NewWork(send_peer < 0   ? "MPI_Irecv"
                      : recv_peer < 0 ? "MPI_Isend"
                                      : "MPI_Isend+MPI_Irecv",
@@ -338,7 +338,7 @@ class MpiBackend final : public Backend {
   // MPI cannot take or a `peer` outside the group (for point-to-point
   // sides, `p2p`: not this rank either, and -1 means the side is off).
   Status Check(const char* what, size_t count, int peer = 0,
-               const char* peer_name = "", bool p2p = false) const {
+               bool p2p = false) const {
     if (Status broken = state_->Broken(); !broken.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat(what, " on rank ", rank_, "/", size_,
@@ -351,11 +351,14 @@ class MpiBackend final : public Backend {
           absl::StrCat(what, ": count ", count, " exceeds MPI's int range"));
     }
     if (peer < 0 || peer >= size_ || (p2p && peer == rank_)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": ", peer_name, " ", peer, " is not another rank of the ",
-          size_, "-rank group"));
+      return BadPeer(what, peer);
     }
     return absl::OkStatus();
+  }
+  Status BadPeer(const char* what, int peer) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " on rank ", rank_, ": rank ", peer,
+                     " is not a valid peer in the ", size_, "-rank group"));
   }
   std::shared_ptr<Work> Done(Status st) {
     return std::make_shared<DoneWork>(state_, std::move(st));
