@@ -84,7 +84,8 @@ class Backend {
   // into `recv` from `recv_peer`, as one operation that progresses both
   // directions: two neighbours exchanging buffers larger than any internal
   // buffering cannot deadlock (separate Send then Recv on both sides can).
-  // A peer of -1 disables that side; the two peers may be the same rank.
+  // A peer of -1 or a count of 0 disables that side (no message: both
+  // ranks of a pair must agree); the two peers may be the same rank.
   virtual std::shared_ptr<Work> SendRecv(const void* send, size_t send_count,
                                          int send_peer, void* recv,
                                          size_t recv_count, int recv_peer,

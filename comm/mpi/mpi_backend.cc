@@ -306,6 +306,9 @@ class MpiBackend final : public Backend {
                       Check("recv", recv_count, recv_peer, true)}) {
       if (!st.ok()) return Done(st);
     }
+    // A count of 0 disables a side, as in Transport::SendRecv.
+    if (send_count == 0) send_peer = -1;
+    if (recv_count == 0) recv_peer = -1;
     if (send_peer < 0 && recv_peer < 0) return Done(absl::OkStatus());
     auto w = NewWork(send_peer < 0   ? "MPI_Irecv"
                      : recv_peer < 0 ? "MPI_Isend"

@@ -207,12 +207,12 @@ class NcclBackend final : public Backend {
     if (aborted()) return Broken();
     // Both sides in one NCCL group: they progress together.
     Status st = NcclError(ncclGroupStart(), "ncclGroupStart");
-    if (st.ok() && send_peer >= 0) {
+    if (st.ok() && send_peer >= 0 && send_count > 0) {
       st = NcclError(
           ncclSend(send, send_count, Type(t), send_peer, comm_, stream_),
           "ncclSend");
     }
-    if (st.ok() && recv_peer >= 0) {
+    if (st.ok() && recv_peer >= 0 && recv_count > 0) {
       st = NcclError(
           ncclRecv(recv, recv_count, Type(t), recv_peer, comm_, stream_),
           "ncclRecv");

@@ -197,6 +197,15 @@ int main(int argc, char** argv) {
                     .ok(),
             "sendrecv");
       check(in[0] == left && in[big - 1] == left, "sendrecv value");
+      // A count of 0 disables that side (no message), as over a Transport:
+      // the trainer's last exchange sends with nothing to receive.
+      OpOptions quick;
+      quick.timeout = std::chrono::seconds(5);
+      check((*b2)->SendRecv(out.data(), 0, right, in.data(), 0, left,
+                            DataType::kF32, quick)
+                    ->Wait()
+                    .ok(),
+            "sendrecv of nothing");
       check((*b2)->SendRecv(out.data(), 1, r, in.data(), 1, left,
                             DataType::kF32)
                     ->Wait()
