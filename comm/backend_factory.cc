@@ -32,14 +32,14 @@ Status Validate(const BackendOptions& o) {
   }
   const int size = static_cast<int>(o.node_of.size());
   if (size < 1 || o.rank < 0 || o.rank >= size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "comm backend '", o.name, "': rank ", o.rank,
-        " is outside the node map of ", size, " ranks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("comm backend '", o.name, "': rank ", o.rank,
+                     " is outside the node map of ", size, " ranks"));
   }
   if (size > 1 && o.store == nullptr && o.name != "mpi") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "comm backend '", o.name, "' needs a rendezvous store for ", size,
-        " ranks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("comm backend '", o.name,
+                     "' needs a rendezvous store for ", size, " ranks"));
   }
   const std::set<int> nodes(o.node_of.begin(), o.node_of.end());
   if (o.name == "shm" && nodes.size() > 1) {
@@ -109,8 +109,7 @@ StatusOr<std::unique_ptr<Backend>> NewBackend(const BackendOptions& o) {
 #ifdef STRATA_COMM_HAVE_NCCL
   if (o.name == "nccl") {
     return NewNcclBackend(o.store ? o.store : NewInMemoryStore(), o.rank,
-                          static_cast<int>(o.node_of.size()),
-                          o.group.timeout);
+                          static_cast<int>(o.node_of.size()), o.group.timeout);
   }
 #endif
   return absl::InternalError(
@@ -145,8 +144,7 @@ StatusOr<std::unique_ptr<PlanGroups>> NewPlanGroups(const BackendOptions& o,
     std::shared_ptr<Store> store = o.store ? o.store : NewInMemoryStore();
     return BuildPlanGroups(
         o.rank, size, pl,
-        [&](const std::string& kind, int index,
-            const std::vector<int>& members,
+        [&](const std::string& kind, int index, const std::vector<int>& members,
             const std::vector<int>&) -> StatusOr<std::unique_ptr<Backend>> {
           const int me = static_cast<int>(
               std::find(members.begin(), members.end(), o.rank) -

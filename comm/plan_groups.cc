@@ -59,8 +59,9 @@ StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
       continue;
     const Group*& slot = mine[k - std::begin(kinds)];
     if (slot != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank, " is in two '", g.kind(), "' groups of the placement"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank, " is in two '", g.kind(),
+                       "' groups of the placement"));
     }
     slot = &g;
   }
@@ -79,8 +80,8 @@ StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
     for (int m : members) {
       if (m < 0 || m >= world_size) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "placement '", kinds[k], "' group ", mine[k]->index(),
-            " has rank ", m, " outside the world of ", world_size));
+            "placement '", kinds[k], "' group ", mine[k]->index(), " has rank ",
+            m, " outside the world of ", world_size));
       }
       nodes.push_back(node_of[m]);
     }

@@ -190,7 +190,9 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   }
   bo.rank = i.rank;
   bo.node_of.resize(i.world_size);
-  for (int r = 0; r < i.world_size; ++r) bo.node_of[r] = r / i.local_world_size;
+  for (int r = 0; r < i.world_size; ++r) {
+    bo.node_of[r] = r / i.local_world_size;
+  }
   bo.store = comm::NewPrefixStore("comm", rt->store_);
   bo.tcp.bind = i.node_addr.empty() ? "127.0.0.1" : ResolveIpv4(i.node_addr);
   bo.tcp.connect_timeout = options.connect_timeout;

@@ -91,17 +91,17 @@ class MpiWork final : public Work {
       if (now >= deadline_) {
         // The operation's own timeout: an error that breaks the group. The
         // request stays pending inside MPI (IsCompleted keeps testing it).
-        Status st = absl::DeadlineExceededError(absl::StrCat(
-            what_, " did not complete within ", timeout_.count(),
-            " ms (MPI does not say which peer is missing)"));
+        Status st = absl::DeadlineExceededError(
+            absl::StrCat(what_, " did not complete within ", timeout_.count(),
+                         " ms (MPI does not say which peer is missing)"));
         state_->Break(st);
         return st;
       }
       if (timeout != std::chrono::milliseconds::max() &&
           now - start >= timeout) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "Work::Wait for ", what_, " timed out after ", timeout.count(),
-            " ms"));
+        return absl::DeadlineExceededError(
+            absl::StrCat("Work::Wait for ", what_, " timed out after ",
+                         timeout.count(), " ms"));
       }
       std::this_thread::yield();
     }
@@ -241,9 +241,8 @@ class MpiBackend final : public Backend {
                            algorithms::BlockBegin(count, size_, i));
     }
     if (op == ReduceOp::kAvg) {
-      w->set_after([=, n = size_, mine = w->counts[rank_]] {
-        Divide(out, mine, t, n);
-      });
+      w->set_after(
+          [=, n = size_, mine = w->counts[rank_]] { Divide(out, mine, t, n); });
     }
     return Start(w,
                  MPI_Ireduce_scatter(in, out, w->counts.data(), Type(t),
@@ -262,16 +261,15 @@ class MpiBackend final : public Backend {
           static_cast<int>(algorithms::BlockBegin(count, size_, i + 1)) -
           w->displs[i];
     }
-    return Start(w,
-                 MPI_Iallgatherv(in, w->counts[rank_], Type(t), out,
-                                 w->counts.data(), w->displs.data(), Type(t),
-                                 comm_, w->NewRequest()),
-                 o);
+    return Start(
+        w,
+        MPI_Iallgatherv(in, w->counts[rank_], Type(t), out, w->counts.data(),
+                        w->displs.data(), Type(t), comm_, w->NewRequest()),
+        o);
   }
   std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType t, int root,
                                   const OpOptions& o) override {
-    if (Status st = Check("broadcast", count, root); !st.ok())
-      return Done(st);
+    if (Status st = Check("broadcast", count, root); !st.ok()) return Done(st);
     auto w = NewWork("MPI_Ibcast", o);
     return Start(w,
                  MPI_Ibcast(buf, static_cast<int>(count), Type(t), root, comm_,
@@ -282,11 +280,11 @@ class MpiBackend final : public Backend {
                                  DataType t, const OpOptions& o) override {
     if (Status st = Check("all_to_all", per * size_); !st.ok()) return Done(st);
     auto w = NewWork("MPI_Ialltoall", o);
-    return Start(w,
-                 MPI_Ialltoall(in, static_cast<int>(per), Type(t), out,
-                               static_cast<int>(per), Type(t), comm_,
-                               w->NewRequest()),
-                 o);
+    return Start(
+        w,
+        MPI_Ialltoall(in, static_cast<int>(per), Type(t), out,
+                      static_cast<int>(per), Type(t), comm_, w->NewRequest()),
+        o);
   }
   std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t,
                              int peer, const OpOptions& o) override {

@@ -97,15 +97,16 @@ TEST(BackendFactoryTest, OptionsThatDoNotFitAreInvalidArgument) {
 void AllReduceAndExchange(int r, Backend& b) {
   const int n = b.size();
   std::vector<float> v(1000, static_cast<float>(r + 1));
-  ASSERT_TRUE(
-      b.AllReduce(v.data(), v.size(), DataType::kF32, ReduceOp::kSum)->Wait().ok());
+  ASSERT_TRUE(b.AllReduce(v.data(), v.size(), DataType::kF32, ReduceOp::kSum)
+                  ->Wait()
+                  .ok());
   EXPECT_EQ(v[999], n * (n + 1) / 2.0f);
   const size_t big = 1 << 20;  // 4 MiB of floats
   std::vector<float> out(big, static_cast<float>(r)), in(big, -1.0f);
   const int right = (r + 1) % n, left = (r + n - 1) % n;
-  Status st = b.SendRecv(out.data(), big, right, in.data(), big, left,
-                         DataType::kF32)
-                  ->Wait();
+  Status st =
+      b.SendRecv(out.data(), big, right, in.data(), big, left, DataType::kF32)
+          ->Wait();
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(in[0], static_cast<float>(left));
   EXPECT_EQ(in[big - 1], static_cast<float>(left));
@@ -141,8 +142,9 @@ TEST(BackendFactoryTest, OneRankNeedsNoStore) {
   auto b = NewBackend(o);
   ASSERT_TRUE(b.ok()) << b.status();
   std::vector<int32_t> v = {7};
-  ASSERT_TRUE(
-      (*b)->AllReduce(v.data(), 1, DataType::kI32, ReduceOp::kSum)->Wait().ok());
+  ASSERT_TRUE((*b)->AllReduce(v.data(), 1, DataType::kI32, ReduceOp::kSum)
+                  ->Wait()
+                  .ok());
   EXPECT_EQ(v[0], 7);
 }
 

@@ -2,9 +2,9 @@
 
 #include <thread>
 
+#include "gtest/gtest.h"
 #include "planner/model.h"
 #include "planner/search.h"
-#include "gtest/gtest.h"
 #include "topology/cluster.h"
 
 namespace strata::comm {

@@ -191,26 +191,28 @@ int main(int argc, char** argv) {
       const size_t big = 1 << 20;
       std::vector<float> out(big, static_cast<float>(r)), in(big, -1.0f);
       const int right = (r + 1) % n, left = (r + n - 1) % n;
-      check((*b2)->SendRecv(out.data(), big, right, in.data(), big, left,
-                            DataType::kF32)
-                    ->Wait()
-                    .ok(),
+      check((*b2)
+                ->SendRecv(out.data(), big, right, in.data(), big, left,
+                           DataType::kF32)
+                ->Wait()
+                .ok(),
             "sendrecv");
       check(in[0] == left && in[big - 1] == left, "sendrecv value");
       // A count of 0 disables that side (no message), as over a Transport:
       // the trainer's last exchange sends with nothing to receive.
       OpOptions quick;
       quick.timeout = std::chrono::seconds(5);
-      check((*b2)->SendRecv(out.data(), 0, right, in.data(), 0, left,
-                            DataType::kF32, quick)
-                    ->Wait()
-                    .ok(),
+      check((*b2)
+                ->SendRecv(out.data(), 0, right, in.data(), 0, left,
+                           DataType::kF32, quick)
+                ->Wait()
+                .ok(),
             "sendrecv of nothing");
-      check((*b2)->SendRecv(out.data(), 1, r, in.data(), 1, left,
-                            DataType::kF32)
-                    ->Wait()
-                    .code() == absl::StatusCode::kInvalidArgument,
-            "sendrecv to self is InvalidArgument");
+      check(
+          (*b2)->SendRecv(out.data(), 1, r, in.data(), 1, left, DataType::kF32)
+                  ->Wait()
+                  .code() == absl::StatusCode::kInvalidArgument,
+          "sendrecv to self is InvalidArgument");
     }
 
     // Abort from another thread: ranks 0..n-2 wait on an all-reduce the last
@@ -228,9 +230,9 @@ int main(int argc, char** argv) {
         });
         const auto t0 = std::chrono::steady_clock::now();
         strata::Status st = w->Wait();
-        const double waited = std::chrono::duration<double>(
-                                  std::chrono::steady_clock::now() - t0)
-                                  .count();
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count();
         aborter.join();
         check(st.code() == absl::StatusCode::kAborted, "abort code");
         check(waited >= 0.25 && waited < 5, "abort unblocks the wait");
@@ -244,8 +246,9 @@ int main(int argc, char** argv) {
       // all-reduce inside MPI: it was never cancelled, only given up.
       MPI_Barrier(MPI_COMM_WORLD);
       if (r == n - 1) {
-        check((*ab)->AllReduce(abandoned.data(), abandoned.size(),
-                               DataType::kF32, ReduceOp::kSum)
+        check((*ab)
+                  ->AllReduce(abandoned.data(), abandoned.size(),
+                              DataType::kF32, ReduceOp::kSum)
                   ->Wait()
                   .ok(),
               "the last rank's all-reduce completes");
@@ -289,16 +292,15 @@ int main(int argc, char** argv) {
         check(gs.dp_index == r % 2, "dp index");
         int64_t v = r;
         check(gs.dp->AllReduce(&v, 1, DataType::kI64, ReduceOp::kSum)
-                      ->Wait()
-                      .ok(),
+                  ->Wait()
+                  .ok(),
               "dp all-reduce");
         int64_t want = 0;
         for (int i = r % 2; i < n; i += 2) want += i;
         check(v == want, "dp all-reduce value");
       }
       o.node_of.assign(n + 1, 0);
-      check(NewBackend(o).status().code() ==
-                absl::StatusCode::kInvalidArgument,
+      check(NewBackend(o).status().code() == absl::StatusCode::kInvalidArgument,
             "factory mpi world size mismatch");
     }
   }
