@@ -25,6 +25,7 @@
 #include "worker/probe.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
+#include "placement/rank_env.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -127,8 +128,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   strata::worker::RankSupervisor ranks(
-      work_dir, {{"STRATA_STORE", StoreUri(coordinator)},
-                 {"STRATA_TELEMETRY", telemetry_ep},
+      work_dir, {{strata::placement::kStore, StoreUri(coordinator)},
+                 {strata::placement::kTelemetry, telemetry_ep},
                  {strata::control::kCurveDirEnv,
                   strata::control::ResolveCurveDir(curve_dir)}});
   strata::control::DealerClient client(&ctx, coordinator, *curve);
