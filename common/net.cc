@@ -42,8 +42,7 @@ StatusOr<HostPort> ParseHostPort(std::string_view s) {
   HostPort hp;
   if (colon == std::string_view::npos || colon == 0 ||
       !absl::SimpleAtoi(std::string(s.substr(colon + 1)), &hp.port) ||
-      hp.port < 1 ||
-      hp.port > 65535) {
+      hp.port < 1 || hp.port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", std::string(s), "' is not HOST:PORT (port 1-65535)"));
   }

@@ -36,7 +36,8 @@ StatusOr<JobNodes> GroupNodes(const std::vector<RankHost>& ranks) {
           "hosts"));
     }
     const std::string key = h.node_name.empty() ? host_of(h) : h.node_name;
-    auto [it, added] = index.try_emplace(key, static_cast<int>(out.nodes.size()));
+    auto [it, added] =
+        index.try_emplace(key, static_cast<int>(out.nodes.size()));
     if (added) {
       out.nodes.push_back({h.node_name.empty() ? h.hostname : h.node_name,
                            out.one_host ? "127.0.0.1" : h.address, 0});

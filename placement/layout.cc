@@ -14,9 +14,9 @@ StatusOr<std::vector<int>> NodeOfRanks(const RankEnv& env) {
         absl::StrCat(kLocalWorldSize, "=", block, " does not divide ",
                      kWorldSize, "=", env.world_size));
   }
-  const char* wrong = env.node_rank != env.rank / block ? kNodeRank
+  const char* wrong = env.node_rank != env.rank / block    ? kNodeRank
                       : env.local_rank != env.rank % block ? kLocalRank
-                                                            : nullptr;
+                                                           : nullptr;
   if (wrong != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         wrong, " of ", kRank, "=", env.rank, " is ",
@@ -41,9 +41,9 @@ StatusOr<Placement> UniformPlacement(int tp, int pp, int dp, int cp,
   c.cp = cp;
   if (tp < 1 || pp < 1 || dp < 1 || cp < 1 || ranks_per_node < 1 ||
       c.Gpus() % ranks_per_node != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot place tp=", tp, " pp=", pp, " dp=", dp, " cp=", cp,
-        " on nodes of ", ranks_per_node, " ranks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot place tp=", tp, " pp=", pp, " dp=", dp, " cp=", cp,
+                     " on nodes of ", ranks_per_node, " ranks"));
   }
   // A uniform network of whole nodes: node j is the j-th block of ranks.
   ClusterSpec cluster;
@@ -56,8 +56,7 @@ StatusOr<Placement> UniformPlacement(int tp, int pp, int dp, int cp,
 }
 
 StatusOr<Placement> GroupPlacement(const RankEnv& env) {
-  return UniformPlacement(env.tp, env.pp, env.dp, env.cp,
-                          env.local_world_size);
+  return UniformPlacement(env.tp, env.pp, env.dp, env.cp, env.local_world_size);
 }
 
 }  // namespace strata::placement

@@ -22,9 +22,9 @@ struct Source {
 };
 constexpr Source kStrataSource = {kRank, kWorldSize, kLocalRank,
                                   kLocalWorldSize};
-constexpr Source kMpiSource = {
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr Source kMpiSource = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                               "OMPI_COMM_WORLD_LOCAL_RANK",
+                               "OMPI_COMM_WORLD_LOCAL_SIZE"};
 constexpr Source kSlurmSource = {"SLURM_PROCID", "SLURM_NTASKS",
                                  "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"};
 constexpr char kSlurmTasksPerNode[] = "SLURM_TASKS_PER_NODE";
@@ -107,10 +107,10 @@ StatusOr<Plan> PlanForNodes(const std::vector<int>& node_of_rank, int tp,
   c.cp = cp;
   c.dp = DataParallelSize(world, tp, pp, cp);
   if (c.dp == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("world size ", world, " is not divisible by tp*pp*cp = ",
-                     static_cast<int64_t>(tp) * pp * cp, " (tp ", tp, " pp ",
-                     pp, " cp ", cp, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "world size ", world,
+        " is not divisible by tp*pp*cp = ", static_cast<int64_t>(tp) * pp * cp,
+        " (tp ", tp, " pp ", pp, " cp ", cp, ")"));
   }
   Plan plan;
   plan.set_tp(c.tp);
@@ -162,18 +162,18 @@ StatusOr<std::vector<RankEnv>> RankEnvsFor(
   std::vector<RankEnv> out;
   for (int rank : ranks) {
     if (rank < 0 || rank >= world || pl.ranks(rank).rank() != rank) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank, " is not at its index in the plan's ", world,
-          " placed ranks"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank, " is not at its index in the plan's ",
+                       world, " placed ranks"));
     }
     const RankPlacement& me = pl.ranks(rank);
     const planner::RankCoord rc = planner::CoordOf(c, rank);
     if (me.tp_rank() != rc.tp || me.cp_rank() != rc.cp ||
         me.dp_rank() != rc.dp || me.pp_rank() != rc.pp) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the plan places rank ", rank, " at tp ", me.tp_rank(), " cp ",
-          me.cp_rank(), " dp ", me.dp_rank(), " pp ", me.pp_rank(),
-          ", not at its tp-cp-dp-pp coordinates"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the plan places rank ", rank, " at tp ", me.tp_rank(),
+                       " cp ", me.cp_rank(), " dp ", me.dp_rank(), " pp ",
+                       me.pp_rank(), ", not at its tp-cp-dp-pp coordinates"));
     }
     RankEnv e;
     e.rank = rank;
@@ -287,9 +287,9 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
   ASSIGN_OR_RETURN(e.rank, Int(env, src->rank, 0, 0));
   ASSIGN_OR_RETURN(e.world_size, Int(env, src->world, 1, 1));
   if (e.rank >= e.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(src->rank, "=", e.rank, " is not below ", src->world, "=",
-                     e.world_size));
+    return absl::InvalidArgumentError(absl::StrCat(src->rank, "=", e.rank,
+                                                   " is not below ", src->world,
+                                                   "=", e.world_size));
   }
   // No local size: every rank runs on this host.
   const char* local_size_name = src->local_size;
@@ -311,8 +311,8 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
                      " does not divide ", src->world, "=", e.world_size));
   }
   e.num_nodes = e.world_size / e.local_world_size;
-  ASSIGN_OR_RETURN(e.local_rank, Int(env, src->local_rank, 0,
-                                     e.rank % e.local_world_size));
+  ASSIGN_OR_RETURN(e.local_rank,
+                   Int(env, src->local_rank, 0, e.rank % e.local_world_size));
   if (e.local_rank >= e.local_world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat(src->local_rank, "=", e.local_rank, " is not below ",
@@ -330,9 +330,9 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
     }
     ASSIGN_OR_RETURN(int nodes, Int(env, kGroupWorldSize, 1, e.num_nodes));
     if (nodes != e.num_nodes) {
-      return Mismatch(kGroupWorldSize, nodes,
-                      absl::StrCat(kWorldSize, " / ", kLocalWorldSize, " = ",
-                                   e.num_nodes));
+      return Mismatch(
+          kGroupWorldSize, nodes,
+          absl::StrCat(kWorldSize, " / ", kLocalWorldSize, " = ", e.num_nodes));
     }
   }
   if (e.node_rank >= e.num_nodes) {
@@ -355,9 +355,8 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
   ASSIGN_OR_RETURN(int dp, Int(env, kDp, 1, e.dp));
   if (dp != e.dp) {
     return Mismatch(kDp, dp,
-                    absl::StrCat(src->world, "=", e.world_size, " / (tp ",
-                                 e.tp, " x pp ", e.pp, " x cp ", e.cp,
-                                 ") = ", e.dp));
+                    absl::StrCat(src->world, "=", e.world_size, " / (tp ", e.tp,
+                                 " x pp ", e.pp, " x cp ", e.cp, ") = ", e.dp));
   }
   planner::Candidate c;
   c.tp = e.tp;
@@ -375,18 +374,17 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
                             {kPpRank, rc.pp}}) {
     ASSIGN_OR_RETURN(int got, Int(env, name, 0, want));
     if (got != want) {
-      return Mismatch(name, got,
-                      absl::StrCat(src->rank, "=", e.rank,
-                                   " in the tp-cp-dp-pp order (expected ",
-                                   want, ")"));
+      return Mismatch(
+          name, got,
+          absl::StrCat(src->rank, "=", e.rank,
+                       " in the tp-cp-dp-pp order (expected ", want, ")"));
     }
   }
 
   // The job.
   if (const std::string* v = Find(env, kJobId)) e.job_id = *v;
   ASSIGN_OR_RETURN(int torch_restarts, Int(env, kTorchRestartCount, 0, 0));
-  ASSIGN_OR_RETURN(e.restart_count,
-                   Int(env, kRestartCount, 0, torch_restarts));
+  ASSIGN_OR_RETURN(e.restart_count, Int(env, kRestartCount, 0, torch_restarts));
   if (Find(env, kTorchRestartCount) != nullptr &&
       torch_restarts != e.restart_count) {
     return Mismatch(kTorchRestartCount, torch_restarts,
@@ -414,9 +412,9 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
   }
   if (e.node_addr.empty() && e.local_world_size < e.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(
-        kNodeAddr, " is not set, but the job spans ", e.num_nodes,
-        " nodes (", local_size_name, "=", e.local_world_size, " < ",
-        src->world, "=", e.world_size,
+        kNodeAddr, " is not set, but the job spans ", e.num_nodes, " nodes (",
+        local_size_name, "=", e.local_world_size, " < ", src->world, "=",
+        e.world_size,
         "): a rank must bind an address its peers on other hosts can reach "
         "(launch with `strata run`, `strata submit` or `mpirun strata-exec`, "
         "or set ",

@@ -20,12 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "control/dealer_client.h"
+#include "placement/rank_env.h"
 #include "worker/node_identity.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
-#include "placement/rank_env.h"
 
 namespace {
 std::atomic<bool> g_stop{false};

@@ -83,8 +83,7 @@ StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
                                  int64_t bytes) {
   auto ip = net::ResolveIpv4(host);
   if (!ip.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("peer ", ip.status().message()));
+    return absl::UnavailableError(absl::StrCat("peer ", ip.status().message()));
   }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;

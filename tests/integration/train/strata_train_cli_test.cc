@@ -54,11 +54,12 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
 }
 
 TEST(StrataTrainCliTest, UnresolvableNodeAddressIsNamed) {
-  const std::string dir = "/tmp/strata-train-cli-store-" + std::to_string(getpid());
-  RunResult r = RunTrain(
-      "--model tiny --steps 1",
-      "RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 STRATA_STORE=file://" + dir +
-          " STRATA_NODE_ADDR=no-such-host.invalid");
+  const std::string dir =
+      "/tmp/strata-train-cli-store-" + std::to_string(getpid());
+  RunResult r =
+      RunTrain("--model tiny --steps 1",
+               "RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 STRATA_STORE=file://" +
+                   dir + " STRATA_NODE_ADDR=no-such-host.invalid");
   std::filesystem::remove_all(dir);
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("STRATA_NODE_ADDR 'no-such-host.invalid' does not "

@@ -19,8 +19,8 @@ TEST(ParseHostPortTest, SplitsAtTheLastColon) {
 }
 
 TEST(ParseHostPortTest, MalformedValuesAreQuoted) {
-  for (const char* bad : {"host", "host:", ":80", "host:0", "host:65536",
-                          "host:http", ""}) {
+  for (const char* bad :
+       {"host", "host:", ":80", "host:0", "host:65536", "host:http", ""}) {
     auto hp = ParseHostPort(bad);
     ASSERT_EQ(hp.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(hp.status().message().find(std::string("'") + bad + "'"),

@@ -94,7 +94,8 @@ TEST(UniformPlacementTest, RanksAndGroupsFollowTheOrder) {
   EXPECT_EQ(groups["pp"], 12);
   EXPECT_EQ(groups["dp"], 8);
   EXPECT_EQ(groups["cp"], 12);
-  for (const char* kind : {"tp", "pp", "dp", "cp"}) EXPECT_EQ(members[kind], 24);
+  for (const char* kind : {"tp", "pp", "dp", "cp"})
+    EXPECT_EQ(members[kind], 24);
 }
 
 TEST(UniformPlacementTest, GroupPlacementUsesTheEnvironment) {

@@ -27,8 +27,8 @@ EnvMap Built(int world, int rpn, int tp, int pp, int cp, int rank) {
   EXPECT_TRUE(plan.ok()) << plan.status();
   std::vector<NodeEndpoint> nodes;
   for (int n = 0; n < world / rpn; ++n) {
-    nodes.push_back({"node-" + std::to_string(n),
-                     "10.0.0." + std::to_string(n + 1), 0});
+    nodes.push_back(
+        {"node-" + std::to_string(n), "10.0.0." + std::to_string(n + 1), 0});
   }
   JobEndpoints job;
   job.job_id = "job-1";
@@ -54,8 +54,8 @@ TEST(RankEnvRoundTripTest, EveryRankOfSeveralPlans) {
   struct Case {
     int world, rpn, tp, pp, cp;
   } cases[] = {
-      {1, 1, 1, 1, 1},  {4, 4, 2, 1, 1},  {8, 4, 2, 2, 1},  // tp2 dp2 pp2
-      {8, 2, 1, 2, 2},  {24, 8, 2, 3, 2}, {6, 3, 1, 3, 1},
+      {1, 1, 1, 1, 1}, {4, 4, 2, 1, 1},  {8, 4, 2, 2, 1},  // tp2 dp2 pp2
+      {8, 2, 1, 2, 2}, {24, 8, 2, 3, 2}, {6, 3, 1, 3, 1},
   };
   for (const Case& c : cases) {
     std::vector<int> node_of(c.world);
@@ -67,12 +67,19 @@ TEST(RankEnvRoundTripTest, EveryRankOfSeveralPlans) {
       nodes.push_back({"n" + std::to_string(n),
                        "10.1.0." + std::to_string(n + 1), n % 2 == 0 ? 8 : 0});
     }
-    JobEndpoints job{"job-x", 2, 5, "10.1.0.1", 29500, "strata://10.1.0.9:7000",
-                     "file:///ckpt", "ipc:///tmp/t", "/tmp/plan.json"};
+    JobEndpoints job{"job-x",
+                     2,
+                     5,
+                     "10.1.0.1",
+                     29500,
+                     "strata://10.1.0.9:7000",
+                     "file:///ckpt",
+                     "ipc:///tmp/t",
+                     "/tmp/plan.json"};
     for (int r = 0; r < c.world; ++r) {
-      SCOPED_TRACE(::testing::Message() << "world " << c.world << " tp " << c.tp
-                                        << " pp " << c.pp << " cp " << c.cp
-                                        << " rank " << r);
+      SCOPED_TRACE(::testing::Message()
+                   << "world " << c.world << " tp " << c.tp << " pp " << c.pp
+                   << " cp " << c.cp << " rank " << r);
       auto built = RankEnvFor(*plan, r, nodes, job);
       ASSERT_TRUE(built.ok()) << built.status();
       auto parsed = ParseRankEnv(Variables(*built));
@@ -148,8 +155,10 @@ TEST(BuildRankEnvTest, InterleavedNodesCountLocalRanksInRankOrder) {
 }
 
 TEST(BuildRankEnvTest, BadPlansAreInvalidArgument) {
-  EXPECT_NE(PlanForNodes({0, 0, 0, 0}, 3, 1, 1).status().message().find(
-                "world size 4 is not divisible by tp*pp*cp = 3"),
+  EXPECT_NE(PlanForNodes({0, 0, 0, 0}, 3, 1, 1)
+                .status()
+                .message()
+                .find("world size 4 is not divisible by tp*pp*cp = 3"),
             std::string::npos);
   auto plan = PlanForNodes({0, 0, 1, 1}, 2, 1, 1);
   ASSERT_TRUE(plan.ok());
@@ -161,8 +170,10 @@ TEST(BuildRankEnvTest, BadPlansAreInvalidArgument) {
   Plan wrong = *plan;
   wrong.mutable_placement()->mutable_ranks(1)->set_tp_rank(0);
   std::vector<NodeEndpoint> two = {{"a", "x", 0}, {"b", "y", 0}};
-  EXPECT_NE(RankEnvFor(wrong, 1, two, {}).status().message().find(
-                "not at its tp-cp-dp-pp coordinates"),
+  EXPECT_NE(RankEnvFor(wrong, 1, two, {})
+                .status()
+                .message()
+                .find("not at its tp-cp-dp-pp coordinates"),
             std::string::npos);
 }
 
@@ -235,11 +246,11 @@ TEST(ParseRankEnvTest, OpenMpiVariables) {
 }
 
 TEST(ParseRankEnvTest, SlurmVariables) {
-  EnvMap slurm = {{"SLURM_PROCID", "3"},      {"SLURM_NTASKS", "4"},
-                  {"SLURM_LOCALID", "1"},     {"SLURM_NODEID", "1"},
-                  {"SLURM_NTASKS_PER_NODE", "2"},
-                  {"STRATA_STORE", "file:///s"},
-                  {"STRATA_NODE_ADDR", "10.0.0.2"}};
+  EnvMap slurm = {
+      {"SLURM_PROCID", "3"},           {"SLURM_NTASKS", "4"},
+      {"SLURM_LOCALID", "1"},          {"SLURM_NODEID", "1"},
+      {"SLURM_NTASKS_PER_NODE", "2"},  {"STRATA_STORE", "file:///s"},
+      {"STRATA_NODE_ADDR", "10.0.0.2"}};
   auto e = ParseRankEnv(slurm);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->rank, 3);
@@ -286,11 +297,12 @@ TEST(ParseRankEnvTest, MissingVariablesAreNamed) {
   EXPECT_NE(ParseError({{"WORLD_SIZE", "2"}})
                 .find("WORLD_SIZE is set but RANK is not"),
             std::string::npos);
-  EXPECT_NE(ParseError({{"RANK", "0"}}).find("RANK is set but WORLD_SIZE is not"),
-            std::string::npos);
-  EXPECT_NE(ParseError({{"OMPI_COMM_WORLD_RANK", "0"}})
-                .find("OMPI_COMM_WORLD_SIZE"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseError({{"RANK", "0"}}).find("RANK is set but WORLD_SIZE is not"),
+      std::string::npos);
+  EXPECT_NE(
+      ParseError({{"OMPI_COMM_WORLD_RANK", "0"}}).find("OMPI_COMM_WORLD_SIZE"),
+      std::string::npos);
   EXPECT_NE(ParseError({{"RANK", "0"}, {"WORLD_SIZE", "2"}})
                 .find("STRATA_STORE is not set"),
             std::string::npos);
@@ -318,12 +330,13 @@ TEST(ParseRankEnvTest, ConflictsAreNamed) {
                        {"STRATA_STORE", "tcp://h:1"},
                        {"STRATA_NODE_ADDR", "10.0.0.1"}};
   ASSERT_EQ(ParseError(base), "");
-  auto with = [&](std::initializer_list<std::pair<const std::string, std::string>>
-                      changes) {
-    EnvMap env = base;
-    for (const auto& [k, v] : changes) env[k] = v;
-    return ParseError(env);
-  };
+  auto with =
+      [&](std::initializer_list<std::pair<const std::string, std::string>>
+              changes) {
+        EnvMap env = base;
+        for (const auto& [k, v] : changes) env[k] = v;
+        return ParseError(env);
+      };
   EXPECT_NE(with({{"RANK", "4"}}).find("RANK=4 is not below WORLD_SIZE=4"),
             std::string::npos);
   EXPECT_NE(with({{"RANK", "-1"}}).find("RANK='-1' is not an integer >= 0"),
@@ -341,9 +354,9 @@ TEST(ParseRankEnvTest, ConflictsAreNamed) {
   EXPECT_NE(with({{"NODE_RANK", "0"}, {"GROUP_RANK", "1"}})
                 .find("GROUP_RANK=1 disagrees with NODE_RANK=0"),
             std::string::npos);
-  EXPECT_NE(with({{"GROUP_WORLD_SIZE", "4"}})
-                .find("GROUP_WORLD_SIZE=4 disagrees"),
-            std::string::npos);
+  EXPECT_NE(
+      with({{"GROUP_WORLD_SIZE", "4"}}).find("GROUP_WORLD_SIZE=4 disagrees"),
+      std::string::npos);
   EXPECT_NE(with({{"STRATA_TP", "3"}})
                 .find("tp=3 x pp=1 x cp=1 does not divide WORLD_SIZE=4 (sizes "
                       "from STRATA_TP, STRATA_PP, STRATA_CP)"),
@@ -361,11 +374,11 @@ TEST(ParseRankEnvTest, ConflictsAreNamed) {
             std::string::npos);
   EXPECT_NE(with({{"STRATA_CP_RANK", "1"}}).find("STRATA_CP_RANK=1"),
             std::string::npos);
-  EXPECT_NE(with({{"STRATA_RESTART_COUNT", "1"},
-                  {"TORCHELASTIC_RESTART_COUNT", "0"}})
-                .find("TORCHELASTIC_RESTART_COUNT=0 disagrees with "
-                      "STRATA_RESTART_COUNT=1"),
-            std::string::npos);
+  EXPECT_NE(
+      with({{"STRATA_RESTART_COUNT", "1"}, {"TORCHELASTIC_RESTART_COUNT", "0"}})
+          .find("TORCHELASTIC_RESTART_COUNT=0 disagrees with "
+                "STRATA_RESTART_COUNT=1"),
+      std::string::npos);
   EXPECT_NE(with({{"MASTER_PORT", "70000"}}).find("MASTER_PORT=70000"),
             std::string::npos);
 }
@@ -373,10 +386,10 @@ TEST(ParseRankEnvTest, ConflictsAreNamed) {
 TEST(VariablesTest, EmptyValuesAreLeftOut) {
   RankEnv e;
   EnvMap v = Variables(e);
-  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "STRATA_STORE",
-                           "STRATA_PLAN", "STRATA_CKPT_URI", "STRATA_TELEMETRY",
-                           "STRATA_NODE_NAME", "STRATA_NODE_ADDR",
-                           "CUDA_VISIBLE_DEVICES"}) {
+  for (const char* name :
+       {"MASTER_ADDR", "MASTER_PORT", "STRATA_STORE", "STRATA_PLAN",
+        "STRATA_CKPT_URI", "STRATA_TELEMETRY", "STRATA_NODE_NAME",
+        "STRATA_NODE_ADDR", "CUDA_VISIBLE_DEVICES"}) {
     EXPECT_EQ(v.count(name), 0u) << name;
   }
   EXPECT_EQ(v["RANK"], "0");
