@@ -251,7 +251,8 @@ EnvMap Variables(const RankEnv& e) {
                              {kCkptUri, &e.ckpt_uri},
                              {kTelemetry, &e.telemetry},
                              {kNodeName, &e.node_name},
-                             {kNodeAddr, &e.node_addr}}) {
+                             {kNodeAddr, &e.node_addr},
+                             {kCommBackend, &e.comm_backend}}) {
     if (!value->empty()) v[name] = *value;
   }
   return v;
@@ -404,6 +405,7 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
   e.node_name = Str(env, kNodeName);
   e.node_addr = Str(env, kNodeAddr);
   e.visible_devices = Str(env, kCudaVisibleDevices);
+  e.comm_backend = Str(env, kCommBackend);
   if (e.store_uri.empty() && e.world_size > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         kStore,

@@ -58,6 +58,9 @@ inline constexpr char kCkptUri[] = "STRATA_CKPT_URI";
 inline constexpr char kTelemetry[] = "STRATA_TELEMETRY";
 inline constexpr char kNodeName[] = "STRATA_NODE_NAME";
 inline constexpr char kNodeAddr[] = "STRATA_NODE_ADDR";
+// The comm backend the runtime builds its groups on (docs/comm.md); empty:
+// the runtime's default (hybrid).
+inline constexpr char kCommBackend[] = "STRATA_COMM_BACKEND";
 
 // Everything a rank knows about where it runs. Defaults are a single
 // process.
@@ -82,6 +85,7 @@ struct RankEnv {
   std::string ckpt_uri;
   std::string telemetry;        // the worker's ipc:// endpoint; may be empty
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES; empty: not set
+  std::string comm_backend;     // STRATA_COMM_BACKEND; empty: default
 
   bool operator==(const RankEnv&) const = default;
 };

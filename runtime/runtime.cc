@@ -1,6 +1,5 @@
 #include "runtime/runtime.h"
 
-#include <cstdlib>
 #include <string_view>
 #include <tuple>
 
@@ -86,11 +85,9 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
   comm::BackendOptions bo;
-  bo.name = options.comm_backend;
-  if (bo.name.empty()) {
-    const char* env = std::getenv("STRATA_COMM_BACKEND");
-    bo.name = env != nullptr && *env != '\0' ? env : "hybrid";
-  }
+  bo.name = !options.comm_backend.empty() ? options.comm_backend
+            : !i.comm_backend.empty()       ? i.comm_backend
+                                            : "hybrid";
   bo.rank = i.rank;
   ASSIGN_OR_RETURN(bo.node_of, placement::NodeOfRanks(i));
   bo.store = comm::NewPrefixStore("comm", rt->store_);
