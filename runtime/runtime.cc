@@ -37,20 +37,26 @@ StatusOr<int> IntEnv(std::initializer_list<const char*> names, int fallback) {
   return fallback;
 }
 
-// IPv4 address for TCP: a dotted quad as is, a host name resolved.
-std::string ResolveIpv4(const std::string& host) {
+// IPv4 address for TCP: a dotted quad as is, a host name resolved. A name
+// that does not resolve is an error: falling back to loopback would leave
+// the peers on other nodes waiting for a connection that never comes.
+StatusOr<std::string> ResolveIpv4(const std::string& host) {
   in_addr a;
   if (inet_pton(AF_INET, host.c_str(), &a) == 1) return host;
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_INET;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) {
-    return "127.0.0.1";
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+      rc != 0 || res == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "STRATA_NODE_ADDR='", host, "' does not resolve to an IPv4 address "
+        "on this host (", gai_strerror(rc), "); list every node in DNS or "
+        "/etc/hosts, or give the worker --address IP"));
   }
   char buf[INET_ADDRSTRLEN] = {0};
   inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr,
             buf, sizeof(buf));
   freeaddrinfo(res);
-  return buf;
+  return std::string(buf);
 }
 
 }  // namespace
@@ -189,7 +195,9 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     world = std::move(comm::NewInProcessTransports(1)[0]);
   } else {
     comm::TcpOptions tcp;
-    tcp.bind = i.node_addr.empty() ? "127.0.0.1" : ResolveIpv4(i.node_addr);
+    if (!i.node_addr.empty()) {
+      ASSIGN_OR_RETURN(tcp.bind, ResolveIpv4(i.node_addr));
+    }
     tcp.connect_timeout = options.connect_timeout;
     comm::ShmOptions shm;
     shm.connect_timeout = options.connect_timeout;

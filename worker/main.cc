@@ -6,6 +6,8 @@
 // when the coordinator forgets it (restart), reporting the ranks it still
 // runs so they are re-adopted. Without the coordinator for longer than
 // --coordinator-timeout-ms it stops its ranks and exits 1.
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +38,26 @@ using SteadyClock = std::chrono::steady_clock;
 // Relayed output per heartbeat; the rest follows with the next one.
 constexpr size_t kMaxLogBytesPerHeartbeat = 1 << 20;
 constexpr auto kBusyReportPeriod = milliseconds(200);
+
+// The IPv4 address `address` (--address, else the hostname) resolves to
+// here; ranks bind it (STRATA_NODE_ADDR) and peers on other nodes connect to
+// it. FailedPrecondition, naming the address, when it does not resolve.
+strata::StatusOr<std::string> ResolveAdvertised(const std::string& address) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  if (int rc = getaddrinfo(address.c_str(), nullptr, &hints, &res);
+      rc != 0 || res == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this node's address '", address, "' does not resolve to IPv4 (",
+        gai_strerror(rc), "): ranks could not bind it nor peers reach it; "
+        "pass --address IP or list the host in DNS or /etc/hosts"));
+  }
+  char buf[INET_ADDRSTRLEN] = {0};
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr,
+            buf, sizeof(buf));
+  freeaddrinfo(res);
+  return std::string(buf);
+}
 
 // What ranks use to reach the coordinator's KV (comm::Store URI).
 std::string StoreUri(const std::string& coordinator) {
@@ -91,6 +113,17 @@ int main(int argc, char** argv) {
   }
   node_name = *identity;
   if (address.empty()) address = probe->hostname();
+  auto resolved = ResolveAdvertised(address);
+  if (!resolved.ok()) {
+    std::cerr << "strata-worker: " << resolved.status().message() << "\n";
+    return 2;
+  }
+  if (resolved->starts_with("127.")) {
+    logger->warn(
+        "this node's address '{}' is loopback ({}): ranks on other nodes "
+        "cannot reach this node's ranks; pass --address for multi-node jobs",
+        address, *resolved);
+  }
   if (!peer.empty()) {
     auto gbps = strata::worker::MeasurePeerGbps(peer);
     if (!gbps.ok()) {
