@@ -61,7 +61,6 @@ _simhost_destroy() {
     for i in "$dir"/holder.[0-9]*; do
       [ -f "$i" ] || continue
       kill -KILL "$(cat "$i")" 2> /dev/null
-      wait "$(cat "$i")" 2> /dev/null  # our child: reap it quietly
     done
   fi
   for i in $(ip -o link show 2> /dev/null | awk -F': ' -v p="ssv${id}h" 'index($2, p) == 1 {sub(/@.*/, "", $2); print $2}'); do
@@ -184,6 +183,7 @@ simhost_up() {
       holder "${SIMHOST_NAME[i]}" "$SIMHOST_DIR/hosts" "$SIMHOST_DIR/ready.$i" \
       "$SIMHOST_LIFETIME" < /dev/null > "$SIMHOST_DIR/holder-log.$i" 2>&1 &
     SIMHOST_HOLDER[i]=$!
+    disown "${SIMHOST_HOLDER[i]}"  # no job notice when teardown kills it
     echo "${SIMHOST_HOLDER[i]}" > "$SIMHOST_DIR/holder.$i"
   done
   for ((i = 0; i < n; i++)); do

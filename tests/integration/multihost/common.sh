@@ -27,7 +27,7 @@ reference_run() {
   local out=$1
   shift
   env -u STRATA_STORE -u RANK -u WORLD_SIZE -u STRATA_TP -u STRATA_PP \
-    timeout -k 5 120 "$TRAIN" "$@" > "$out" 2>&1 ||
+    timeout -k 5 300 "$TRAIN" "$@" > "$out" 2>&1 ||
     die "single-process reference run failed: $(tail -n 5 "$out")"
 }
 

@@ -24,8 +24,8 @@ source "$SRC/tests/simhost/simhost.sh"
 
 need_bins runtime/strata-train cli/strata coordinator/strata-coordinator worker/strata-worker
 STRATA="$BUILD/cli/strata"
-STEPS=12
-KILL_AT=5
+STEPS=8
+KILL_AT=4
 PORT=7077  # inside h0's own network namespace: no collision with anything
 
 simhost_up 2 1gbit
@@ -44,13 +44,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 unset STRATA_CURVE_DIR
 
-train_args=(--model small --global-batch 8 --micro-batch 2 --zero 1)
+train_args=(--model small --global-batch 4 --micro-batch 1 --zero 1)
 reference_run "$tmp/reference.out" "${train_args[@]}" --steps "$STEPS"
 
 endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
 # shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
 ${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
   --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 500 > "$tmp/coordinator.log" 2>&1 &
+disown $!  # simhost_down stops everything on the hosts
 worker_pid=()
 for i in 0 1; do
   # No --address: the worker advertises its hostname, which every host
@@ -59,6 +60,7 @@ for i in 0 1; do
   ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
     --work-dir "$tmp/work-h$i" > "$tmp/worker-h$i.log" 2>&1 &
   worker_pid[i]=$!
+  disown $!
 done
 
 workers=""
@@ -80,12 +82,12 @@ done
 
 cat > "$tmp/job.yaml" << YAML
 name: multihost-daemons
-global_batch: 8
+global_batch: 4
 constraints:
   tp: 2
   pp: 1
 launch:
-  command: [$TRAIN, --model, small, --global-batch, "8", --micro-batch, "2",
+  command: [$TRAIN, --model, small, --global-batch, "4", --micro-batch, "1",
             --zero, "1", --steps, "$STEPS", --ckpt-every, "2", --resume]
   nodes: 2
   ranks_per_node: 2
@@ -96,11 +98,11 @@ launch:
 YAML
 
 start=$SECONDS
-simhost_exec 0 timeout -k 5 150 "$STRATA" submit --coordinator "$endpoint" --wait --follow \
+simhost_exec 0 timeout -k 5 400 "$STRATA" submit --coordinator "$endpoint" --wait --follow \
   "$tmp/job.yaml" > "$tmp/job.out" 2>&1 &
 submit_pid=$!
 killed=0
-for _ in $(seq 1 1200); do  # at most ~120 s
+for _ in $(seq 1 4100); do  # at most ~410 s
   kill -0 "$submit_pid" 2> /dev/null || break
   if [ "$killed" -eq 0 ] && grep -q "step=$KILL_AT loss=" "$tmp/job.out"; then
     # The ranks of attempt 1 are up on both hosts: none may listen on loopback.

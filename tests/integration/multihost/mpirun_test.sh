@@ -24,7 +24,7 @@ source "$SRC/tests/simhost/simhost.sh"
 MPIRUN=$(command -v mpirun) || skip "mpirun not installed"
 need_bins runtime/strata-train launch/strata-exec
 EXEC="$BUILD/launch/strata-exec"
-STEPS=6
+STEPS=4
 
 simhost_up 2 1gbit
 rc=$?
@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-train_args=(--model small --global-batch 8 --micro-batch 2 --steps "$STEPS")
+train_args=(--model small --global-batch 4 --micro-batch 1 --steps "$STEPS")
 reference_run "$tmp/reference.out" "${train_args[@]}"
 
 # mpi_run LABEL EXEC_FLAGS...: 2 ranks in h0 and 2 in h1, bounded.
@@ -53,12 +53,12 @@ mpi_run() {
   local into_h1=(${SIMHOST_NSENTER[1]})
   simhost_exec 0 env PMIX_MCA_ptl_tcp_remote_connections=1 \
     PMIX_MCA_ptl_tcp_if_include="$SIMHOST_IF" OMPI_MCA_plm_rsh_agent=false \
-    timeout -k 5 100 "$MPIRUN" --allow-run-as-root --oversubscribe \
+    timeout -k 5 240 "$MPIRUN" --allow-run-as-root --oversubscribe \
       --mca btl tcp,self --mca btl_tcp_if_include "$SIMHOST_SUBNET" \
       --mca oob_tcp_if_include "$SIMHOST_IF" \
       -np 2 "${cmd[@]}" : -np 2 "${into_h1[@]}" "${cmd[@]}" > "$out" 2>&1 &
   local pid=$! checked=0
-  for _ in $(seq 1 1100); do  # at most ~110 s
+  for _ in $(seq 1 2500); do  # at most ~250 s
     kill -0 "$pid" 2> /dev/null || break
     if [ "$checked" -eq 0 ] && grep -q "step=2 loss=" "$out"; then
       # Both hosts' ranks are connected now: none may listen on loopback.
@@ -74,7 +74,7 @@ mpi_run() {
   local rc=$?
   say "$label: mpirun exited $rc after $((SECONDS - start)) s"
   if [ "$rc" -ne 0 ]; then
-    [ "$rc" -eq 124 ] && fail "$label: mpirun did not finish within 100 s (hang)"
+    [ "$rc" -eq 124 ] && fail "$label: mpirun did not finish within 240 s (hang)"
     fail "$label: mpirun exited $rc, want 0"
     tail -n 30 "$out"
     return
@@ -84,7 +84,8 @@ mpi_run() {
 }
 
 mpi_run tp2-dp2 --tp 2
-mpi_run pp2-dp2 --pp 2
+# A failed (e.g. hung) first run is enough: keep the test inside its bound.
+[ "$failures" -eq 0 ] && mpi_run pp2-dp2 --pp 2
 
 if [ "$failures" -gt 0 ]; then
   echo "$TEST_NAME: $failures check(s) failed"

@@ -25,7 +25,7 @@ for b in munged mungekey slurmctld slurmd sbatch sinfo scontrol squeue scancel; 
     skip "'$b' not installed (deploy/install-deps.sh installs munge slurmctld slurmd slurm-client)"
 done
 need_bins runtime/strata-train cli/strata coordinator/strata-coordinator worker/strata-worker
-STEPS=6
+STEPS=4
 
 simhost_up 2
 rc=$?
@@ -56,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-reference_run "$tmp/reference.out" --model small --global-batch 8 --micro-batch 2 \
+reference_run "$tmp/reference.out" --model small --global-batch 4 --micro-batch 1 \
   --steps "$STEPS"
 
 # slurmctld listens on the bridge, on a port free there; each slurmd has a
@@ -121,6 +121,7 @@ for i in 0 1; do
   mkdir -p "$tmp/spool/${SIMHOST_NAME[i]}"
   # shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
   ${SIMHOST_NSENTER[i]} slurmd -D -f "$SLURM_CONF" > "$tmp/log/slurmd-h$i.out" 2>&1 &
+  disown $!  # stopped by simhost_down with everything else on the host
 done
 idle=0
 for _ in $(seq 1 120); do  # at most 60 s
@@ -140,18 +141,18 @@ hosts=$(timeout 30 srun -N2 --ntasks-per-node=1 sh -c 'echo "$(hostname) $SLURMD
 
 cat > "$tmp/job.yaml" << YAML
 name: multihost-slurm
-global_batch: 8
+global_batch: 4
 constraints:
   tp: 2
   pp: 2
 launch:
-  command: [$TRAIN, --model, small, --global-batch, "8", --micro-batch, "2",
+  command: [$TRAIN, --model, small, --global-batch, "4", --micro-batch, "1",
             --steps, "$STEPS"]
   ranks_per_node: 2
 YAML
 start=$SECONDS
 STRATA_BIN_DIR="$BUILD" STRATA_PORT="$strata_port" STRATA_STATE_DIR="$tmp/state" \
-  STRATA_STARTUP_TIMEOUT=60 timeout -k 10 170 \
+  STRATA_STARTUP_TIMEOUT=60 timeout -k 10 400 \
   sbatch --wait --nodes=2 --output="$tmp/job.out" "$SRC/deploy/slurm/strata.sbatch" \
   "$tmp/job.yaml" > "$tmp/sbatch.out" 2>&1
 rc=$?
