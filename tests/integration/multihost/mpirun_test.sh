@@ -52,7 +52,7 @@ mpi_run() {
   # shellcheck disable=SC2206  # SIMHOST_NSENTER is a command prefix
   local into_h1=(${SIMHOST_NSENTER[1]})
   simhost_exec 0 env PMIX_MCA_ptl_tcp_remote_connections=1 \
-    PMIX_MCA_ptl_tcp_if_include="$SIMHOST_IF" OMPI_MCA_plm_rsh_agent=false \
+    PMIX_MCA_ptl_tcp_if_include="$SIMHOST_IF" \
     timeout -k 5 240 "$MPIRUN" --allow-run-as-root --oversubscribe \
       --mca btl tcp,self --mca btl_tcp_if_include "$SIMHOST_SUBNET" \
       --mca oob_tcp_if_include "$SIMHOST_IF" \
