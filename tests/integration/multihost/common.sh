@@ -76,14 +76,22 @@ compare_losses() {
   fi
 }
 
-# no_loopback_listeners I LABEL: no TCP socket of a strata process in
-# simulated host I listens on a loopback address (only meaningful while the
-# job runs; ss -ltnp lists the listeners with their processes).
-no_loopback_listeners() {
-  local i=$1 label=$2 bad
-  bad=$(simhost_exec "$i" ss -ltnpH 2> /dev/null |
-        awk '$4 ~ /^127\./ || $4 ~ /^\[::1\]/' | grep -E 'strata|exec' || true)
+# check_rank_sockets I LABEL: while the job runs, no TCP socket (listening
+# or connected) of a strata process in simulated host I is on a loopback
+# address, and host I's strata-train ranks hold connections to the other
+# hosts' addresses (ss -tanp lists sockets with their processes).
+check_rank_sockets() {
+  local i=$1 label=$2 socks bad remote
+  socks=$(simhost_exec "$i" ss -tanpH 2> /dev/null | grep -E '"strata[^"]*"' || true)
+  bad=$(echo "$socks" | awk '$4 ~ /^127\./ || $4 ~ /^\[::1\]/ || $5 ~ /^127\./' || true)
   if [ -n "$bad" ]; then
-    fail "$label: strata processes on ${SIMHOST_NAME[i]} listen on loopback: $bad"
+    fail "$label: strata sockets on loopback in ${SIMHOST_NAME[i]}: $bad"
+  fi
+  remote=$(echo "$socks" | grep strata-train |
+           awk -v me="${SIMHOST_ADDR[i]}:" '$1 == "ESTAB" && index($5, me) != 1' | wc -l)
+  if [ "$remote" -eq 0 ]; then
+    fail "$label: no strata-train rank in ${SIMHOST_NAME[i]} is connected to another host"
+  else
+    say "$label: ${SIMHOST_NAME[i]}'s ranks hold $remote connection(s) to other hosts, none on loopback"
   fi
 }

@@ -105,11 +105,9 @@ killed=0
 for _ in $(seq 1 4100); do  # at most ~410 s
   kill -0 "$submit_pid" 2> /dev/null || break
   if [ "$killed" -eq 0 ] && grep -q "step=$KILL_AT loss=" "$tmp/job.out"; then
-    # The ranks of attempt 1 are up on both hosts: none may listen on loopback.
-    no_loopback_listeners 0 "attempt 1"
-    no_loopback_listeners 1 "attempt 1"
-    [ -n "$(simhost_exec 1 ss -ltnpH | grep strata-train)" ] ||
-      fail "no strata-train rank listens on ${SIMHOST_NAME[1]}"
+    # The ranks of attempt 1 are up on both hosts: none may use loopback.
+    check_rank_sockets 0 "attempt 1"
+    check_rank_sockets 1 "attempt 1"
     say "step $KILL_AT reached after $((SECONDS - start)) s: SIGKILL the worker on ${SIMHOST_NAME[1]}"
     kill -KILL "${worker_pid[1]}"
     killed=1

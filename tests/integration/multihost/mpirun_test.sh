@@ -61,11 +61,9 @@ mpi_run() {
   for _ in $(seq 1 2500); do  # at most ~250 s
     kill -0 "$pid" 2> /dev/null || break
     if [ "$checked" -eq 0 ] && grep -q "step=2 loss=" "$out"; then
-      # Both hosts' ranks are connected now: none may listen on loopback.
-      no_loopback_listeners 0 "$label"
-      no_loopback_listeners 1 "$label"
-      [ -n "$(simhost_exec 1 ss -ltnpH | grep strata-train)" ] ||
-        fail "$label: no strata-train rank listens on ${SIMHOST_NAME[1]}"
+      # Both hosts' ranks are connected now: none may use loopback.
+      check_rank_sockets 0 "$label"
+      check_rank_sockets 1 "$label"
       checked=1
     fi
     sleep 0.1
