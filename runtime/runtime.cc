@@ -195,6 +195,17 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     world = std::move(comm::NewInProcessTransports(1)[0]);
   } else {
     comm::TcpOptions tcp;
+    if (i.node_addr.empty() && i.world_size > i.local_world_size) {
+      // Loopback would leave the peers on other nodes connecting to their
+      // own host until the connect timeout: fail now, saying why.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "STRATA_NODE_ADDR is not set but the job spans ",
+          i.world_size / i.local_world_size, " nodes (WORLD_SIZE=",
+          i.world_size, ", LOCAL_WORLD_SIZE=", i.local_world_size,
+          "): rank ", i.rank, " would listen on 127.0.0.1, which ranks on "
+          "other nodes cannot reach; set it to this node's address (or to "
+          "127.0.0.1 when every node is this host)"));
+    }
     if (!i.node_addr.empty()) {
       ASSIGN_OR_RETURN(tcp.bind, ResolveIpv4(i.node_addr));
     }

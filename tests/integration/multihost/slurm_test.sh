@@ -4,7 +4,8 @@
 # one slurmd in each host (NodeName = the host's hostname, h0 and h1), then
 # `sbatch --nodes=2 strata.sbatch job.yaml` for strata-train --model small
 # with tp=2 pp=2 (one pipeline stage per host, 2 ranks each). The job must
-# succeed and its losses equal a single-process run's.
+# succeed, its ranks must use no loopback socket and talk across the hosts,
+# and its losses must equal a single-process run's.
 #
 #   slurm_test.sh BUILD_DIR SOURCE_DIR        (ctest: multihost_slurm_test)
 #
@@ -154,7 +155,19 @@ start=$SECONDS
 STRATA_BIN_DIR="$BUILD" STRATA_PORT="$strata_port" STRATA_STATE_DIR="$tmp/state" \
   STRATA_STARTUP_TIMEOUT=60 timeout -k 10 400 \
   sbatch --wait --nodes=2 --output="$tmp/job.out" "$SRC/deploy/slurm/strata.sbatch" \
-  "$tmp/job.yaml" > "$tmp/sbatch.out" 2>&1
+  "$tmp/job.yaml" > "$tmp/sbatch.out" 2>&1 &
+sbatch_pid=$!
+checked=0
+for _ in $(seq 1 4100); do  # at most ~410 s
+  kill -0 "$sbatch_pid" 2> /dev/null || break
+  if [ "$checked" -eq 0 ] && grep -q "step=2 loss=" "$tmp/job.out" 2> /dev/null; then
+    check_rank_sockets 0 "tp=2 pp=2 over Slurm"
+    check_rank_sockets 1 "tp=2 pp=2 over Slurm"
+    checked=1
+  fi
+  sleep 0.1
+done
+wait "$sbatch_pid"
 rc=$?
 say "sbatch --wait exited $rc after $((SECONDS - start)) s"
 [ "$rc" -eq 0 ] || fail "sbatch --wait exited $rc, want 0: $(cat "$tmp/sbatch.out")"
