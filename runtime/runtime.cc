@@ -47,10 +47,13 @@ StatusOr<std::string> ResolveIpv4(const std::string& host) {
   hints.ai_family = AF_INET;
   if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
       rc != 0 || res == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "STRATA_NODE_ADDR='", host, "' does not resolve to an IPv4 address "
-        "on this host (", gai_strerror(rc), "); list every node in DNS or "
-        "/etc/hosts, or give the worker --address IP"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("STRATA_NODE_ADDR='", host,
+                     "' does not resolve to an IPv4 address "
+                     "on this host (",
+                     gai_strerror(rc),
+                     "); list every node in DNS or "
+                     "/etc/hosts, or give the worker --address IP"));
   }
   char buf[INET_ADDRSTRLEN] = {0};
   inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr,
@@ -65,21 +68,24 @@ StatusOr<RankInfo> ReadRankEnv(const RuntimeOptions& options) {
   RankInfo r;
   ASSIGN_OR_RETURN(r.rank,
                    IntEnv({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}, 0));
-  ASSIGN_OR_RETURN(r.world_size,
-                   IntEnv({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"}, 1));
-  ASSIGN_OR_RETURN(r.local_rank, IntEnv({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                         "SLURM_LOCALID"}, 0));
+  ASSIGN_OR_RETURN(
+      r.world_size,
+      IntEnv({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"}, 1));
+  ASSIGN_OR_RETURN(
+      r.local_rank,
+      IntEnv({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}, 0));
   ASSIGN_OR_RETURN(r.local_world_size,
                    IntEnv({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                           "SLURM_NTASKS_PER_NODE"}, r.world_size));
+                           "SLURM_NTASKS_PER_NODE"},
+                          r.world_size));
   if (r.world_size < 1 || r.rank >= r.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "RANK=", r.rank, " is not below WORLD_SIZE=", r.world_size));
   }
   if (r.local_world_size < 1 || r.world_size % r.local_world_size != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LOCAL_WORLD_SIZE=", r.local_world_size,
-        " does not divide WORLD_SIZE=", r.world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("LOCAL_WORLD_SIZE=", r.local_world_size,
+                     " does not divide WORLD_SIZE=", r.world_size));
   }
   ASSIGN_OR_RETURN(int tp, IntEnv({"STRATA_TP"}, 1));
   ASSIGN_OR_RETURN(int pp, IntEnv({"STRATA_PP"}, 1));
@@ -89,9 +95,9 @@ StatusOr<RankInfo> ReadRankEnv(const RuntimeOptions& options) {
   r.cp = options.cp > 0 ? options.cp : cp;
   const int fixed = r.tp * r.pp * r.cp;
   if (fixed < 1 || r.world_size % fixed != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tp=", r.tp, " x pp=", r.pp, " x cp=", r.cp,
-        " does not divide WORLD_SIZE=", r.world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tp=", r.tp, " x pp=", r.pp, " x cp=", r.cp,
+                     " does not divide WORLD_SIZE=", r.world_size));
   }
   r.dp = r.world_size / fixed;
   // tp-cp-dp-pp order, tp fastest (comm/plan_groups.h).
@@ -184,8 +190,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     ASSIGN_OR_RETURN(base, ConnectStore(i.store_uri, options.connect_timeout));
   }
   // A restarted attempt never sees the keys of the previous one.
-  rt->store_ = comm::NewPrefixStore(
-      absl::StrCat(i.job_id, "/", i.restart_count), base);
+  rt->store_ =
+      comm::NewPrefixStore(absl::StrCat(i.job_id, "/", i.restart_count), base);
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
   std::vector<int> node_of(i.world_size);
@@ -200,9 +206,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
       // own host until the connect timeout: fail now, saying why.
       return absl::FailedPreconditionError(absl::StrCat(
           "STRATA_NODE_ADDR is not set but the job spans ",
-          i.world_size / i.local_world_size, " nodes (WORLD_SIZE=",
-          i.world_size, ", LOCAL_WORLD_SIZE=", i.local_world_size,
-          "): rank ", i.rank, " would listen on 127.0.0.1, which ranks on "
+          i.world_size / i.local_world_size,
+          " nodes (WORLD_SIZE=", i.world_size,
+          ", LOCAL_WORLD_SIZE=", i.local_world_size, "): rank ", i.rank,
+          " would listen on 127.0.0.1, which ranks on "
           "other nodes cannot reach; set it to this node's address (or to "
           "127.0.0.1 when every node is this host)"));
     }
@@ -217,8 +224,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
                                  i.rank, node_of, tcp, shm));
     world = std::move(t);
   }
-  Placement pl =
-      PlacementFromSizes(i.tp, i.cp, i.dp, i.pp, i.local_world_size);
+  Placement pl = PlacementFromSizes(i.tp, i.cp, i.dp, i.pp, i.local_world_size);
   comm::GroupOptions go;
   ASSIGN_OR_RETURN(rt->groups_, comm::BuildPlanGroups(world, pl, go));
   return rt;

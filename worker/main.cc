@@ -1,6 +1,6 @@
-// strata-worker: node agent (docs/architecture.md). Probes the node, registers with
-// the coordinator, heartbeats, and runs the ranks it is told to: launch and
-// stop orders arrive in heartbeat replies; rank states, new output and the
+// strata-worker: node agent (docs/architecture.md). Probes the node, registers
+// with the coordinator, heartbeats, and runs the ranks it is told to: launch
+// and stop orders arrive in heartbeat replies; rank states, new output and the
 // latest step telemetry go out with each heartbeat (every interval, and
 // every 200 ms while ranks run or right after a rank exits). Re-registers
 // when the coordinator forgets it (restart), reporting the ranks it still
@@ -49,7 +49,8 @@ strata::StatusOr<std::string> ResolveAdvertised(const std::string& address) {
       rc != 0 || res == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "this node's address '", address, "' does not resolve to IPv4 (",
-        gai_strerror(rc), "): ranks could not bind it nor peers reach it; "
+        gai_strerror(rc),
+        "): ranks could not bind it nor peers reach it; "
         "pass --address IP or list the host in DNS or /etc/hosts"));
   }
   char buf[INET_ADDRSTRLEN] = {0};
@@ -153,7 +154,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   zmq::context_t ctx;
-  const std::string telemetry_ep = absl::StrCat("ipc://", work_dir, "/telemetry.sock");
+  const std::string telemetry_ep =
+      absl::StrCat("ipc://", work_dir, "/telemetry.sock");
   strata::worker::TelemetrySink telemetry(&ctx);
   if (auto s = telemetry.Bind(telemetry_ep); !s.ok()) {
     std::cerr << "strata-worker: " << s.message() << "\n";
@@ -202,13 +204,13 @@ int main(int argc, char** argv) {
       }
       for (auto& [key, s] : unsent_steps) *hb->add_steps() = s;
     }
-    auto reply = client.Call(req, static_cast<int>(std::min<int64_t>(
-                                      interval_ms * 2, 5000)));
+    auto reply = client.Call(
+        req, static_cast<int>(std::min<int64_t>(interval_ms * 2, 5000)));
     const auto after = SteadyClock::now();
     const milliseconds period(interval_ms);
-    next_report = after + (ranks.running() > 0
-                               ? std::min<milliseconds>(period, kBusyReportPeriod)
-                               : period);
+    next_report = after + (ranks.running() > 0 ? std::min<milliseconds>(
+                                                     period, kBusyReportPeriod)
+                                               : period);
     if (reply.ok()) {
       last_ok = after;
       if (reply->has_register_worker()) {
@@ -221,8 +223,7 @@ int main(int argc, char** argv) {
       }
       const auto& hb = reply->heartbeat();
       if (hb.reregister()) {
-        logger->warn("coordinator does not know {}; re-registering",
-                     worker_id);
+        logger->warn("coordinator does not know {}; re-registering", worker_id);
         worker_id.clear();
         next_report = after;
         continue;
