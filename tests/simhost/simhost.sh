@@ -35,6 +35,7 @@
 # A manual instance lives until `down` or until its holders' lifetime
 # (SIMHOST_LIFETIME seconds, default 7200) ends; the next `up` reclaims it.
 
+# shellcheck disable=SC2016,SC2034  # sh -c scripts; variables for callers
 SIMHOST_RUN=${SIMHOST_RUN:-/run/strata-simhost}
 SIMHOST_IF=eth0
 SIMHOST_LIFETIME=${SIMHOST_LIFETIME:-7200}
@@ -187,8 +188,7 @@ simhost_up() {
     echo "${SIMHOST_HOLDER[i]}" > "$SIMHOST_DIR/holder.$i"
   done
   for ((i = 0; i < n; i++)); do
-    local k
-    for k in $(seq 1 100); do  # at most 10 s
+    for _ in $(seq 1 100); do  # at most 10 s
       [ -f "$SIMHOST_DIR/ready.$i" ] && break
       kill -0 "${SIMHOST_HOLDER[i]}" 2> /dev/null || break
       sleep 0.1

@@ -137,6 +137,7 @@ fi
 say "Slurm up: slurmctld on $SIMHOST_BRIDGE_ADDR:$ctld_port, slurmd on h0 and h1"
 
 # srun reaches each host as itself.
+# shellcheck disable=SC2016  # expanded by the task's shell
 hosts=$(timeout 30 srun -N2 --ntasks-per-node=1 sh -c 'echo "$(hostname) $SLURMD_NODENAME"' 2>&1 | sort)
 [ "$hosts" = "$(printf 'h0 h0\nh1 h1')" ] || fail "srun -N2 printed '$hosts', want h0 and h1"
 
@@ -152,7 +153,8 @@ launch:
   ranks_per_node: 2
 YAML
 start=$SECONDS
-STRATA_BIN_DIR="$BUILD" STRATA_PORT="$strata_port" STRATA_STATE_DIR="$tmp/state" \
+# TMPDIR: each worker's default work directory, $TMPDIR/strata-<node>.
+TMPDIR="$tmp" STRATA_BIN_DIR="$BUILD" STRATA_PORT="$strata_port" STRATA_STATE_DIR="$tmp/state" \
   STRATA_STARTUP_TIMEOUT=60 timeout -k 10 400 \
   sbatch --wait --nodes=2 --output="$tmp/job.out" "$SRC/deploy/slurm/strata.sbatch" \
   "$tmp/job.yaml" > "$tmp/sbatch.out" 2>&1 &
