@@ -6,8 +6,6 @@
 // when the coordinator forgets it (restart), reporting the ranks it still
 // runs so they are re-adopted. Without the coordinator for longer than
 // --coordinator-timeout-ms it stops its ranks and exits 1.
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,7 +19,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "control/dealer_client.h"
+#include "placement/rank_env.h"
 #include "worker/node_identity.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
@@ -38,27 +38,6 @@ using SteadyClock = std::chrono::steady_clock;
 // Relayed output per heartbeat; the rest follows with the next one.
 constexpr size_t kMaxLogBytesPerHeartbeat = 1 << 20;
 constexpr auto kBusyReportPeriod = milliseconds(200);
-
-// The IPv4 address `address` (--address, else the hostname) resolves to
-// here; ranks bind it (STRATA_NODE_ADDR) and peers on other nodes connect to
-// it. FailedPrecondition, naming the address, when it does not resolve.
-strata::StatusOr<std::string> ResolveAdvertised(const std::string& address) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  if (int rc = getaddrinfo(address.c_str(), nullptr, &hints, &res);
-      rc != 0 || res == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this node's address '", address, "' does not resolve to IPv4 (",
-        gai_strerror(rc),
-        "): ranks could not bind it nor peers reach it; "
-        "pass --address IP or list the host in DNS or /etc/hosts"));
-  }
-  char buf[INET_ADDRSTRLEN] = {0};
-  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr,
-            buf, sizeof(buf));
-  freeaddrinfo(res);
-  return std::string(buf);
-}
 
 // What ranks use to reach the coordinator's KV (comm::Store URI).
 std::string StoreUri(const std::string& coordinator) {
@@ -114,12 +93,17 @@ int main(int argc, char** argv) {
   }
   node_name = *identity;
   if (address.empty()) address = probe->hostname();
-  auto resolved = ResolveAdvertised(address);
+  // Ranks bind this address (STRATA_NODE_ADDR) and peers on other nodes
+  // connect to it: a name that does not resolve here is refused now.
+  auto resolved = strata::net::ResolveIpv4(address);
   if (!resolved.ok()) {
-    std::cerr << "strata-worker: " << resolved.status().message() << "\n";
+    std::cerr << "strata-worker: this node's address (--address, default the "
+                 "hostname) "
+              << resolved.status().message()
+              << "; pass --address IP or list the host in DNS or /etc/hosts\n";
     return 2;
   }
-  if (resolved->starts_with("127.")) {
+  if (strata::net::IsLoopback(*resolved)) {
     logger->warn(
         "this node's address '{}' is loopback ({}): ranks on other nodes "
         "cannot reach this node's ranks; pass --address for multi-node jobs",
@@ -162,8 +146,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   strata::worker::RankSupervisor ranks(
-      work_dir, {{"STRATA_STORE", StoreUri(coordinator)},
-                 {"STRATA_TELEMETRY", telemetry_ep},
+      work_dir, {{strata::placement::kStore, StoreUri(coordinator)},
+                 {strata::placement::kTelemetry, telemetry_ep},
                  {strata::control::kCurveDirEnv,
                   strata::control::ResolveCurveDir(curve_dir)}});
   strata::control::DealerClient client(&ctx, coordinator, *curve);
