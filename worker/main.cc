@@ -1,6 +1,6 @@
-// strata-worker: node agent (docs/architecture.md). Probes the node, registers with
-// the coordinator, heartbeats, and runs the ranks it is told to: launch and
-// stop orders arrive in heartbeat replies; rank states, new output and the
+// strata-worker: node agent (docs/architecture.md). Probes the node, registers
+// with the coordinator, heartbeats, and runs the ranks it is told to: launch
+// and stop orders arrive in heartbeat replies; rank states, new output and the
 // latest step telemetry go out with each heartbeat (every interval, and
 // every 200 ms while ranks run or right after a rank exits). Re-registers
 // when the coordinator forgets it (restart), reporting the ranks it still
@@ -19,6 +19,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "control/dealer_client.h"
 #include "placement/rank_env.h"
 #include "worker/node_identity.h"
@@ -92,6 +93,22 @@ int main(int argc, char** argv) {
   }
   node_name = *identity;
   if (address.empty()) address = probe->hostname();
+  // Ranks bind this address (STRATA_NODE_ADDR) and peers on other nodes
+  // connect to it: a name that does not resolve here is refused now.
+  auto resolved = strata::net::ResolveIpv4(address);
+  if (!resolved.ok()) {
+    std::cerr << "strata-worker: this node's address (--address, default the "
+                 "hostname) "
+              << resolved.status().message()
+              << "; pass --address IP or list the host in DNS or /etc/hosts\n";
+    return 2;
+  }
+  if (strata::net::IsLoopback(*resolved)) {
+    logger->warn(
+        "this node's address '{}' is loopback ({}): ranks on other nodes "
+        "cannot reach this node's ranks; pass --address for multi-node jobs",
+        address, *resolved);
+  }
   if (!peer.empty()) {
     auto gbps = strata::worker::MeasurePeerGbps(peer);
     if (!gbps.ok()) {
@@ -121,7 +138,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   zmq::context_t ctx;
-  const std::string telemetry_ep = absl::StrCat("ipc://", work_dir, "/telemetry.sock");
+  const std::string telemetry_ep =
+      absl::StrCat("ipc://", work_dir, "/telemetry.sock");
   strata::worker::TelemetrySink telemetry(&ctx);
   if (auto s = telemetry.Bind(telemetry_ep); !s.ok()) {
     std::cerr << "strata-worker: " << s.message() << "\n";
@@ -170,13 +188,13 @@ int main(int argc, char** argv) {
       }
       for (auto& [key, s] : unsent_steps) *hb->add_steps() = s;
     }
-    auto reply = client.Call(req, static_cast<int>(std::min<int64_t>(
-                                      interval_ms * 2, 5000)));
+    auto reply = client.Call(
+        req, static_cast<int>(std::min<int64_t>(interval_ms * 2, 5000)));
     const auto after = SteadyClock::now();
     const milliseconds period(interval_ms);
-    next_report = after + (ranks.running() > 0
-                               ? std::min<milliseconds>(period, kBusyReportPeriod)
-                               : period);
+    next_report = after + (ranks.running() > 0 ? std::min<milliseconds>(
+                                                     period, kBusyReportPeriod)
+                                               : period);
     if (reply.ok()) {
       last_ok = after;
       if (reply->has_register_worker()) {
@@ -189,8 +207,7 @@ int main(int argc, char** argv) {
       }
       const auto& hb = reply->heartbeat();
       if (hb.reregister()) {
-        logger->warn("coordinator does not know {}; re-registering",
-                     worker_id);
+        logger->warn("coordinator does not know {}; re-registering", worker_id);
         worker_id.clear();
         next_report = after;
         continue;
