@@ -501,6 +501,7 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
   stats->set_elapsed_s(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count());
+  stats->set_budget_exceeded(!in_time);
   auto log = GetLogger("PLAN");
   if (!in_time) {
     log->warn(

@@ -158,12 +158,14 @@ TEST(SearchTest, ExhaustedTimeBudgetReturnsTheBestSoFar) {
   auto full = PlanJob(req);
   ASSERT_TRUE(full.ok()) << full.status();
   ASSERT_GT(full->search().candidates(), kBudgetCheckInterval);
+  EXPECT_FALSE(full->search().budget_exceeded());
   // A budget of 0 stops at the first look at the clock, after exactly
   // kBudgetCheckInterval evaluations.
   req.time_budget_s = 0;
   auto cut = PlanJob(req);
   ASSERT_TRUE(cut.ok()) << cut.status();
   EXPECT_LE(cut->search().candidates(), kBudgetCheckInterval);
+  EXPECT_TRUE(cut->search().budget_exceeded());
   EXPECT_LT(cut->search().candidates(), full->search().candidates());
   ASSERT_GT(cut->plans_size(), 0);
   for (int i = 1; i < cut->plans_size(); ++i) {
