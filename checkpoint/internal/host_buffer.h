@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 
 class HostBuffer {
  public:
@@ -32,4 +32,4 @@ class HostBuffer {
   bool pinned_ = false;
 };
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 
 struct Box {
   std::vector<int64_t> offset;  // global coordinates of the first element
@@ -29,4 +29,4 @@ std::vector<std::pair<uint64_t, uint64_t>> RegionByteRuns(const Box& region,
                                                           const Box& box,
                                                           size_t elem_size);
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal
