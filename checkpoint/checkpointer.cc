@@ -282,15 +282,13 @@ void Checkpointer::Impl::Loop() {
 Status Checkpointer::Impl::Persist(const Staged& s) {
   Storage& storage = *storage_;
   RETURN_IF_ERROR(storage.CollectGarbage(s.step));
-  ASSIGN_OR_RETURN(RankIndex index,
-                   internal::WriteRankData(storage, s.step, opts_.rank,
-                                           opts_.block_bytes, s.parts,
-                                           s.blobs));
+  ASSIGN_OR_RETURN(RankIndex index, internal::WriteRankData(
+                                        storage, s.step, opts_.rank,
+                                        opts_.block_bytes, s.parts, s.blobs));
   RETURN_IF_ERROR(internal::WriteRankIndex(storage, s.step, index));
   RETURN_IF_ERROR(internal::ReportDurable(*opts_.store, s.step, opts_.rank));
   if (opts_.rank != 0) return absl::OkStatus();
-  RETURN_IF_ERROR(internal::WaitForRanks(*opts_.store, s.step,
-                                         opts_.world_size,
+  RETURN_IF_ERROR(internal::WaitForRanks(*opts_.store, s.step, opts_.world_size,
                                          opts_.commit_timeout));
   ASSIGN_OR_RETURN(Manifest manifest, internal::MergeRankIndexes(
                                           storage, s.step, opts_.world_size));

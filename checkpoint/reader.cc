@@ -222,20 +222,19 @@ StatusOr<int64_t> LoadChunk(Storage& storage, int64_t step,
   const std::optional<Box> region = Intersect(want, have);
   if (!region) return 0;
   if (static_cast<uint64_t>(have.NumElements()) * es != chunk.length()) {
-    return absl::DataLossError(absl::StrCat("tensor '", target.name,
-                                            "' chunk ", ci,
-                                            ": length does not match its shape"));
+    return absl::DataLossError(
+        absl::StrCat("tensor '", target.name, "' chunk ", ci,
+                     ": length does not match its shape"));
   }
   if (chunk.block_bytes() == 0) {
-    return absl::DataLossError(absl::StrCat("tensor '", target.name,
-                                            "' chunk ", ci,
-                                            ": block size is 0"));
+    return absl::DataLossError(absl::StrCat("tensor '", target.name, "' chunk ",
+                                            ci, ": block size is 0"));
   }
-  RETURN_IF_ERROR(ReadPieces(
-      storage, step, target.name, ci, chunk,
-      BlockPieces(*region, have, es, chunk.block_bytes()),
-      Segments(*region, have, want, es), static_cast<char*>(target.data),
-      stats));
+  RETURN_IF_ERROR(
+      ReadPieces(storage, step, target.name, ci, chunk,
+                 BlockPieces(*region, have, es, chunk.block_bytes()),
+                 Segments(*region, have, want, es),
+                 static_cast<char*>(target.data), stats));
   return region->NumElements();
 }
 
@@ -253,9 +252,9 @@ Status LoadTarget(Storage& storage, int64_t step, const TensorMeta& meta,
   }
   const int64_t wanted = target.NumElements();
   if (covered != wanted) {
-    return absl::DataLossError(absl::StrCat(
-        "tensor '", target.name, "': ", wanted - covered, " of ", wanted,
-        " requested elements were never saved"));
+    return absl::DataLossError(
+        absl::StrCat("tensor '", target.name, "': ", wanted - covered, " of ",
+                     wanted, " requested elements were never saved"));
   }
   return absl::OkStatus();
 }

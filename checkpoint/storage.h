@@ -1,6 +1,6 @@
 // Where checkpoint bytes live, behind one interface chosen by URI
-// (docs/checkpoint.md): file:///path (or a plain path) for a directory on a local
-// disk or a parallel file system, rocksdb:///path for an embedded RocksDB
+// (docs/checkpoint.md): file:///path (or a plain path) for a directory on a
+// local disk or a parallel file system, rocksdb:///path for an embedded RocksDB
 // per rank with blob files. The checkpointer and the reader see only this.
 //
 // Names: data streams are "rank-<5 digits>.data"; metadata entries are
@@ -100,9 +100,7 @@ class StorageWrapper : public Storage {
     return target_->GetMeta(step, name);
   }
   StatusOr<std::vector<int64_t>> Steps() override { return target_->Steps(); }
-  Status RemoveStep(int64_t step) override {
-    return target_->RemoveStep(step);
-  }
+  Status RemoveStep(int64_t step) override { return target_->RemoveStep(step); }
   Status CollectGarbage(int64_t current) override {
     return target_->CollectGarbage(current);
   }

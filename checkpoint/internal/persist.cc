@@ -109,8 +109,7 @@ StatusOr<RankIndex> WriteRankData(Storage& storage, int64_t step, int rank,
   RankIndex index;
   index.set_rank(rank);
   RETURN_IF_ERROR(WriteParts(*out, data_name, block_bytes, parts, index));
-  RETURN_IF_ERROR(
-      WriteBlobs(*out, data_name, rank, block_bytes, blobs, index));
+  RETURN_IF_ERROR(WriteBlobs(*out, data_name, rank, block_bytes, blobs, index));
   RETURN_IF_ERROR(out->Finish());
   return index;
 }
@@ -151,9 +150,8 @@ StatusOr<Manifest> MergeRankIndexes(Storage& storage, int64_t step,
   return manifest;
 }
 
-Status PublishCommit(Storage& storage, Catalog* catalog,
-                     const std::string& job, const std::string& uri,
-                     const Manifest& manifest) {
+Status PublishCommit(Storage& storage, Catalog* catalog, const std::string& job,
+                     const std::string& uri, const Manifest& manifest) {
   const int64_t step = manifest.step();
   RETURN_IF_ERROR(
       storage.PutMeta(step, "manifest.pb", manifest.SerializeAsString()));

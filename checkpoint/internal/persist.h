@@ -73,9 +73,8 @@ StatusOr<Manifest> MergeRankIndexes(Storage& storage, int64_t step,
 // write fails the step is not committed; when a later write fails the step
 // is committed and loadable, and the error is still returned (the save
 // reports it).
-Status PublishCommit(Storage& storage, Catalog* catalog,
-                     const std::string& job, const std::string& uri,
-                     const Manifest& manifest);
+Status PublishCommit(Storage& storage, Catalog* catalog, const std::string& job,
+                     const std::string& uri, const Manifest& manifest);
 
 // Rank 0, after a commit: keeps the newest `keep_last` committed steps plus
 // every step divisible by `keep_every` (when > 0) and removes the rest,
