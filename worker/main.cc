@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "control/dealer_client.h"
+#include "placement/rank_env.h"
 #include "worker/node_identity.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
@@ -127,8 +128,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   strata::worker::RankSupervisor ranks(
-      work_dir, {{"STRATA_STORE", StoreUri(coordinator)},
-                 {"STRATA_TELEMETRY", telemetry_ep},
+      work_dir, {{strata::placement::kStore, StoreUri(coordinator)},
+                 {strata::placement::kTelemetry, telemetry_ep},
                  {strata::control::kCurveDirEnv,
                   strata::control::ResolveCurveDir(curve_dir)}});
   strata::control::DealerClient client(&ctx, coordinator, *curve);

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "placement/rank_env.h"
 
 extern char** environ;
 
@@ -98,7 +99,7 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   }
   for (const auto& [k, v] : order.env()) env[k] = v;
   for (const auto& [k, v] : extra_env_) env[k] = v;
-  env["STRATA_PLAN"] = plan_path;
+  env[placement::kPlan] = plan_path;
   std::vector<std::string> env_strings, args(order.command().begin(),
                                              order.command().end());
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
