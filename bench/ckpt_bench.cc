@@ -42,6 +42,7 @@
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 
 namespace strata::bench {
 namespace {

@@ -1,5 +1,5 @@
-// The checkpoint catalog (docs/checkpoint.md): a RocksDB that records, for every
-// job, each committed step with its storage URI and full chunk table
+// The checkpoint catalog (docs/checkpoint.md): a RocksDB that records, for
+// every job, each committed step with its storage URI and full chunk table
 // (tensor -> chunks with file/offset/length/xxh3), and the latest step — for
 // both storage backends. The coordinator keeps one under its --state-dir;
 // rank 0 updates it after each commit. A file:// checkpoint stays loadable
@@ -23,6 +23,8 @@ class Catalog {
  public:
   static StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path);
   ~Catalog();
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
 
   // Records a committed step (its manifest) and makes it the job's latest
   // if newer. Durable (synced) when it returns.

@@ -1,6 +1,6 @@
 // Asynchronous, sharded checkpoints to a directory (local disk or a
 // parallel file system) or an embedded RocksDB, loadable under any other
-// parallelism (docs/checkpoint.md; docs/checkpoint.md).
+// parallelism (docs/checkpoint.md; loading is checkpoint/reader.h).
 //
 // Per step, each rank writes a data stream "rank-<5 digits>.data" (every
 // chunk and blob it saves) and a "rank-<5 digits>.index" (RankIndex proto:
@@ -11,33 +11,35 @@
 // the new checkpoint, never a partial one reported as committed.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <map>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <string>
 #include <vector>
 
-#include "checkpoint/host_buffer.h"
 #include "checkpoint/storage.h"
 #include "checkpoint/tensor.h"
 #include "comm/store.h"
-#include "proto/checkpoint.pb.h"
+#include "common/status.h"
 
 namespace strata::checkpoint {
+
+class Catalog;
+
+namespace internal {
+class SaveState;
+}
 
 struct CheckpointOptions {
   // file:///path (or a plain path) or rocksdb:///path (checkpoint/storage.h).
   std::string uri;
-  // Optional: use this storage instead of opening `uri` (tests wrap the real
-  // one in a FaultyStorage).
+  // Optional: use this storage instead of opening `uri` (e.g. a wrapper
+  // around the real one, checkpoint/storage.h StorageWrapper).
   std::shared_ptr<Storage> storage;
   // Optional catalog (checkpoint/catalog.h) that rank 0 updates after each
   // commit and removal, under job name `job`.
-  std::shared_ptr<class Catalog> catalog;
+  std::shared_ptr<Catalog> catalog;
   // Without `catalog`: rank 0 opens DIR/catalog.rocksdb next to the
   // checkpoint (DefaultCatalogPath), so every backend has one. A catalog
   // that cannot be opened is logged and skipped: checkpoints stay loadable
@@ -49,6 +51,7 @@ struct CheckpointOptions {
   // Rendezvous for the commit (a PrefixStore per job works).
   std::shared_ptr<comm::Store> store;
   size_t block_bytes = 1 << 20;  // checksum granularity
+  // How long rank 0 waits for every rank's durable index.
   std::chrono::milliseconds commit_timeout{std::chrono::minutes(10)};
   // Keep the newest `keep_last` committed steps plus every step divisible
   // by `keep_every` (0 = none); rank 0 deletes the rest after a commit.
@@ -68,36 +71,45 @@ struct CheckpointOptions {
 // One save in flight, as SaveAsync returns it (cf. the future of PyTorch
 // DCP's async_save): done once this rank's part is durable and reported
 // to the commit leader — on rank 0, once the step is committed (or the
-// save failed). Copyable; the empty handle is done and OK.
+// save failed). Copyable (copies share the save); thread-safe. The empty
+// handle is done and OK.
 class SaveHandle {
  public:
-  int64_t step() const { return state_ ? state_->step : -1; }
+  SaveHandle() = default;
+
+  int64_t step() const;  // -1 for the empty handle
   bool done() const;
   // Blocks until done; this save's result.
   Status Wait() const;
 
  private:
   friend class Checkpointer;
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    int64_t step = 0;
-    bool done = false;  // guarded by mu
-    Status status;      // guarded by mu
-  };
-  std::shared_ptr<State> state_;
+  explicit SaveHandle(std::shared_ptr<internal::SaveState> state)
+      : state_(std::move(state)) {}
+  std::shared_ptr<internal::SaveState> state_;
 };
 
-// Threading: one thread calls SaveAsync/WaitSnapshot/Wait; persisting runs
-// on an internal thread, one save after another in step order (and, with
-// deferred_snapshot, staging copies on a second one). At most
-// max_in_flight saves are staged or persisting: SaveAsync first waits for a
-// slot. Each in-flight save has its own staging buffers, reused by later
-// saves. A replica stages only the rows it writes (fully-parallel save), so
-// a tensor replicated over n data-parallel ranks costs each 1/n of a copy.
+// Threading: one thread calls SaveAsync/WaitSnapshot/Wait/Latest;
+// persisting runs on an internal thread, one save after another in step
+// order (and, with deferred_snapshot, staging copies on a second one), both
+// at a lowered priority so they yield to training. At most max_in_flight
+// saves are staged or persisting: SaveAsync first waits for a slot. Each
+// in-flight save has its own staging buffers, reused by later saves. A
+// replica stages and writes only its share of the rows (fully-parallel
+// save), so a tensor replicated over n data-parallel ranks costs each 1/n
+// of a copy.
+//
+// Failure: a failed save never commits its step and never harms earlier
+// ones; its handle and the next Wait() return the error, and later saves
+// proceed.
 class Checkpointer {
  public:
+  // Opens the storage lazily (first SaveAsync or Latest); with
+  // default_catalog, rank 0 opens the catalog here.
   explicit Checkpointer(CheckpointOptions options);
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+  // Waits for every save in flight (Wait), then stops the threads.
   ~Checkpointer();
 
   // Stage 1 (on the caller's thread): validates and copies every tensor
@@ -105,7 +117,11 @@ class Checkpointer {
   // may modify its tensors at once (with deferred_snapshot: copies the
   // blobs, queues the tensor copies and returns; see WaitSnapshot). Stage 2
   // (background): writes, fsyncs, commits. The result of stage 2 is
-  // returned by the handle and by Wait().
+  // returned by the handle and by Wait(). InvalidArgument without a URI, a
+  // store or a world size, or for an invalid tensor; the storage's error
+  // when it cannot be opened (nothing is queued then).
+  // REQUIRES: with deferred_snapshot, the tensors' data stays valid and
+  // unchanged until WaitSnapshot() returns.
   StatusOr<SaveHandle> SaveAsync(int64_t step,
                                  const std::vector<ShardedTensor>& tensors,
                                  const std::vector<Blob>& blobs);
@@ -122,94 +138,18 @@ class Checkpointer {
   StatusOr<int64_t> Latest();
 
  private:
-  // The part of a shard this replica writes: rows [k R/n, (k+1) R/n) of
-  // dimension 0 for replica k of n (a scalar: replica 0 only). `tensor`
-  // describes just those rows; its data points at the caller's memory until
-  // staged, then at a staging buffer.
-  struct Part {
-    ShardedTensor tensor;
-    bool has_chunk = true;  // false: this replica writes no rows
-  };
-  // A piece of a staging copy.
-  struct Copy {
-    const char* src;
-    char* dst;
-    size_t len;
-  };
-  // One save's staged state; its buffers return to the pool afterwards.
-  struct Staged {
-    int64_t step = 0;
-    std::vector<Part> parts;
-    std::map<std::string, HostBuffer> buffers;  // pinned when CUDA
-    std::vector<Blob> blobs;
-    std::vector<Copy> copies;  // still to copy into `buffers`
-    std::shared_ptr<SaveHandle::State> handle;
-  };
-  // The deferred staging copy in progress: threads take pieces through
-  // `next`; `left` counts pieces not yet copied.
-  struct CopyJob {
-    const std::vector<Copy>* copies = nullptr;
-    std::atomic<size_t> next{0};
-    std::atomic<size_t> left{0};
-  };
-  Status EnsureStorage();
-  static Part OwnPart(const ShardedTensor& t);
-  static void PlanCopies(Staged& s);
-  static void RunCopies(CopyJob& job);
-  void StageFront(std::unique_lock<std::mutex>& lock);
-  Status Persist(const Staged& s);
-  void Loop();
-  void SnapshotLoop();
-
-  CheckpointOptions opts_;
-  std::shared_ptr<Storage> storage_;  // opened on first save
-  std::deque<Staged> queue_;          // staged, to persist; guarded by mu_
-  std::deque<Staged> unstaged_;       // deferred copies; guarded by mu_
-  std::shared_ptr<CopyJob> copying_;  // the copy in progress; guarded by mu_
-  std::vector<Staged> pool_;          // free buffer sets; guarded by mu_
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int in_flight_ = 0;      // queued + persisting; guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
-  Status last_;            // guarded by mu_
-  std::thread worker_;
-  std::thread snapshotter_;  // with deferred_snapshot only
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // DIR/catalog.rocksdb for file:///DIR, rocksdb:///DIR or a plain DIR.
 std::string DefaultCatalogPath(const std::string& uri);
 
-// The step directory of a file:// checkpoint, e.g. DIR/step-000000000120.
-std::string StepDir(const std::string& dir, int64_t step);
-// The newest committed step: the newest step directory with a manifest
-// (LATEST is a convenience for people and scripts).
-// NotFound when there is none.
-StatusOr<int64_t> LatestStep(const std::string& uri);
-// Committed steps, ascending.
+// Committed steps (those with a manifest) of the checkpoint at `uri`,
+// ascending; the storage's error when it cannot be opened or listed.
 StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri);
-StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step);
-StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step);
-
-// Fills each target's data with its box of the saved tensor of the same
-// name, reading only the checksum blocks that overlap it. InvalidArgument
-// when dtype or global shape differ; DataLoss naming tensor, chunk and file
-// when a checksum fails, a file is short or part of the box was never
-// saved; NotFound for a missing tensor or step.
-struct LoadStats {
-  uint64_t bytes_read = 0;    // from the data files
-  uint64_t bytes_needed = 0;  // the targets' bytes
-};
-Status Load(const std::string& uri, int64_t step,
-            std::vector<ShardedTensor>& targets, LoadStats* stats = nullptr);
-Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
-            LoadStats* stats = nullptr);
-// Reads a blob ("<rank>/<name>" for per-rank blobs).
-StatusOr<std::string> LoadBlob(const std::string& uri, int64_t step,
-                               const std::string& name);
-StatusOr<std::string> LoadBlob(Storage& storage, int64_t step,
-                               const std::string& name);
-// Re-reads and checks every block of every chunk and blob.
-Status Verify(const std::string& uri, int64_t step);
-Status Verify(Storage& storage, int64_t step);
+// The newest committed step (LATEST is a convenience for people and
+// scripts, not consulted); NotFound when there is none.
+StatusOr<int64_t> LatestStep(const std::string& uri);
 
 }  // namespace strata::checkpoint

@@ -1,8 +1,9 @@
 // Loading with resharding: every target box is intersected with the saved
 // chunks of its tensor; only the checksum blocks that hold part of an
-// intersection are read (pread, coalesced) and verified before use.
-#include <fcntl.h>
-#include <unistd.h>
+// intersection are read (coalesced, in parallel pieces) and verified before
+// use.
+#include "checkpoint/reader.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -10,17 +11,21 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "checkpoint/box.h"
-#include "checkpoint/checkpointer.h"
+#include "checkpoint/internal/box.h"
 
 namespace strata::checkpoint {
 namespace {
+
+using internal::Box;
+using internal::Intersect;
+using internal::RegionByteRuns;
 
 // Parallel reads: pieces of 2 MiB on 4 threads per rank keep several
 // requests in flight (a local NVMe or a Lustre/GPFS client needs that depth
@@ -163,7 +168,118 @@ Status ReadPieces(Storage& storage, int64_t step, const std::string& tensor,
   return first_error;
 }
 
+// InvalidArgument unless `target` asks for the saved dtype and global shape.
+Status CheckTarget(const TensorMeta& meta, const ShardedTensor& target) {
+  if (meta.dtype() == DTypeName(target.dtype) &&
+      std::equal(meta.global_shape().begin(), meta.global_shape().end(),
+                 target.global_shape.begin(), target.global_shape.end())) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("tensor '", target.name, "': saved as ", meta.dtype(), " [",
+                   absl::StrJoin(meta.global_shape(), ","), "], asked as ",
+                   DTypeName(target.dtype), " [",
+                   absl::StrJoin(target.global_shape, ","), "]"));
+}
+
+// The checksum blocks of a chunk holding `region`'s byte runs, coalesced
+// into ranges and cut into pieces of at most kReadPieceBytes: [first, last]
+// block pairs, ascending.
+std::vector<std::pair<uint64_t, uint64_t>> BlockPieces(const Box& region,
+                                                       const Box& chunk_box,
+                                                       size_t es,
+                                                       uint64_t block_bytes) {
+  std::set<uint64_t> blocks;
+  for (auto [b, e] : RegionByteRuns(region, chunk_box, es)) {
+    for (uint64_t k = b / block_bytes; k <= (e - 1) / block_bytes; ++k) {
+      blocks.insert(k);
+    }
+  }
+  const uint64_t piece_blocks =
+      std::max<uint64_t>(1, kReadPieceBytes / block_bytes);
+  std::vector<std::pair<uint64_t, uint64_t>> pieces;
+  for (auto k = blocks.begin(); k != blocks.end();) {
+    uint64_t first = *k, last = first;
+    while (++k != blocks.end() && *k == last + 1) last = *k;
+    for (uint64_t b = first; b <= last; b += piece_blocks) {
+      pieces.emplace_back(b, std::min(last, b + piece_blocks - 1));
+    }
+  }
+  return pieces;
+}
+
+// Copies the part of chunk `ci` of `meta` that overlaps `target` into it;
+// returns the number of elements copied (0 when they do not overlap).
+// DataLoss when the chunk's length or block size is malformed or a read
+// fails.
+StatusOr<int64_t> LoadChunk(Storage& storage, int64_t step,
+                            const TensorMeta& meta, int ci,
+                            ShardedTensor& target, LoadStats* stats) {
+  const ChunkMeta& chunk = meta.chunks(ci);
+  const size_t es = DTypeSize(target.dtype);
+  const Box want{target.global_offset, target.local_shape};
+  const Box have = ChunkBox(chunk);
+  const std::optional<Box> region = Intersect(want, have);
+  if (!region) return 0;
+  if (static_cast<uint64_t>(have.NumElements()) * es != chunk.length()) {
+    return absl::DataLossError(
+        absl::StrCat("tensor '", target.name, "' chunk ", ci,
+                     ": length does not match its shape"));
+  }
+  if (chunk.block_bytes() == 0) {
+    return absl::DataLossError(absl::StrCat("tensor '", target.name, "' chunk ",
+                                            ci, ": block size is 0"));
+  }
+  RETURN_IF_ERROR(
+      ReadPieces(storage, step, target.name, ci, chunk,
+                 BlockPieces(*region, have, es, chunk.block_bytes()),
+                 Segments(*region, have, want, es),
+                 static_cast<char*>(target.data), stats));
+  return region->NumElements();
+}
+
+// Fills one target from the chunks of its saved tensor `meta`; DataLoss when
+// the chunks do not cover the whole target box.
+Status LoadTarget(Storage& storage, int64_t step, const TensorMeta& meta,
+                  ShardedTensor& target, LoadStats* stats) {
+  RETURN_IF_ERROR(CheckTarget(meta, target));
+  if (stats) stats->bytes_needed += target.Bytes();
+  int64_t covered = 0;
+  for (int ci = 0; ci < meta.chunks_size(); ++ci) {
+    ASSIGN_OR_RETURN(int64_t n,
+                     LoadChunk(storage, step, meta, ci, target, stats));
+    covered += n;
+  }
+  const int64_t wanted = target.NumElements();
+  if (covered != wanted) {
+    return absl::DataLossError(
+        absl::StrCat("tensor '", target.name, "': ", wanted - covered, " of ",
+                     wanted, " requested elements were never saved"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step) {
+  auto bytes = storage.GetMeta(step, "manifest.pb");
+  if (!bytes.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("no committed checkpoint at step ", step, " (",
+                     storage.Where(step, "manifest.pb"), " missing)"));
+  }
+  Manifest m;
+  if (!m.ParseFromString(*bytes)) {
+    return absl::DataLossError("corrupt manifest " +
+                               storage.Where(step, "manifest.pb"));
+  }
+  return m;
+}
+
+StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step) {
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  return ReadManifest(*storage, step);
+}
 
 Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
             LoadStats* stats) {
@@ -177,63 +293,7 @@ Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
       return absl::NotFoundError(
           absl::StrCat("tensor '", target.name, "' is not in step ", step));
     }
-    const TensorMeta& meta = *it->second;
-    if (meta.dtype() != DTypeName(target.dtype) ||
-        !std::equal(meta.global_shape().begin(), meta.global_shape().end(),
-                    target.global_shape.begin(), target.global_shape.end())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", target.name, "': saved as ", meta.dtype(),
-                       " [", absl::StrJoin(meta.global_shape(), ","),
-                       "], asked as ", DTypeName(target.dtype), " [",
-                       absl::StrJoin(target.global_shape, ","), "]"));
-    }
-    const size_t es = DTypeSize(target.dtype);
-    const Box want{target.global_offset, target.local_shape};
-    if (stats) stats->bytes_needed += target.Bytes();
-    int64_t covered = 0;
-    for (int ci = 0; ci < meta.chunks_size(); ++ci) {
-      const ChunkMeta& chunk = meta.chunks(ci);
-      const Box have = ChunkBox(chunk);
-      auto region = Intersect(want, have);
-      if (!region) continue;
-      if (static_cast<uint64_t>(have.NumElements()) * es != chunk.length()) {
-        return absl::DataLossError(
-            absl::StrCat("tensor '", target.name, "' chunk ", ci,
-                         ": length does not match its shape"));
-      }
-      if (chunk.block_bytes() == 0) {
-        return absl::DataLossError(absl::StrCat(
-            "tensor '", target.name, "' chunk ", ci, ": block size is 0"));
-      }
-      // The blocks holding the region's byte runs, coalesced into ranges.
-      std::set<uint64_t> blocks;
-      for (auto [b, e] : RegionByteRuns(*region, have, es)) {
-        for (uint64_t k = b / chunk.block_bytes();
-             k <= (e - 1) / chunk.block_bytes(); ++k) {
-          blocks.insert(k);
-        }
-      }
-      // Coalesced block ranges, cut into pieces read in parallel.
-      const uint64_t piece_blocks = std::max<uint64_t>(
-          1, kReadPieceBytes / std::max<uint64_t>(1, chunk.block_bytes()));
-      std::vector<std::pair<uint64_t, uint64_t>> pieces;
-      for (auto k = blocks.begin(); k != blocks.end();) {
-        uint64_t first = *k, last = first;
-        while (++k != blocks.end() && *k == last + 1) last = *k;
-        for (uint64_t b = first; b <= last; b += piece_blocks) {
-          pieces.emplace_back(b, std::min(last, b + piece_blocks - 1));
-        }
-      }
-      RETURN_IF_ERROR(ReadPieces(storage, step, target.name, ci, chunk, pieces,
-                                 Segments(*region, have, want, es),
-                                 static_cast<char*>(target.data), stats));
-      covered += region->NumElements();
-    }
-    if (covered != want.NumElements()) {
-      return absl::DataLossError(absl::StrCat(
-          "tensor '", target.name, "': ", want.NumElements() - covered, " of ",
-          want.NumElements(), " requested elements were never saved"));
-    }
+    RETURN_IF_ERROR(LoadTarget(storage, step, *it->second, target, stats));
   }
   return absl::OkStatus();
 }

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 
 namespace strata::checkpoint {
 namespace {

@@ -1,6 +1,6 @@
 // Where checkpoint bytes live, behind one interface chosen by URI
-// (docs/checkpoint.md): file:///path (or a plain path) for a directory on a local
-// disk or a parallel file system, rocksdb:///path for an embedded RocksDB
+// (docs/checkpoint.md): file:///path (or a plain path) for a directory on a
+// local disk or a parallel file system, rocksdb:///path for an embedded RocksDB
 // per rank with blob files. The checkpointer and the reader see only this.
 //
 // Names: data streams are "rank-<5 digits>.data"; metadata entries are
@@ -19,18 +19,35 @@
 namespace strata::checkpoint {
 
 // A data stream being written: append sequentially, then Finish makes it
-// durable. Not thread-safe.
+// durable. Not thread-safe. A stream never finished may be lost by a crash;
+// the storage's CollectGarbage removes it later.
 class DataSink {
  public:
+  DataSink() = default;
+  DataSink(const DataSink&) = delete;
+  DataSink& operator=(const DataSink&) = delete;
   virtual ~DataSink() = default;
+
+  // REQUIRES: Finish() has not been called.
   virtual Status Append(const char* data, size_t n) = 0;
+  // Makes every appended byte durable (the fsync point). On failure the
+  // stream must be treated as lost.
+  // REQUIRES: called at most once.
   virtual Status Finish() = 0;
+  // Bytes appended so far.
   virtual uint64_t size() const = 0;
 };
 
+// Implementations: storage/file_storage.cc, storage/rocksdb_storage.cc;
+// wrappers derive from StorageWrapper below.
 class Storage {
  public:
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
   virtual ~Storage() = default;
+
+  // A new data stream `name` of `step`, replacing any unfinished one.
   virtual StatusOr<std::unique_ptr<DataSink>> CreateData(
       int64_t step, const std::string& name) = 0;
   // Exactly n bytes at `offset`; DataLoss naming the place when missing or
@@ -56,10 +73,53 @@ class Storage {
   virtual std::string Where(int64_t step, const std::string& name) const = 0;
 };
 
+// Forwards every call to another Storage (leveldb's EnvWrapper): a wrapper
+// overrides only what it changes. Thread-safe if the target is.
+class StorageWrapper : public Storage {
+ public:
+  // REQUIRES: target != nullptr.
+  explicit StorageWrapper(std::shared_ptr<Storage> target)
+      : target_(std::move(target)) {}
+
+  Storage& target() const { return *target_; }
+
+  StatusOr<std::unique_ptr<DataSink>> CreateData(
+      int64_t step, const std::string& name) override {
+    return target_->CreateData(step, name);
+  }
+  Status ReadData(int64_t step, const std::string& name, uint64_t offset,
+                  void* buf, size_t n) override {
+    return target_->ReadData(step, name, offset, buf, n);
+  }
+  Status PutMeta(int64_t step, const std::string& name,
+                 const std::string& bytes) override {
+    return target_->PutMeta(step, name, bytes);
+  }
+  StatusOr<std::string> GetMeta(int64_t step,
+                                const std::string& name) override {
+    return target_->GetMeta(step, name);
+  }
+  StatusOr<std::vector<int64_t>> Steps() override { return target_->Steps(); }
+  Status RemoveStep(int64_t step) override { return target_->RemoveStep(step); }
+  Status CollectGarbage(int64_t current) override {
+    return target_->CollectGarbage(current);
+  }
+  std::string Where(int64_t step, const std::string& name) const override {
+    return target_->Where(step, name);
+  }
+
+ private:
+  const std::shared_ptr<Storage> target_;
+};
+
+// The step directory of a file:// checkpoint, e.g. DIR/step-000000000120.
+std::string StepDir(const std::string& dir, int64_t step);
+
 // file:///path, a plain path, or rocksdb:///path. With `writable`, `rank`
 // selects the RocksDB instance this process writes; other ranks' instances
-// (and all of them when not writable) are opened as read-only secondaries
-// that catch up with their writers. InvalidArgument for other schemes.
+// (and all of them when not writable) are opened read-only and reopened to
+// see later writes. InvalidArgument for other schemes; the backend's error
+// when a writable store cannot be created or opened.
 StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri,
                                                int rank = 0,
                                                bool writable = false);

@@ -1,5 +1,5 @@
-// What a rank hands to the checkpointer (docs/checkpoint.md): named tensor shards
-// placed in global coordinates, plus small byte blobs. The name and the
+// What a rank hands to the checkpointer (docs/checkpoint.md): named tensor
+// shards placed in global coordinates, plus small byte blobs. The name and the
 // global box — not the rank — identify data, so a checkpoint written under
 // one parallelism loads under any other.
 #pragma once

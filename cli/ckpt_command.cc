@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 #include "checkpoint/safetensors.h"
 #include "cli/commands.h"
 

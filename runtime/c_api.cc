@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 #include "runtime/runtime.h"
 
 struct strata_runtime {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint/reader.h"
 #include "train/block.h"
 #include "train/ops.h"
 

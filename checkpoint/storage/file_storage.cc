@@ -15,9 +15,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "checkpoint/direct_reader.h"
-#include "checkpoint/direct_writer.h"
-#include "checkpoint/file_util.h"
+#include "checkpoint/internal/direct_reader.h"
+#include "checkpoint/internal/direct_writer.h"
+#include "checkpoint/internal/file_util.h"
 #include "checkpoint/storage/storages.h"
 
 namespace strata::checkpoint {
@@ -126,9 +126,7 @@ class FileStorage final : public Storage {
   }
 
  private:
-  std::string StepPath(int64_t step) const {
-    return absl::StrFormat("%s/step-%012d", dir_, step);
-  }
+  std::string StepPath(int64_t step) const { return StepDir(dir_, step); }
 
   const std::string dir_;
   std::mutex mu_;
@@ -137,6 +135,10 @@ class FileStorage final : public Storage {
 };
 
 }  // namespace
+
+std::string StepDir(const std::string& dir, int64_t step) {
+  return absl::StrFormat("%s/step-%012d", dir, step);
+}
 
 std::shared_ptr<Storage> NewFileStorage(const std::string& dir) {
   return std::make_shared<FileStorage>(dir);

@@ -5,17 +5,16 @@
 //   m/<step:012>/<name>               metadata (index, manifest)
 //   m/root/<name>                     LATEST
 // Data streams and indexes live in their rank's instance, manifests and
-// LATEST in rank 0's. Other ranks' instances are opened as secondaries
-// (RocksDB's supported way to read a DB another process writes) and caught
-// up before metadata reads.
+// LATEST in rank 0's. Other ranks' instances are opened read-only and
+// reopened before metadata reads (see Options() for why not secondaries).
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <set>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

@@ -1,10 +1,10 @@
-#include "checkpoint/box.h"
+#include "checkpoint/internal/box.h"
 
 #include <numeric>
 
 #include "gtest/gtest.h"
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 namespace {
 
 TEST(BoxTest, IntersectAndEmpty) {
@@ -53,4 +53,4 @@ TEST(BoxTest, ByteRunsMergeFullWidthRows) {
 }
 
 }  // namespace
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

@@ -1,6 +1,7 @@
 #include "checkpoint/catalog.h"
 
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 

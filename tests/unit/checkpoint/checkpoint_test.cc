@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 

@@ -1,12 +1,15 @@
 // Injected storage faults never produce a committed partial checkpoint and
 // never damage the previous one.
-#include "checkpoint/faulty_storage.h"
+#include "checkpoint/testing/faulty_storage.h"
 
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/reader.h"
 #include "gtest/gtest.h"
 
 namespace strata::checkpoint {
 namespace {
+
+using testing::FaultyStorage;
 
 class FaultyStorageTest : public ::testing::Test {
  protected:

@@ -1,13 +1,13 @@
 // Staging buffers: sized, reused without reallocation at the same size,
 // movable; pinned only where the CUDA runtime can pin (never here without
 // a GPU driver — the fallback is what runs on these machines).
-#include "checkpoint/host_buffer.h"
+#include "checkpoint/internal/host_buffer.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 namespace {
 
 TEST(HostBufferTest, ResizeReuseAndMove) {
@@ -31,4 +31,4 @@ TEST(HostBufferTest, ResizeReuseAndMove) {
 }
 
 }  // namespace
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

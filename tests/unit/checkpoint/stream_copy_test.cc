@@ -1,4 +1,4 @@
-#include "checkpoint/stream_copy.h"
+#include "checkpoint/internal/stream_copy.h"
 
 #include <gtest/gtest.h>
 

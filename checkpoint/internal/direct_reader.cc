@@ -1,4 +1,4 @@
-#include "checkpoint/direct_reader.h"
+#include "checkpoint/internal/direct_reader.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "checkpoint/file_util.h"
+#include "checkpoint/internal/file_util.h"
 
 namespace strata::checkpoint::internal {
 

@@ -1,40 +1,39 @@
-#include "checkpoint/faulty_storage.h"
+#include "checkpoint/testing/faulty_storage.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace strata::checkpoint {
-namespace {
+namespace strata::checkpoint::testing {
 
-class FaultySink final : public DataSink {
+// A data stream of a FaultyStorage: consults its owner's armed faults.
+class FaultyStorage::Sink final : public DataSink {
  public:
-  FaultySink(FaultyStorage* owner, std::unique_ptr<DataSink> base, int64_t step,
-             std::string name)
+  Sink(FaultyStorage* owner, std::unique_ptr<DataSink> target, int64_t step,
+       std::string name)
       : owner_(owner),
-        base_(std::move(base)),
+        target_(std::move(target)),
         step_(step),
         name_(std::move(name)) {}
+
   Status Append(const char* data, size_t n) override {
     if (!owner_->ConsumeAppend())
       return absl::UnavailableError("injected write failure");
-    return base_->Append(data, n);
+    return target_->Append(data, n);
   }
   Status Finish() override {
-    if (owner_->fail_finish())
+    if (owner_->fail_finish_)
       return absl::UnavailableError("injected fsync failure");
-    RETURN_IF_ERROR(base_->Finish());
+    RETURN_IF_ERROR(target_->Finish());
     owner_->MarkFinished(step_, name_);
     return absl::OkStatus();
   }
-  uint64_t size() const override { return base_->size(); }
+  uint64_t size() const override { return target_->size(); }
 
  private:
-  FaultyStorage* owner_;
-  std::unique_ptr<DataSink> base_;
-  int64_t step_;
-  std::string name_;
+  FaultyStorage* const owner_;
+  const std::unique_ptr<DataSink> target_;
+  const int64_t step_;
+  const std::string name_;
 };
-
-}  // namespace
 
 void FaultyStorage::FailPutMeta(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -48,9 +47,9 @@ void FaultyStorage::MarkFinished(int64_t step, const std::string& name) {
 
 StatusOr<std::unique_ptr<DataSink>> FaultyStorage::CreateData(
     int64_t step, const std::string& name) {
-  ASSIGN_OR_RETURN(auto sink, base_->CreateData(step, name));
+  ASSIGN_OR_RETURN(auto sink, StorageWrapper::CreateData(step, name));
   return std::unique_ptr<DataSink>(
-      std::make_unique<FaultySink>(this, std::move(sink), step, name));
+      std::make_unique<Sink>(this, std::move(sink), step, name));
 }
 
 Status FaultyStorage::ReadData(int64_t step, const std::string& name,
@@ -62,7 +61,7 @@ Status FaultyStorage::ReadData(int64_t step, const std::string& name,
                                  " was lost (never made durable)");
     }
   }
-  return base_->ReadData(step, name, offset, buf, n);
+  return StorageWrapper::ReadData(step, name, offset, buf, n);
 }
 
 Status FaultyStorage::PutMeta(int64_t step, const std::string& name,
@@ -72,7 +71,7 @@ Status FaultyStorage::PutMeta(int64_t step, const std::string& name,
     if (failing_meta_.count(name))
       return absl::UnavailableError("injected failure writing " + name);
   }
-  return base_->PutMeta(step, name, bytes);
+  return StorageWrapper::PutMeta(step, name, bytes);
 }
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::testing

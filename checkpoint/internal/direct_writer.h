@@ -18,9 +18,13 @@ class DirectWriter {
   static StatusOr<std::unique_ptr<DirectWriter>> Create(
       const std::string& path);
   ~DirectWriter();
+  DirectWriter(const DirectWriter&) = delete;
+  DirectWriter& operator=(const DirectWriter&) = delete;
 
+  // REQUIRES: Finish() has not been called.
   Status Append(const char* data, size_t n);
   // Writes the tail, trims the padding and makes the file durable (fsync).
+  // REQUIRES: called at most once.
   Status Finish();
   uint64_t size() const { return size_; }
 

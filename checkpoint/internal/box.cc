@@ -1,10 +1,10 @@
-#include "checkpoint/box.h"
+#include "checkpoint/internal/box.h"
 
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 namespace {
 
 // Row-major strides (in elements) of a dense buffer of `shape`.
@@ -113,4 +113,4 @@ std::vector<std::pair<uint64_t, uint64_t>> RegionByteRuns(const Box& region,
   return runs;
 }
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

@@ -1,6 +1,6 @@
-// A staging buffer for Checkpointer::SaveAsync (docs/checkpoint.md: "reusable
-// host staging buffers (pinned when CUDA)"). Built with CUDA, memory comes
-// from cudaHostAlloc, so a device-to-host copy into it runs at full PCIe/
+// A staging buffer for Checkpointer::SaveAsync (internal; docs/checkpoint.md:
+// "reusable host staging buffers (pinned when CUDA)"). Built with CUDA, memory
+// comes from cudaHostAlloc, so a device-to-host copy into it runs at full PCIe/
 // NVLink-C2C speed and can be asynchronous; when the CUDA runtime cannot
 // pin (no driver, no GPU, as on the dev machines) it falls back to ordinary
 // pages, which is all a CPU tensor needs. Not copyable; movable.
@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 
 class HostBuffer {
  public:
@@ -32,4 +32,4 @@ class HostBuffer {
   bool pinned_ = false;
 };
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

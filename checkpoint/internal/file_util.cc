@@ -1,4 +1,4 @@
-#include "checkpoint/file_util.h"
+#include "checkpoint/internal/file_util.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "checkpoint/host_buffer.h"
+#include "checkpoint/internal/host_buffer.h"
 
 #include <cstdlib>
 #include <new>
@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 
 HostBuffer::~HostBuffer() { Release(); }
 
@@ -59,4 +59,4 @@ void HostBuffer::Resize(size_t bytes) {
   if (data_ == nullptr) throw std::bad_alloc();
 }
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

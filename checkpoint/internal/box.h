@@ -1,12 +1,13 @@
-// N-dimensional boxes in row-major tensors: intersection and copying the
-// common part between two buffers — the core of resharding on load.
+// N-dimensional boxes in row-major tensors (internal): intersection, copying
+// the common part between two buffers and its byte runs — the core of
+// resharding on load (checkpoint/reader.cc).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
-namespace strata::checkpoint {
+namespace strata::checkpoint::internal {
 
 struct Box {
   std::vector<int64_t> offset;  // global coordinates of the first element
@@ -14,7 +15,8 @@ struct Box {
   int64_t NumElements() const;
 };
 
-// The common part of two boxes of the same rank, or nullopt if empty.
+// The common part of two boxes, or nullopt if it is empty or the boxes have
+// different numbers of dimensions.
 std::optional<Box> Intersect(const Box& a, const Box& b);
 
 // Copies the elements of `region` (inside both boxes) from `src`, a dense
@@ -29,4 +31,4 @@ std::vector<std::pair<uint64_t, uint64_t>> RegionByteRuns(const Box& region,
                                                           const Box& box,
                                                           size_t elem_size);
 
-}  // namespace strata::checkpoint
+}  // namespace strata::checkpoint::internal

@@ -1,4 +1,4 @@
-#include "checkpoint/direct_writer.h"
+#include "checkpoint/internal/direct_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
