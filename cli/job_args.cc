@@ -68,7 +68,7 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   return spec;
 }
 
-int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
+int WaitForJob(const Clock& clock, ControlClient& client, const std::string& job_id, bool follow,
                int lost_ms,
                const std::function<void(const control::JobInfo&)>& on_status,
                const std::atomic<bool>* interrupted) {
@@ -88,7 +88,7 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
     log_offset = rep->logs().next_offset();
     return !data.empty();
   };
-  auto last_ok = std::chrono::steady_clock::now();
+  int64_t last_ok = clock.SteadyNowMs();
   while (true) {
     bool progressed = false;
     if (follow) {
@@ -117,7 +117,7 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
     control::Request st;
     st.mutable_job_status()->set_job_id(job_id);
     auto rep = client.TryCall(st, 2000);
-    const auto now = std::chrono::steady_clock::now();
+    const int64_t now = clock.SteadyNowMs();
     if (rep.ok()) {
       last_ok = now;
       const control::JobInfo& job = rep->jobs().jobs(0);
@@ -135,7 +135,7 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
       }
     } else if (absl::IsNotFound(rep.status())) {
       Fail("wait", kExitBadInput, std::string(rep.status().message()));
-    } else if (now - last_ok > std::chrono::milliseconds(lost_ms)) {
+    } else if (now - last_ok > lost_ms) {
       Fail("wait", kExitFailed,
            absl::StrCat("lost the coordinator at ", client.endpoint(),
                         " for ", lost_ms, " ms: ", rep.status().message()));

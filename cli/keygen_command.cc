@@ -16,7 +16,7 @@
 namespace strata::cli {
 namespace {
 
-namespace sc = coordinator;
+namespace sc = control;
 
 struct KeygenArgs {
   std::string out;

@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
                        .lost_after_ms = heartbeat_ms * missed},
                       {.jobs = &jobs, .kv = &kv, .events = &events,
                        .logs = &logs});
-  std::optional<sc::CurveServerConfig> curve;
+  std::optional<strata::control::CurveServerConfig> curve;
   if (!curve_dir.empty()) {
-    auto loaded = sc::LoadCurveServerConfig(curve_dir);
+    auto loaded = strata::control::LoadCurveServerConfig(curve_dir);
     if (!loaded.ok()) {
       std::cerr << "strata-coordinator: --curve-dir: "
                 << loaded.status().message() << "\n";

@@ -64,11 +64,12 @@ StatusOr<std::string> RouterServer::Bind(const std::string& endpoint) {
 }
 
 void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
-  auto last_tick = std::chrono::steady_clock::now();
+  const Clock* clock = service_->clock();
+  int64_t last_tick = clock->SteadyNowMs();
   while (!stop.load()) {
     PollOnce(tick_ms);
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_tick >= std::chrono::milliseconds(tick_ms)) {
+    const int64_t now = clock->SteadyNowMs();
+    if (now - last_tick >= tick_ms) {
       service_->Tick();
       last_tick = now;
     }

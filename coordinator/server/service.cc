@@ -13,7 +13,7 @@ Status Missing(const char* what) {
 
 Service::Service(const Clock* clock, RegistryOptions options,
                  Services services)
-    : registry_(clock, options), s_(services) {}
+    : clock_(clock), registry_(clock, options), s_(services) {}
 
 void Service::Tick() {
   for (const auto& id : registry_.CheckLiveness()) {

@@ -35,12 +35,15 @@ class Service {
   void Tick();
 
   WorkerRegistry& registry() { return registry_; }
+  // The clock the handlers read (and the event loop paces Tick() with).
+  const Clock* clock() const { return clock_; }
 
  private:
   StatusOr<control::Reply> HandleBody(const control::Request& request);
   StatusOr<control::Reply> HandleKv(const control::Request& request);
   StatusOr<control::Reply> HandleJob(const control::Request& request);
 
+  const Clock* clock_;
   WorkerRegistry registry_;
   Services s_;
 };
