@@ -36,10 +36,10 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& args);
 // that brought nothing new.
 // `on_status` (optional) sees every status poll; `interrupted` (optional)
 // makes it cancel the job once and keep waiting for the end.
-int WaitForJob(const Clock& clock, ControlClient& client, const std::string& job_id, bool follow,
-               int lost_ms = 15000,
-               const std::function<void(const control::JobInfo&)>& on_status =
-                   nullptr,
-               const std::atomic<bool>* interrupted = nullptr);
+int WaitForJob(
+    const Clock& clock, ControlClient& client, const std::string& job_id,
+    bool follow, int lost_ms = 15000,
+    const std::function<void(const control::JobInfo&)>& on_status = nullptr,
+    const std::atomic<bool>* interrupted = nullptr);
 
 }  // namespace strata::cli

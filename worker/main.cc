@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   zmq::context_t ctx;
-  const std::string telemetry_ep = absl::StrCat("ipc://", work_dir, "/telemetry.sock");
+  const std::string telemetry_ep =
+      absl::StrCat("ipc://", work_dir, "/telemetry.sock");
   strata::worker::TelemetrySink telemetry(&ctx);
   if (auto s = telemetry.Bind(telemetry_ep); !s.ok()) {
     std::cerr << "strata-worker: " << s.message() << "\n";

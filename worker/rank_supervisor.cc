@@ -54,9 +54,9 @@ void RankSupervisor::Launch(const control::RankLaunch& order) {
   std::filesystem::create_directories(dir, ec);
   if (ec || order.command().empty()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
-    rank.report.set_message(ec ? absl::StrCat("cannot create ", dir, ": ",
-                                              ec.message())
-                               : "empty command");
+    rank.report.set_message(
+        ec ? absl::StrCat("cannot create ", dir, ": ", ec.message())
+           : "empty command");
     dirty_ = true;
     return;
   }
@@ -103,8 +103,8 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   }
   rank.report.set_state(control::RANK_RUNNING);
   rank.report.set_pid(*pid);
-  logger_->info("started rank {} of {} attempt {} as pid {}", r,
-                order.job_id(), order.attempt(), *pid);
+  logger_->info("started rank {} of {} attempt {} as pid {}", r, order.job_id(),
+                order.attempt(), *pid);
 }
 
 void RankSupervisor::Stop(const std::string& attempt_key, int64_t grace_ms) {
@@ -202,8 +202,8 @@ std::vector<control::LogChunk> RankSupervisor::CollectLogs(size_t max_bytes) {
         size_t cut = data.rfind('\n');
         if (cut != std::string::npos) {
           data.resize(cut + 1);
-        } else if (!exited && static_cast<int64_t>(data.size()) <
-                                  kMaxPartialLine) {
+        } else if (!exited &&
+                   static_cast<int64_t>(data.size()) < kMaxPartialLine) {
           continue;  // wait for the rest of the line
         }
         if (data.empty()) continue;

@@ -1,9 +1,9 @@
-// The worker's end of rank telemetry (docs/architecture.md): a ZeroMQ PULL socket
-// bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY. Ranks
-// PUSH one serialized control.StepReport per step; the worker keeps the
+// The worker's end of rank telemetry (docs/architecture.md): a ZeroMQ PULL
+// socket bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY.
+// Ranks PUSH one serialized control.StepReport per step; the worker keeps the
 // latest per (job, rank); the worker agent takes the changed ones
-// (StepSource) and forwards them with its next heartbeat. Frames that do not parse or exceed 64 KiB are dropped and
-// counted. One thread; not thread-safe.
+// (StepSource) and forwards them with its next heartbeat. Frames that do not
+// parse or exceed 64 KiB are dropped and counted. One thread; not thread-safe.
 #pragma once
 
 #include <cstdint>

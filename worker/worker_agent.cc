@@ -93,10 +93,9 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   unsent_steps_.clear();
   for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
   for (const auto& order : hb.launch()) ranks_->Launch(order);
-  next_report_ms_ =
-      now + (ranks_->running() > 0
-                 ? std::min(interval_ms_, options_.busy_report_ms)
-                 : interval_ms_);
+  next_report_ms_ = now + (ranks_->running() > 0
+                               ? std::min(interval_ms_, options_.busy_report_ms)
+                               : interval_ms_);
 }
 
 Status WorkerAgent::OnFailure(const Status& status, int64_t now) {
@@ -104,8 +103,8 @@ Status WorkerAgent::OnFailure(const Status& status, int64_t now) {
   if (worker_id_.empty() && absl::IsInvalidArgument(status)) {
     return absl::InvalidArgumentError(
         absl::StrCat("coordinator at ", options_.coordinator,
-                     " rejected the registration of ", options_.node_name,
-                     ": ", status.message()));
+                     " rejected the registration of ", options_.node_name, ": ",
+                     status.message()));
   }
   const int64_t silent_ms = now - last_ok_ms_;
   if (silent_ms > options_.coordinator_timeout_ms) {
@@ -122,8 +121,8 @@ Status WorkerAgent::OnFailure(const Status& status, int64_t now) {
   logger_->warn(
       "coordinator at {} unreachable for {} ms ({} failed call(s): {}); "
       "retrying in {} ms",
-      options_.coordinator, silent_ms, failures_,
-      std::string(status.message()), delay);
+      options_.coordinator, silent_ms, failures_, std::string(status.message()),
+      delay);
   return absl::OkStatus();
 }
 

@@ -17,7 +17,8 @@ RouterServer::RouterServer(zmq::context_t* context, Service* service,
       service_(service),
       logger_(std::move(logger)) {
   // Peers sending larger frames are disconnected by libzmq before we read.
-  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(control::kMaxFrameBytes));
+  socket_.set(zmq::sockopt::maxmsgsize,
+              static_cast<int64_t>(control::kMaxFrameBytes));
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::router_mandatory, 0);
 }

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "common/clock.h"
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/job_manager.h"
 #include "coordinator/kv/kv_store.h"
-#include "common/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "proto/control.pb.h"
 

@@ -76,8 +76,7 @@ TEST_F(SubprocessTest, SetsEnvironmentWorkingDirectoryAndRedirects) {
   auto pid = StartSubprocess(o);
   ASSERT_TRUE(pid.ok()) << pid.status();
   EXPECT_EQ(WEXITSTATUS(Reap(*pid)), 0);
-  EXPECT_EQ(ReadFile(dir_ + "/out"),
-            "kept\nhello\n" + dir_ + "\nfrom stdin\n");
+  EXPECT_EQ(ReadFile(dir_ + "/out"), "kept\nhello\n" + dir_ + "\nfrom stdin\n");
   EXPECT_EQ(ReadFile(dir_ + "/err"), "oops\n");
 }
 
@@ -141,8 +140,9 @@ TEST_F(SubprocessTest, BadWorkingDirectoryAndRedirectAreNamed) {
 
 TEST_F(SubprocessTest, ChildDiesWhenTheStartingThreadExits) {
   StatusOr<pid_t> pid = absl::UnknownError("not started");
-  std::thread t(
-      [&] { pid = StartSubprocess(Argv({"/bin/sh", "-c", "exec sleep 30"})); });
+  std::thread t([&] {
+    pid = StartSubprocess(Argv({"/bin/sh", "-c", "exec sleep 30"}));
+  });
   t.join();
   ASSERT_TRUE(pid.ok()) << pid.status();
   const int status = Reap(*pid);  // returns only because it was killed

@@ -105,9 +105,7 @@ class FakeRanks : public RankRunner {
     for (const auto& [key, r] : held) out.push_back(r);
     return out;
   }
-  std::vector<control::LogChunk> CollectLogs(size_t) override {
-    return output;
-  }
+  std::vector<control::LogChunk> CollectLogs(size_t) override { return output; }
   void CommitLogs() override {
     committed.insert(committed.end(), output.begin(), output.end());
     output.clear();
@@ -331,7 +329,8 @@ TEST_F(WorkerAgentTest, ReRegistersAfterTheCoordinatorRestarts) {
   EXPECT_EQ(CallTimes(), (std::vector<int64_t>{0, 0, 0, 200, 2300, 2300}));
 }
 
-TEST_F(WorkerAgentTest, BacksOffWhileUnreachableThenGivesUpNamingTheCoordinator) {
+TEST_F(WorkerAgentTest,
+       BacksOffWhileUnreachableThenGivesUpNamingTheCoordinator) {
   Start();
   coordinator_.down = true;
   coordinator_.fail_fast = true;
