@@ -17,7 +17,7 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
-#include "comm/hybrid_transport.h"
+#include "comm/hybrid/hybrid_transport.h"
 #include "comm/process_group.h"
 
 #ifdef STRATA_BENCH_HAVE_MPI

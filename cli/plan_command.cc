@@ -2,6 +2,7 @@
 //   strata plan --model FILE|PRESET --cluster FILE|PRESET --gpus N
 //     --global-batch B [--seq S] [--top K] [--fix tp=8,pp=16,...]
 //     [--format table|json] [--emit megatron|torchrun] [--explain]
+//     [--time-budget SECONDS]
 #include <cstdio>
 #include <map>
 #include <string>
@@ -24,6 +25,7 @@ struct PlanArgs {
   std::string model, cluster, fix, format = "table", emit, attention;
   int64_t gpus = 0, global_batch = 0;
   int seq = 0, top = 5;
+  double time_budget_s = planner::kDefaultTimeBudgetS;
   bool explain = false;
 };
 
@@ -102,6 +104,7 @@ void RunPlan(const PlanArgs& args) {
   req.cluster = *cluster;
   req.gpus = args.gpus;
   req.top_k = args.top;
+  req.time_budget_s = args.time_budget_s;
   req.job.set_global_batch(args.global_batch);
   req.job.set_seq_length(args.seq);
   req.megatron_compatible = args.emit == "megatron";
@@ -161,6 +164,10 @@ void AddPlanCommand(CLI::App* app) {
   cmd->add_option("--attention", args->attention,
                   "attention kernel: flash or unfused (default: the model's)")
       ->check(CLI::IsMember({"flash", "unfused"}));
+  cmd->add_option("--time-budget", args->time_budget_s,
+                  "seconds the search may take; when they run out, the best "
+                  "plans found so far (with a warning)")
+      ->capture_default_str();
   cmd->add_flag("--explain", args->explain,
                 "time and memory breakdown of each plan, and the placement");
   cmd->callback([args] { RunPlan(*args); });

@@ -80,6 +80,17 @@ class Backend {
                                      const OpOptions& opts = {}) = 0;
   virtual std::shared_ptr<Work> Recv(void* buf, size_t count, DataType type,
                                      int peer, const OpOptions& opts = {}) = 0;
+  // Sends `send_count` elements to `send_peer` while receiving `recv_count`
+  // into `recv` from `recv_peer`, as one operation that progresses both
+  // directions: two neighbours exchanging buffers larger than any internal
+  // buffering cannot deadlock (separate Send then Recv on both sides can).
+  // A peer of -1 or a count of 0 disables that side (no message: both
+  // ranks of a pair must agree); the two peers may be the same rank.
+  virtual std::shared_ptr<Work> SendRecv(const void* send, size_t send_count,
+                                         int send_peer, void* recv,
+                                         size_t recv_count, int recv_peer,
+                                         DataType type,
+                                         const OpOptions& opts = {}) = 0;
   virtual std::shared_ptr<Work> Barrier(const OpOptions& opts = {}) = 0;
 
   // Unblocks every pending operation with Aborted; thread-safe.

@@ -1,18 +1,10 @@
 #include "comm/plan_groups.h"
 
-#include <map>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
 namespace strata::comm {
-
-PlanGroups::~PlanGroups() {
-  tp.reset();
-  cp.reset();
-  dp.reset();
-  pp.reset();
-}
-
 namespace {
 
 // SubTransport that keeps the world transport alive.
@@ -42,54 +34,77 @@ class SharedSubTransport final : public Transport {
 }  // namespace
 
 StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
-    std::shared_ptr<Transport> world, const Placement& placement,
-    const GroupOptions& base_options) {
-  const int me = world->rank();
-  if (placement.ranks_size() != world->size()) {
+    int rank, int world_size, const Placement& placement,
+    const GroupMaker& make) {
+  if (placement.ranks_size() != world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("placement has ", placement.ranks_size(),
-                     " ranks, the world transport ", world->size()));
+                     " ranks, the world ", world_size));
   }
-  std::vector<int> node_of(placement.ranks_size());
+  std::vector<int> node_of(world_size);
   for (const RankPlacement& r : placement.ranks()) {
-    if (r.rank() < 0 || r.rank() >= world->size()) {
+    if (r.rank() < 0 || r.rank() >= world_size) {
       return absl::InvalidArgumentError(
           absl::StrCat("placement rank ", r.rank(), " out of range"));
     }
     node_of[r.rank()] = r.node();
   }
-  auto out = std::make_unique<PlanGroups>();
-  out->world = world;
-  std::map<std::string, std::pair<std::unique_ptr<ProcessGroup>*, int*>> slots =
-      {{"tp", {&out->tp, &out->tp_index}},
-       {"cp", {&out->cp, &out->cp_index}},
-       {"dp", {&out->dp, &out->dp_index}},
-       {"pp", {&out->pp, &out->pp_index}}};
-  for (int gi = 0; gi < placement.groups_size(); ++gi) {
-    const Group& g = placement.groups(gi);
-    auto slot = slots.find(g.kind());
-    if (slot == slots.end()) continue;
-    std::vector<int> members(g.ranks().begin(), g.ranks().end());
-    if (std::find(members.begin(), members.end(), me) == members.end())
+  // This rank's group of each kind, in the order groups are made.
+  const char* kinds[] = {"tp", "cp", "dp", "pp"};
+  const Group* mine[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (const Group& g : placement.groups()) {
+    const auto k = std::find(std::begin(kinds), std::end(kinds), g.kind());
+    if (k == std::end(kinds)) continue;
+    if (std::find(g.ranks().begin(), g.ranks().end(), rank) == g.ranks().end())
       continue;
-    if (*slot->second.first) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rank ", me, " is in two '", g.kind(), "' groups of the placement"));
+    const Group*& slot = mine[k - std::begin(kinds)];
+    if (slot != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank, " is in two '", g.kind(),
+                       "' groups of the placement"));
     }
-    GroupOptions opts = base_options;
-    opts.node_of.clear();
-    for (int m : members) opts.node_of.push_back(node_of[m]);
-    *slot->second.first = std::make_unique<ProcessGroup>(
-        std::make_unique<SharedSubTransport>(world, members), opts);
-    *slot->second.second = g.index();
+    slot = &g;
   }
-  for (const auto& [kind, slot] : slots) {
-    if (!*slot.first) {
+  auto out = std::make_unique<PlanGroups>();
+  std::unique_ptr<Backend>* backends[] = {&out->tp, &out->cp, &out->dp,
+                                          &out->pp};
+  int* indices[] = {&out->tp_index, &out->cp_index, &out->dp_index,
+                    &out->pp_index};
+  for (int k = 0; k < 4; ++k) {
+    if (mine[k] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "placement has no '", kind, "' group containing rank ", me));
+          "placement has no '", kinds[k], "' group containing rank ", rank));
     }
+    std::vector<int> members(mine[k]->ranks().begin(), mine[k]->ranks().end());
+    std::vector<int> nodes;
+    for (int m : members) {
+      if (m < 0 || m >= world_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "placement '", kinds[k], "' group ", mine[k]->index(), " has rank ",
+            m, " outside the world of ", world_size));
+      }
+      nodes.push_back(node_of[m]);
+    }
+    ASSIGN_OR_RETURN(*backends[k],
+                     make(kinds[k], mine[k]->index(), members, nodes));
+    *indices[k] = mine[k]->index();
   }
   return out;
+}
+
+StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
+    std::shared_ptr<Transport> world, const Placement& placement,
+    const GroupOptions& base_options) {
+  return BuildPlanGroups(
+      world->rank(), world->size(), placement,
+      [&](const std::string&, int, const std::vector<int>& members,
+          const std::vector<int>& node_of)
+          -> StatusOr<std::unique_ptr<Backend>> {
+        GroupOptions opts = base_options;
+        opts.node_of = node_of;
+        return std::make_unique<ProcessGroup>(
+            std::make_unique<SharedSubTransport>(world, members), opts);
+      });
 }
 
 }  // namespace strata::comm

@@ -60,13 +60,11 @@ class ProcessGroup final : public Backend {
   std::shared_ptr<Work> Recv(void* buf, size_t count, DataType type, int peer,
                              const OpOptions& opts = {}) override;
   std::shared_ptr<Work> Barrier(const OpOptions& opts = {}) override;
-  // Sends to `send_peer` while receiving from `recv_peer`, progressing both
-  // (Transport::SendRecv): two neighbours exchanging buffers larger than
-  // the transport's buffering cannot deadlock. -1 disables a side.
+  // Over Transport::SendRecv, which progresses both directions at once.
   std::shared_ptr<Work> SendRecv(const void* send, size_t send_count,
                                  int send_peer, void* recv, size_t recv_count,
                                  int recv_peer, DataType type,
-                                 const OpOptions& opts = {});
+                                 const OpOptions& opts = {}) override;
   void Abort() override;
 
  private:

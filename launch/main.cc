@@ -6,8 +6,8 @@
 //      the rendezvous TCP store (comm/store.h), picks MASTER_PORT and the
 //      job id and broadcasts them,
 //   4. releases COMMAND with the rank environment (launch/rank_env.h,
-//      docs/placement.md), forwards SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 to it,
-//      waits for it,
+//      docs/placement.md), forwards SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 to
+//      it, waits for it,
 //   5. on success: a (sleeping) barrier, so rank 0's store outlives every
 //      rank's use of it, MPI_Finalize, exit 0; on failure (exit code c, or
 //      128+signal): MPI_Abort(c), so mpirun stops the other ranks and exits
@@ -145,22 +145,11 @@ struct JobFacts {
 };
 
 // Rank 0: picks the addresses and starts the store (kept in *server).
-JobFacts SetUpOnRankZero(const Flags& f, int num_nodes,
+// `node_addr` is rank 0's STRATA_NODE_ADDR, the default MASTER_ADDR.
+JobFacts SetUpOnRankZero(const Flags& f, const std::string& node_addr,
                          std::unique_ptr<comm::TcpStoreServer>* server) {
   JobFacts j;
-  j.master_addr = f.master_addr;
-  if (j.master_addr.empty()) {
-    if (num_nodes == 1) {
-      j.master_addr = "127.0.0.1";
-    } else {
-      auto a = ReachableHostAddress();
-      if (!a.ok()) {
-        j.error = std::string(a.status().message());
-        return j;
-      }
-      j.master_addr = *a;
-    }
-  }
+  j.master_addr = f.master_addr.empty() ? node_addr : f.master_addr;
   // Loopback master: bind loopback only; otherwise every interface.
   const std::string bind =
       j.master_addr.starts_with("127.") ? "127.0.0.1" : "0.0.0.0";
@@ -234,16 +223,50 @@ int Run(int argc, char** argv) {
     return kExitUsage;
   }
 
-  std::string node = f.node_name;
-  if (node.empty()) {
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    node = host;
+  // Who runs where: every rank's hostname and reachable address. Ranks
+  // with the same hostname and address share a host; the node identity
+  // (NODE_RANK, LOCAL_RANK) is --node-name, else that host.
+  char hostname[256] = {};
+  gethostname(hostname, sizeof(hostname) - 1);
+  auto reachable = ReachableHostAddress();
+  auto gathered = world->AllGather(
+      absl::StrCat(f.node_name, "\n", hostname, "\n",
+                   reachable.ok() ? *reachable : std::string()));
+  if (!gathered.ok()) fail_collective(gathered.status());
+  std::vector<std::string> node_keys, host_names, host_addrs;
+  for (const std::string& g : *gathered) {
+    std::vector<std::string> p = absl::StrSplit(g, absl::MaxSplits('\n', 2));
+    p.resize(3);
+    host_names.push_back(p[1]);
+    host_addrs.push_back(p[2]);
+    node_keys.push_back(p[0].empty() ? p[1] + "\n" + p[2] : p[0]);
   }
-  auto nodes = world->AllGather(node);
-  if (!nodes.ok()) fail_collective(nodes.status());
-  const Locality loc = ComputeLocality(*nodes, rank);
-  if (rank == 0 && !NodesAreContiguousEqualBlocks(*nodes)) {
+  const std::string node = f.node_name.empty() ? hostname : f.node_name;
+  bool one_host = true;
+  for (int r = 1; r < world->size(); ++r) {
+    one_host = one_host && host_names[r] == host_names[0] &&
+               host_addrs[r] == host_addrs[0];
+  }
+  // Every rank binds and advertises an address its peers can reach:
+  // loopback only when they all run on this host.
+  std::string node_addr = "127.0.0.1";
+  if (!one_host) {
+    for (int r = 0; r < world->size(); ++r) {
+      if (!host_addrs[r].empty()) continue;
+      // Every rank sees the same gathered facts and fails the same way.
+      if (rank == 0) {
+        std::fprintf(stderr,
+                     "strata-exec: rank %d (host %s) has no non-loopback IPv4 "
+                     "address, but the ranks run on several hosts\n",
+                     r, host_names[r].c_str());
+      }
+      world->Finalize().IgnoreError();
+      return kExitSetup;
+    }
+    node_addr = host_addrs[rank];
+  }
+  const Locality loc = ComputeLocality(node_keys, rank);
+  if (rank == 0 && !NodesAreContiguousEqualBlocks(node_keys)) {
     log->warn(
         "ranks are not in equal contiguous blocks per node (e.g. --map-by "
         "node); strata's runtime expects mpirun's default by-slot mapping");
@@ -251,7 +274,7 @@ int Run(int argc, char** argv) {
 
   std::unique_ptr<comm::TcpStoreServer> store_server;  // rank 0 only
   JobFacts mine;
-  if (rank == 0) mine = SetUpOnRankZero(f, loc.num_nodes, &store_server);
+  if (rank == 0) mine = SetUpOnRankZero(f, node_addr, &store_server);
   auto facts_wire = world->Broadcast(mine.Encode());
   if (!facts_wire.ok()) fail_collective(facts_wire.status());
   const JobFacts facts = JobFacts::Decode(*facts_wire);
@@ -269,13 +292,15 @@ int Run(int argc, char** argv) {
   in.locality = loc;
   in.sizes = *sizes;
   in.master_addr = facts.master_addr;
+  in.node_name = node;
+  in.node_addr = node_addr;
   in.master_port = facts.master_port;
   in.store = absl::StrCat("tcp://", facts.master_addr, ":", facts.store_port);
   in.job_id = facts.job_id;
   in.ckpt_uri = f.ckpt;
-  log->info("rank {}: node {} ({}), local rank {}/{}, store {}", rank,
-            loc.node_rank, node, loc.local_rank, loc.local_world_size,
-            in.store);
+  log->info("rank {}: node {} ({}, {}), local rank {}/{}, store {}", rank,
+            loc.node_rank, node, node_addr, loc.local_rank,
+            loc.local_world_size, in.store);
 
   ForwardSignalsTo((*child)->pid());
   Status released =

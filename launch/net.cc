@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 namespace strata::launch {
 namespace {
@@ -45,6 +47,24 @@ StatusOr<int> PickFreePort(const std::string& bind_addr) {
 }
 
 StatusOr<std::string> ReachableHostAddress() {
+  // This host's up, non-loopback IPv4 interface addresses, in order.
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return ErrnoToStatus(errno, "getifaddrs");
+  std::vector<std::string> local;
+  for (ifaddrs* p = ifs; p != nullptr; p = p->ifa_next) {
+    if (p->ifa_addr == nullptr || p->ifa_addr->sa_family != AF_INET ||
+        !(p->ifa_flags & IFF_UP) || (p->ifa_flags & IFF_LOOPBACK))
+      continue;
+    const auto* in = reinterpret_cast<const sockaddr_in*>(p->ifa_addr);
+    if (!IsLoopback(*in)) local.push_back(Dotted(*in));
+  }
+  freeifaddrs(ifs);
+  if (local.empty()) {
+    return absl::NotFoundError(
+        "this host has no non-loopback IPv4 address; pass --master-addr");
+  }
+  // Prefer the address the hostname resolves to, if it is one of ours (a
+  // shared /etc/hosts may name another host's or namespace's address).
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) {
     addrinfo hints{};
@@ -54,29 +74,15 @@ StatusOr<std::string> ReachableHostAddress() {
     if (getaddrinfo(host, nullptr, &hints, &res) == 0) {
       std::string found;
       for (addrinfo* p = res; p != nullptr && found.empty(); p = p->ai_next) {
-        const auto* in = reinterpret_cast<const sockaddr_in*>(p->ai_addr);
-        if (!IsLoopback(*in)) found = Dotted(*in);
+        const std::string a =
+            Dotted(*reinterpret_cast<const sockaddr_in*>(p->ai_addr));
+        if (std::find(local.begin(), local.end(), a) != local.end()) found = a;
       }
       freeaddrinfo(res);
       if (!found.empty()) return found;
     }
   }
-  ifaddrs* ifs = nullptr;
-  if (getifaddrs(&ifs) != 0) return ErrnoToStatus(errno, "getifaddrs");
-  std::string found;
-  for (ifaddrs* p = ifs; p != nullptr && found.empty(); p = p->ifa_next) {
-    if (p->ifa_addr == nullptr || p->ifa_addr->sa_family != AF_INET ||
-        !(p->ifa_flags & IFF_UP) || (p->ifa_flags & IFF_LOOPBACK))
-      continue;
-    const auto* in = reinterpret_cast<const sockaddr_in*>(p->ifa_addr);
-    if (!IsLoopback(*in)) found = Dotted(*in);
-  }
-  freeifaddrs(ifs);
-  if (found.empty()) {
-    return absl::NotFoundError(
-        "this host has no non-loopback IPv4 address; pass --master-addr");
-  }
-  return found;
+  return local[0];
 }
 
 }  // namespace strata::launch

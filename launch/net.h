@@ -12,9 +12,10 @@ namespace strata::launch {
 // small race torchrun's --master-port default has.
 StatusOr<int> PickFreePort(const std::string& bind_addr);
 
-// An IPv4 address of this host that other hosts can reach: the first
-// non-loopback address the hostname resolves to, else the first non-loopback
-// address of an interface that is up. NotFound when there is none.
+// An IPv4 address of this host that other hosts can reach: among the
+// addresses of this host's (network namespace's) up, non-loopback
+// interfaces, the first one the hostname resolves to, else the first one.
+// NotFound when there is none.
 StatusOr<std::string> ReachableHostAddress();
 
 }  // namespace strata::launch

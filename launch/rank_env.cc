@@ -92,6 +92,8 @@ std::map<std::string, std::string> RankVariables(const RankEnvInputs& in) {
       {"STRATA_DP_RANK", s(coord.dp)},
       {"STRATA_CP_RANK", s(coord.cp)},
       {"STRATA_RESTART_COUNT", "0"},
+      {"STRATA_NODE_NAME", in.node_name},
+      {"STRATA_NODE_ADDR", in.node_addr},
   };
   if (!in.ckpt_uri.empty()) v["STRATA_CKPT_URI"] = in.ckpt_uri;
   return v;

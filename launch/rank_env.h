@@ -1,6 +1,6 @@
 // The rank environment strata-exec gives every process it starts (the
-// placement contract, docs/placement.md). Pure functions: no MPI, no sockets, so the
-// whole contract is unit-tested (tests/unit/launch/rank_env_test.cc).
+// placement contract, docs/placement.md). Pure functions: no MPI, no sockets,
+// so the whole contract is unit-tested (tests/unit/launch/rank_env_test.cc).
 #pragma once
 
 #include <map>
@@ -51,8 +51,12 @@ struct RankEnvInputs {
   Locality locality;
   ParallelSizes sizes;
   std::string master_addr;  // rank 0's address, reachable by every rank
-  int master_port = 0;      // free port for torch's own TCPStore
-  std::string store;        // STRATA_STORE, e.g. "tcp://10.0.0.1:29400"
+  std::string node_name;    // STRATA_NODE_NAME: this rank's node
+  // STRATA_NODE_ADDR: the address this rank's transport binds and
+  // advertises; loopback only when every rank runs on one host.
+  std::string node_addr;
+  int master_port = 0;  // free port for torch's own TCPStore
+  std::string store;    // STRATA_STORE, e.g. "tcp://10.0.0.1:29400"
   std::string job_id;
   std::string ckpt_uri;  // empty: STRATA_CKPT_URI is not set
 };

@@ -16,6 +16,20 @@ double Exposed(double comm, double window) {
 
 }  // namespace
 
+// Quantities of the candidate that every step of Evaluate reads.
+struct CostModel::Shape {
+  int p = 1, v = 1, l = 1;  // stages, virtual stages, layers
+  int gpn = 1;              // GPUs per node
+  int64_t stage_ranks = 1;  // t c d ranks per pipeline stage
+  double m = 1;             // micro-batches per step
+  double steps = 1;         // m + (p-1)/v micro-batch slots per stage
+  double dshard = 1;        // D = d c: gradients reduce over these ranks
+  bool sharded_optimizer = false;
+  double grad_bytes = 2;  // per parameter: bf16, fp32 under distopt
+  int dp_per_node = 1;    // DP x CP members of a stage per node
+  int stage_nodes = 1;    // nodes per pipeline stage
+};
+
 struct CostModel::LayerCost {
   double fwd_s = 0;        // forward of one layer for one micro-batch
   double bwd_extra_s = 0;  // backward beyond 2x forward (flash recompute)
@@ -30,6 +44,23 @@ struct CostModel::LayerCost {
   double Total() const {
     return 3 * fwd_s + bwd_extra_s + recompute_s + tp_s + cp_s;
   }
+};
+
+// Stages on equal links and GPUs, in the same position (first, last), cost
+// the same per layer. `alpha` and `beta` fit the stage time as a line in
+// its layer count; `layers` is what the split gives each of the `count`
+// stages of the class.
+struct CostModel::StageClass {
+  GroupLink link;
+  bool first = false, last = false;
+  LayerCost lc;
+  double alpha = 0, beta = 0;  // time(L) ~ alpha L + beta
+  int count = 0, layers = 0;
+};
+
+struct CostModel::StageClasses {
+  StageClass at[kMaxStageClasses];
+  int size = 0;
 };
 
 struct CostModel::StageCost {
@@ -74,6 +105,39 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
                (model.activation() == Activation::swiglu ? 6 : 4) * f_over_h;
 }
 
+// Evaluate = shape -> stage classes (with their per-layer costs) -> layer
+// split -> exact cost of every stage, recorded for the critical stages.
+void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
+  const Shape sh = ShapeOf(c);
+  StageClasses classes;
+  ClassifyStages(c, sh, &classes);
+  if (!SplitLayers(c, sh, &classes, &out->layers)) {
+    out->valid = false;
+    return;
+  }
+  RecordStages(c, sh, classes, out);
+}
+
+CostModel::Shape CostModel::ShapeOf(const Candidate& c) const {
+  Shape sh;
+  sh.p = c.pp;
+  sh.v = c.vpp;
+  sh.l = model_.num_layers();
+  sh.gpn = net_.gpus_per_node();
+  sh.stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
+  sh.m = c.num_microbatches;
+  sh.steps = sh.m + static_cast<double>(sh.p - 1) / sh.v;
+  sh.dshard = static_cast<double>(c.dp) * c.cp;
+  sh.sharded_optimizer = c.zero_stage >= 1 || c.distributed_optimizer;
+  sh.grad_bytes = c.distributed_optimizer ? 4 : 2;
+  sh.dp_per_node = std::max(1, sh.gpn / std::max(1, c.tp));
+  sh.stage_nodes = static_cast<int>((sh.stage_ranks + sh.gpn - 1) / sh.gpn);
+  return sh;
+}
+
+// ---------------------------------------------------------------------------
+// Per layer, per micro-batch, on one GPU of type `gpu`.
+
 double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
   const double shape = (m / (m + kGemmHalfDim)) * (n / (n + kGemmHalfDim)) *
                        (k / (k + kGemmHalfDim));
@@ -84,90 +148,27 @@ double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
 CostModel::LayerCost CostModel::Layer(const Candidate& c,
                                       const GpuType& gpu) const {
   const double h = model_.hidden_size();
-  const double a = model_.num_attention_heads();
-  const double kv = h * model_.num_query_groups() / a;
-  const double f = model_.ffn_hidden_size();
   const double V = model_.vocab_size();
   const double s = seq_;
   const double t = c.tp, cp = c.cp, b = c.micro_batch;
   const double tokens = b * s / cp;  // per GPU per micro-batch
   const double hbm = gpu.hbm_gbps() * 1e9;
-  LayerCost lc;
-  // Megatron's column/row-parallel split (Shoeybi et al. 2019 §3).
-  double gemm =
-      Gemm(tokens, (h + 2 * kv) / t, h, gpu) + Gemm(tokens, h, h / t, gpu);
-  if (model_.activation() == Activation::swiglu) {
-    gemm += Gemm(tokens, 2 * f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
-  } else {
-    gemm += Gemm(tokens, f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
-  }
-  // Core attention: each of the rank's queries meets all s keys (ring CP).
-  const bool flash = model_.attention() == AttentionKernel::flash;
-  const double attn =
-      4 * tokens * s * h / t /
-      (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() *
-       (flash ? kFlashAttentionEfficiency : kAttentionEfficiency));
-  // Activation bytes (Korthikanti Table 2, with sequence parallelism so
-  // every term divides by t) and the attention-score term 5 a s^2 b / t,
-  // which fused attention never writes to HBM (Dao et al. 2022).
-  // Without sequence parallelism the norms, dropouts and the inputs of the
-  // QKV and MLP GEMMs (10 s b h) are replicated on every TP rank
-  // (Korthikanti Table 2: s b h (10 + 24/t + 5 a s/(h t))).
-  const double act_lin = c.sequence_parallel || c.tp == 1
-                             ? tokens * h * act_coeff_ / t
-                             : tokens * h * (10 + (act_coeff_ - 10) / t);
-  // Scores: softmax output (2), dropout mask (1) and output (2) per score;
-  // without dropout only the softmax output.
-  const double act_scores =
-      flash ? 0 : (model_.dropout() ? 5 : 2) * b * (a / t) * (s / cp) * s;
+  const double gemm = LayerGemmTime(tokens, t, gpu);
+  const double attn = CoreAttentionTime(tokens, t, gpu);
+  const double act_lin = LinearActivationBytes(c, tokens);
+  const double act_scores = ScoreActivationBytes(c);
+  // Memory-bound kernels move every stored activation byte
+  // kElementwisePasses times.
   const double elem_lin = kElementwisePasses * act_lin / hbm;
   const double elem_scores = kElementwisePasses * act_scores / hbm;
+  LayerCost lc;
   lc.fwd_s = gemm + attn + elem_lin + elem_scores;
   // FlashAttention's backward recomputes QK^T and softmax: 2.5x the forward
   // attention FLOPs instead of 2x (Dao 2023, FlashAttention-2 §3.1.2).
-  if (flash) lc.bwd_extra_s = 0.5 * attn;
-  switch (c.recompute) {
-    case Recompute::full:
-      lc.recompute_s = lc.fwd_s;
-      // Layer input, sharded along the sequence under SP.
-      lc.act_bytes = 2 * tokens * h / (c.sequence_parallel ? t : 1);
-      lc.work_bytes = act_lin + act_scores;
-      break;
-    case Recompute::selective:
-      // Core attention only; with fused attention there is nothing left
-      // to recompute (the kernel already does it) and nothing to save.
-      lc.recompute_s = flash ? 0 : attn + elem_scores;
-      lc.act_bytes = act_lin;
-      break;
-    default:
-      lc.act_bytes = act_lin + act_scores;
-  }
-  // TP: per layer 2 all-reduce-equivalents forward and 2 backward of the
-  // b s h activation (Narayanan §3.2; with SP each becomes an all-gather +
-  // reduce-scatter pair of the same volume, Korthikanti §4.2.2); full
-  // recompute repeats the forward pair.
-  if (c.tp > 1) {
-    const int n = c.recompute == Recompute::full ? 6 : 4;
-    lc.tp_s = n * net_.IntraAllReduce(2 * tokens * h, c.tp);
-  }
-  // CP: ring attention passes K and V chunks around the c ranks, c-1 steps
-  // forward and twice that backward (K/V and their gradients), overlapped
-  // with the attention compute (Liu et al. 2023, Ring Attention; Megatron
-  // context parallelism).
-  if (c.cp > 1) {
-    const double chunk = 2 * tokens * kv / t * 2;
-    const double steps = (c.cp - 1) * (c.recompute == Recompute::full ? 4 : 3);
-    const int gpn = net_.gpus_per_node();
-    const bool crosses = c.tp * c.cp > gpn;
-    const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
-    const GroupLink link =
-        net_.Link(0, static_cast<int64_t>(c.tp) * c.cp,
-                  std::max(1, gpn / std::max(1, c.tp)), c.cp,
-                  static_cast<int>((stage_ranks + gpn - 1) / gpn));
-    const double comm = steps * net_.P2P(chunk, crosses, link);
-    const double overlap = attn * (c.recompute == Recompute::full ? 4 : 3);
-    lc.cp_s = Exposed(comm, overlap);
-  }
+  if (model_.attention() == AttentionKernel::flash) lc.bwd_extra_s = 0.5 * attn;
+  ApplyRecompute(c, tokens, attn, act_lin, act_scores, elem_scores, &lc);
+  lc.tp_s = TensorParallelTime(c, tokens);
+  lc.cp_s = ContextParallelTime(c, tokens, attn);
   // Stage boundary: SP already shards it; without SP Megatron's
   // scatter/gather optimisation sends 1/t per rank too (Narayanan §4.1).
   lc.p2p_bytes = 2 * tokens * h / t;
@@ -179,251 +180,421 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   return lc;
 }
 
-void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
-  const int p = c.pp, v = c.vpp, l = model_.num_layers();
+// The four GEMMs of a layer's forward on `tokens` rows: Megatron's
+// column/row-parallel split (Shoeybi et al. 2019 §3) of QKV, projection,
+// MLP up (gate and up under SwiGLU) and down.
+double CostModel::LayerGemmTime(double tokens, double t,
+                                const GpuType& gpu) const {
+  const double h = model_.hidden_size();
+  const double kv =
+      h * model_.num_query_groups() / model_.num_attention_heads();
+  const double f = model_.ffn_hidden_size();
+  double gemm =
+      Gemm(tokens, (h + 2 * kv) / t, h, gpu) + Gemm(tokens, h, h / t, gpu);
+  if (model_.activation() == Activation::swiglu) {
+    gemm += Gemm(tokens, 2 * f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
+  } else {
+    gemm += Gemm(tokens, f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
+  }
+  return gemm;
+}
+
+// Core attention, 4 T s h / t FLOPs: each of the rank's queries meets all s
+// keys (ring CP). Unfused at kAttentionEfficiency, fused at
+// kFlashAttentionEfficiency of the GEMM efficiency (cost_model.h).
+double CostModel::CoreAttentionTime(double tokens, double t,
+                                    const GpuType& gpu) const {
+  const double h = model_.hidden_size();
+  const double s = seq_;
+  const bool flash = model_.attention() == AttentionKernel::flash;
+  return 4 * tokens * s * h / t /
+         (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() *
+          (flash ? kFlashAttentionEfficiency : kAttentionEfficiency));
+}
+
+// Activation bytes of a layer without the attention scores (Korthikanti
+// Table 2, with sequence parallelism so every term divides by t). Without
+// sequence parallelism the norms, dropouts and the inputs of the QKV and MLP
+// GEMMs (10 s b h) are replicated on every TP rank (Korthikanti Table 2:
+// s b h (10 + 24/t + 5 a s/(h t))).
+double CostModel::LinearActivationBytes(const Candidate& c,
+                                        double tokens) const {
+  const double h = model_.hidden_size();
+  const double t = c.tp;
+  return c.sequence_parallel || c.tp == 1
+             ? tokens * h * act_coeff_ / t
+             : tokens * h * (10 + (act_coeff_ - 10) / t);
+}
+
+// The attention-score term 5 a s^2 b / t (Korthikanti Table 2), which fused
+// attention never writes to HBM (Dao et al. 2022). Per score: softmax output
+// (2), dropout mask (1) and output (2); without dropout only the softmax
+// output.
+double CostModel::ScoreActivationBytes(const Candidate& c) const {
+  if (model_.attention() == AttentionKernel::flash) return 0;
+  const double a = model_.num_attention_heads();
+  const double s = seq_;
+  const double t = c.tp, cp = c.cp, b = c.micro_batch;
+  return (model_.dropout() ? 5 : 2) * b * (a / t) * (s / cp) * s;
+}
+
+// What the recompute mode adds to the time and keeps in memory
+// (Korthikanti §5: full keeps the layer input, selective drops the scores).
+void CostModel::ApplyRecompute(const Candidate& c, double tokens, double attn,
+                               double act_lin, double act_scores,
+                               double elem_scores, LayerCost* lc) const {
+  const double h = model_.hidden_size();
+  const double t = c.tp;
+  const bool flash = model_.attention() == AttentionKernel::flash;
+  switch (c.recompute) {
+    case Recompute::full:
+      lc->recompute_s = lc->fwd_s;
+      // Layer input, sharded along the sequence under SP.
+      lc->act_bytes = 2 * tokens * h / (c.sequence_parallel ? t : 1);
+      lc->work_bytes = act_lin + act_scores;
+      break;
+    case Recompute::selective:
+      // Core attention only; with fused attention there is nothing left
+      // to recompute (the kernel already does it) and nothing to save.
+      lc->recompute_s = flash ? 0 : attn + elem_scores;
+      lc->act_bytes = act_lin;
+      break;
+    default:
+      lc->act_bytes = act_lin + act_scores;
+  }
+}
+
+// TP: per layer 2 all-reduce-equivalents forward and 2 backward of the
+// b s h activation (Narayanan §3.2; with SP each becomes an all-gather +
+// reduce-scatter pair of the same volume, Korthikanti §4.2.2); full
+// recompute repeats the forward pair.
+double CostModel::TensorParallelTime(const Candidate& c, double tokens) const {
+  if (c.tp <= 1) return 0;
+  const double h = model_.hidden_size();
+  const int n = c.recompute == Recompute::full ? 6 : 4;
+  return n * net_.IntraAllReduce(2 * tokens * h, c.tp);
+}
+
+// CP: ring attention passes K and V chunks around the c ranks, c-1 steps
+// forward and twice that backward (K/V and their gradients), overlapped
+// with the attention compute (Liu et al. 2023, Ring Attention; Megatron
+// context parallelism). Returns the exposed part.
+double CostModel::ContextParallelTime(const Candidate& c, double tokens,
+                                      double attn) const {
+  if (c.cp <= 1) return 0;
+  const double h = model_.hidden_size();
+  const double kv =
+      h * model_.num_query_groups() / model_.num_attention_heads();
+  const double t = c.tp;
+  const double chunk = 2 * tokens * kv / t * 2;
+  const double steps = (c.cp - 1) * (c.recompute == Recompute::full ? 4 : 3);
   const int gpn = net_.gpus_per_node();
+  const bool crosses = c.tp * c.cp > gpn;
   const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
-  const double m = c.num_microbatches;
-  const double steps = m + static_cast<double>(p - 1) / v;
-  const double dshard = static_cast<double>(c.dp) * c.cp;  // grads reduce
-  const bool sharded_optimizer = c.zero_stage >= 1 || c.distributed_optimizer;
-  const double grad_bytes = c.distributed_optimizer ? 4 : 2;
-  const int dp_per_node = std::max(1, gpn / std::max(1, c.tp));
-  const int stage_nodes = static_cast<int>((stage_ranks + gpn - 1) / gpn);
+  const GroupLink link =
+      net_.Link(0, static_cast<int64_t>(c.tp) * c.cp,
+                std::max(1, gpn / std::max(1, c.tp)), c.cp,
+                static_cast<int>((stage_ranks + gpn - 1) / gpn));
+  const double comm = steps * net_.P2P(chunk, crosses, link);
+  const double overlap = attn * (c.recompute == Recompute::full ? 4 : 3);
+  return Exposed(comm, overlap);
+}
 
-  // Links of every stage; stages on equal links and GPUs form a class.
-  struct Class {
-    GroupLink link;
-    bool first, last;
-    LayerCost lc;
-    double alpha = 0, beta = 0;  // time(L) ~ alpha L + beta
-    int count = 0, layers = 0;
-  };
-  Class classes[16];
-  int num_classes = 0;
+// ---------------------------------------------------------------------------
+// Per pipeline stage.
+
+// Groups the p stages by their DP x CP group's links and GPU, first/last
+// position; each class gets its per-layer cost once. Writes the class of
+// every stage to scratch_class_.
+void CostModel::ClassifyStages(const Candidate& c, const Shape& sh,
+                               StageClasses* classes) const {
   std::vector<int>& stage_class = scratch_class_;
-  stage_class.assign(p, 0);
-
-  auto stage_params = [&](bool first, bool last, int layers) {
-    double params = layers * params_.per_layer;
-    if (first) params += params_.embedding + params_.position;
-    if (last) {
-      // Untied output layer, or Megatron's copy of the tied embedding on the
-      // last stage when p > 1 (Shoeybi et al. 2019).
-      params +=
-          params_.output > 0 ? params_.output : (p > 1 ? params_.embedding : 0);
-      params += params_.final_norm;
-    }
-    return params / c.tp;
-  };
-
-  auto stage_cost = [&](const Class& k, int stage, int layers) {
-    StageCost sc;
-    const LayerCost& lc = k.lc;
-    const bool crosses = stage_ranks >= gpn;
-    const double p2p =
-        p > 1 ? 2.0 * v * net_.P2P(lc.p2p_bytes, crosses, k.link) : 0.0;
-    sc.mb_s = layers * lc.Total() + (k.last ? lc.logits_s : 0) + p2p;
-    sc.pipeline_s = steps * sc.mb_s;
-    // Data-parallel traffic of this stage's parameters (ZeRO paper §5 and
-    // §7 for volumes; overlap as in PyTorch DDP / Megatron
-    // --overlap-grad-reduce: gradients of the last micro-batch are reduced
-    // while its backward runs; parameters gathered during the forward).
-    const double psi = stage_params(k.first, k.last, layers);
-    const double fwd_window = layers * lc.fwd_s;
-    const double bwd_window = layers * (2 * lc.fwd_s + lc.recompute_s);
-    if (dshard > 1) {
-      const double grads = psi * grad_bytes, weights = psi * 2;
-      if (c.zero_stage == 0 && !c.distributed_optimizer) {
-        sc.dp_total_s = Network::AllReduce(grads, k.link);
-        sc.dp_exposed_s = Exposed(sc.dp_total_s, bwd_window);
-      } else if (c.zero_stage <= 1) {
-        const double rs = Network::ReduceScatter(grads, k.link);
-        const double ag = Network::AllGather(weights, k.link);
-        sc.dp_total_s = rs + ag;
-        sc.dp_exposed_s = Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
-      } else if (c.zero_stage == 2) {
-        // Partitioned gradients are reduced after every micro-batch.
-        const double rs = Network::ReduceScatter(grads, k.link);
-        const double ag = Network::AllGather(weights, k.link);
-        sc.dp_total_s = m * rs + ag;
-        sc.dp_exposed_s = m * Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
-      } else {
-        // ZeRO-3 gathers parameters for the forward, the backward (and the
-        // recompute) and reduce-scatters gradients, every micro-batch.
-        const double gathers = c.recompute == Recompute::full ? 3 : 2;
-        const double per_mb = gathers * Network::AllGather(weights, k.link) +
-                              Network::ReduceScatter(grads, k.link);
-        sc.dp_total_s = m * per_mb;
-        sc.dp_exposed_s = m * Exposed(per_mb, layers * lc.Total());
-      }
-    }
-    // Optimizer step is memory bound: Adam reads and writes master weights
-    // and moments, reads gradients and writes 16-bit weights.
-    const double local = sharded_optimizer ? psi / dshard : psi;
-    sc.optimizer_s = local * (2 * optimizer_bytes_ + grad_bytes + 2) /
-                     (k.link.gpu->hbm_gbps() * 1e9);
-    sc.time_s = sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s;
-
-    // Memory (Rajbhandari et al. SC'20 §3.1 and Table 1; Megatron
-    // distributed optimizer: 2 + 4 + 12/d bytes per parameter).
-    sc.weights = (c.zero_stage >= 3 ? psi / dshard : psi) * 2;
-    sc.grads = c.distributed_optimizer
-                   ? psi * 4
-                   : (c.zero_stage >= 2 ? psi / dshard : psi) * 2;
-    sc.optim = (sharded_optimizer ? psi / dshard : psi) * optimizer_bytes_;
-    // 1F1B: stage i holds min(m, p - i) micro-batches in flight; the
-    // interleaved schedule adds (p-1)/(p v) (Korthikanti §4.2.3).
-    double in_flight = std::min<double>(m, p - stage);
-    if (v > 1) in_flight *= 1 + static_cast<double>(p - 1) / (p * v);
-    sc.acts = layers * lc.act_bytes * in_flight + lc.work_bytes;
-    sc.logits = k.last ? lc.logits_bytes : 0;
-    sc.z3 = c.zero_stage >= 3 ? 2 * 2 * params_.per_layer / c.tp : 0;
-    return sc;
-  };
-
-  for (int i = 0; i < p; ++i) {
-    const GroupLink link = net_.Link(i * stage_ranks, stage_ranks, dp_per_node,
-                                     c.dp * c.cp, stage_nodes);
-    const bool first = i == 0, last = i == p - 1;
+  stage_class.assign(sh.p, 0);
+  for (int i = 0; i < sh.p; ++i) {
+    const GroupLink link =
+        net_.Link(i * sh.stage_ranks, sh.stage_ranks, sh.dp_per_node,
+                  c.dp * c.cp, sh.stage_nodes);
+    const bool first = i == 0, last = i == sh.p - 1;
     int k = 0;
-    for (; k < num_classes; ++k) {
-      const Class& cl = classes[k];
+    for (; k < classes->size; ++k) {
+      const StageClass& cl = classes->at[k];
       if (cl.first == first && cl.last == last && cl.link.gpu == link.gpu &&
           cl.link.inter_gbps == link.inter_gbps &&
           cl.link.nodes == link.nodes) {
         break;
       }
     }
-    if (k == num_classes) {
-      if (num_classes == 16)
-        k = num_classes - 1;  // merge the rest
-      else {
-        Class& cl = classes[num_classes++];
+    if (k == classes->size) {
+      if (classes->size == kMaxStageClasses) {
+        k = classes->size - 1;  // merge the rest
+      } else {
+        StageClass& cl = classes->at[classes->size++];
         cl.link = link;
         cl.first = first;
         cl.last = last;
         cl.lc = Layer(c, *link.gpu);
       }
     }
-    ++classes[k].count;
+    ++classes->at[k].count;
     stage_class[i] = k;
   }
+}
 
-  // Layer split: balance stage times, not layer counts (Holmes-style for
-  // mixed NICs and GPUs; first and last stages carry the embedding and the
-  // output layer, as in Llama 3's pipeline that drops one layer from each,
-  // Dubey et al. 2024 §3.3.2). Each stage needs a layer per virtual stage.
-  std::vector<int>& layers = out->layers;
-  layers.assign(p, l / p);
-  if (p > 1) {
-    const int l0 = std::max(1, l / p);
-    double inv_sum = 0, beta_sum = 0;
-    for (int k = 0; k < num_classes; ++k) {
-      Class& cl = classes[k];
-      const int stage = 0;
-      const double t0 = stage_cost(cl, stage, l0).time_s;
-      const double t1 = stage_cost(cl, stage, l0 + 1).time_s;
-      cl.alpha = std::max(1e-12, t1 - t0);
-      cl.beta = t0 - cl.alpha * l0;
-      inv_sum += cl.count / cl.alpha;
-      beta_sum += cl.count * cl.beta / cl.alpha;
+// Parameters on one GPU of a stage with `layers` layers.
+double CostModel::StageParams(const Candidate& c, bool first, bool last,
+                              int layers) const {
+  double params = layers * params_.per_layer;
+  if (first) params += params_.embedding + params_.position;
+  if (last) {
+    // Untied output layer, or Megatron's copy of the tied embedding on the
+    // last stage when p > 1 (Shoeybi et al. 2019).
+    params += params_.output > 0 ? params_.output
+                                 : (c.pp > 1 ? params_.embedding : 0);
+    params += params_.final_norm;
+  }
+  return params / c.tp;
+}
+
+// Time and memory of stage `stage` of class `k` holding `layers` layers.
+// Step time of a stage = pipeline (m + (p-1)/v micro-batch slots, Narayanan
+// §2.2) + exposed DP traffic + optimizer step.
+CostModel::StageCost CostModel::CostOfStage(const Candidate& c, const Shape& sh,
+                                            const StageClass& k, int stage,
+                                            int layers) const {
+  StageCost sc;
+  const LayerCost& lc = k.lc;
+  const bool crosses = sh.stage_ranks >= sh.gpn;
+  const double p2p =
+      sh.p > 1 ? 2.0 * sh.v * net_.P2P(lc.p2p_bytes, crosses, k.link) : 0.0;
+  sc.mb_s = layers * lc.Total() + (k.last ? lc.logits_s : 0) + p2p;
+  sc.pipeline_s = sh.steps * sc.mb_s;
+  const double psi = StageParams(c, k.first, k.last, layers);
+  DataParallelTime(c, sh, k, layers, psi, &sc);
+  // Optimizer step is memory bound: Adam reads and writes master weights
+  // and moments, reads gradients and writes 16-bit weights.
+  const double local = sh.sharded_optimizer ? psi / sh.dshard : psi;
+  sc.optimizer_s = local * (2 * optimizer_bytes_ + sh.grad_bytes + 2) /
+                   (k.link.gpu->hbm_gbps() * 1e9);
+  sc.time_s = sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s;
+  StageMemory(c, sh, k, stage, layers, psi, &sc);
+  return sc;
+}
+
+// Data-parallel traffic of a stage's `psi` parameters (ZeRO paper §5 and §7
+// for volumes; overlap as in PyTorch DDP / Megatron --overlap-grad-reduce:
+// gradients of the last micro-batch are reduced while its backward runs;
+// parameters gathered during the forward). Sets dp_total_s, dp_exposed_s.
+void CostModel::DataParallelTime(const Candidate& c, const Shape& sh,
+                                 const StageClass& k, int layers, double psi,
+                                 StageCost* sc) const {
+  if (sh.dshard <= 1) return;
+  const LayerCost& lc = k.lc;
+  const double m = sh.m;
+  const double fwd_window = layers * lc.fwd_s;
+  const double bwd_window = layers * (2 * lc.fwd_s + lc.recompute_s);
+  const double grads = psi * sh.grad_bytes, weights = psi * 2;
+  if (c.zero_stage == 0 && !c.distributed_optimizer) {
+    sc->dp_total_s = Network::AllReduce(grads, k.link);
+    sc->dp_exposed_s = Exposed(sc->dp_total_s, bwd_window);
+  } else if (c.zero_stage <= 1) {
+    const double rs = Network::ReduceScatter(grads, k.link);
+    const double ag = Network::AllGather(weights, k.link);
+    sc->dp_total_s = rs + ag;
+    sc->dp_exposed_s = Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
+  } else if (c.zero_stage == 2) {
+    // Partitioned gradients are reduced after every micro-batch.
+    const double rs = Network::ReduceScatter(grads, k.link);
+    const double ag = Network::AllGather(weights, k.link);
+    sc->dp_total_s = m * rs + ag;
+    sc->dp_exposed_s = m * Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
+  } else {
+    // ZeRO-3 gathers parameters for the forward, the backward (and the
+    // recompute) and reduce-scatters gradients, every micro-batch.
+    const double gathers = c.recompute == Recompute::full ? 3 : 2;
+    const double per_mb = gathers * Network::AllGather(weights, k.link) +
+                          Network::ReduceScatter(grads, k.link);
+    sc->dp_total_s = m * per_mb;
+    sc->dp_exposed_s = m * Exposed(per_mb, layers * lc.Total());
+  }
+}
+
+// Memory of a stage (Rajbhandari et al. SC'20 §3.1 and Table 1; Megatron
+// distributed optimizer: 2 + 4 + 12/d bytes per parameter), activations of
+// the micro-batches in flight, logits on the last stage, ZeRO-3 buffers.
+void CostModel::StageMemory(const Candidate& c, const Shape& sh,
+                            const StageClass& k, int stage, int layers,
+                            double psi, StageCost* sc) const {
+  const LayerCost& lc = k.lc;
+  sc->weights = (c.zero_stage >= 3 ? psi / sh.dshard : psi) * 2;
+  sc->grads = c.distributed_optimizer
+                  ? psi * 4
+                  : (c.zero_stage >= 2 ? psi / sh.dshard : psi) * 2;
+  sc->optim = (sh.sharded_optimizer ? psi / sh.dshard : psi) * optimizer_bytes_;
+  // 1F1B: stage i holds min(m, p - i) micro-batches in flight; the
+  // interleaved schedule adds (p-1)/(p v) (Korthikanti §4.2.3).
+  double in_flight = std::min<double>(sh.m, sh.p - stage);
+  if (sh.v > 1) in_flight *= 1 + static_cast<double>(sh.p - 1) / (sh.p * sh.v);
+  sc->acts = layers * lc.act_bytes * in_flight + lc.work_bytes;
+  sc->logits = k.last ? lc.logits_bytes : 0;
+  // ZeRO-3 holds two gathered layers (the current and the prefetched one).
+  sc->z3 = c.zero_stage >= 3 ? 2 * 2 * params_.per_layer / c.tp : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Layer split: balance stage times, not layer counts (Holmes-style for
+// mixed NICs and GPUs; first and last stages carry the embedding and the
+// output layer, as in Llama 3's pipeline that drops one layer from each,
+// Dubey et al. 2024 §3.3.2). Each stage needs a layer per virtual stage.
+//
+// 1. Fit every class's stage time as alpha L + beta (FitStageLines).
+// 2. Give each class the most layers that keep it under a common target,
+//    raising the target until all l layers are placed.
+// 3. Trim the surplus from the slowest classes (TrimSurplus).
+bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
+                            StageClasses* classes,
+                            std::vector<int>* layers) const {
+  const int p = sh.p, l = sh.l;
+  layers->assign(p, l / p);
+  if (p == 1) return true;
+  double target = FitStageLines(c, sh, classes);
+  auto total_layers = [&] {
+    int64_t sum = 0;
+    for (int k = 0; k < classes->size; ++k) {
+      StageClass& cl = classes->at[k];
+      cl.layers = std::max(
+          1,
+          static_cast<int>(std::floor((target - cl.beta) / cl.alpha + 1e-9)));
+      sum += static_cast<int64_t>(cl.layers) * cl.count;
     }
-    double target = (l + beta_sum) / inv_sum;
-    auto total_layers = [&] {
-      int64_t sum = 0;
-      for (int k = 0; k < num_classes; ++k) {
-        Class& cl = classes[k];
-        cl.layers = std::max(
-            1,
-            static_cast<int>(std::floor((target - cl.beta) / cl.alpha + 1e-9)));
-        sum += static_cast<int64_t>(cl.layers) * cl.count;
-      }
-      return sum;
-    };
-    int64_t have = total_layers();
-    for (int guard = 0; have < l && guard < 4 * p + 16; ++guard) {
-      double next = 1e300;
-      for (int k = 0; k < num_classes; ++k) {
-        next = std::min(
-            next, classes[k].beta + classes[k].alpha * (classes[k].layers + 1));
-      }
-      target = next;
-      have = total_layers();
+    return sum;
+  };
+  int64_t have = total_layers();
+  for (int guard = 0; have < l && guard < 4 * p + 16; ++guard) {
+    double next = 1e300;
+    for (int k = 0; k < classes->size; ++k) {
+      const StageClass& cl = classes->at[k];
+      next = std::min(next, cl.beta + cl.alpha * (cl.layers + 1));
     }
-    for (int i = 0; i < p; ++i) layers[i] = classes[stage_class[i]].layers;
-    // Remove the surplus from the slowest classes, later stages first
-    // (they hold fewer micro-batches, but the last has the output layer).
-    int64_t surplus = have - l;
-    int order[16];
-    for (int k = 0; k < num_classes; ++k) order[k] = k;
-    std::sort(order, order + num_classes, [&](int x, int y) {
-      return classes[x].alpha * classes[x].layers + classes[x].beta >
-             classes[y].alpha * classes[y].layers + classes[y].beta;
-    });
-    for (int oi = 0; oi < num_classes && surplus > 0; ++oi) {
-      for (int i = 0; i < p && surplus > 0; ++i) {
-        if (stage_class[i] == order[oi] && layers[i] > 1) {
-          --layers[i];
-          --surplus;
-        }
-      }
-    }
-    if (surplus != 0) {
-      out->valid = false;
-      return;
-    }
-    for (int i = 0; i < p; ++i) {
-      if (layers[i] < v) {
-        out->valid = false;
-        return;
+    target = next;
+    have = total_layers();
+  }
+  const std::vector<int>& stage_class = scratch_class_;
+  for (int i = 0; i < p; ++i) (*layers)[i] = classes->at[stage_class[i]].layers;
+  if (TrimSurplus(*classes, stage_class, have - l, layers) != 0) return false;
+  for (int i = 0; i < p; ++i) {
+    if ((*layers)[i] < sh.v) return false;
+  }
+  return true;
+}
+
+// Removes `surplus` layers, one per stage, from the classes with the
+// longest stage time first and, within a class, from the earliest stages
+// first; no stage drops below one layer. Returns the surplus left.
+int64_t CostModel::TrimSurplus(const StageClasses& classes,
+                               const std::vector<int>& stage_class,
+                               int64_t surplus, std::vector<int>* layers) {
+  int order[kMaxStageClasses];
+  for (int k = 0; k < classes.size; ++k) order[k] = k;
+  std::sort(order, order + classes.size, [&](int x, int y) {
+    const StageClass& a = classes.at[x];
+    const StageClass& b = classes.at[y];
+    return a.alpha * a.layers + a.beta > b.alpha * b.layers + b.beta;
+  });
+  const int p = static_cast<int>(layers->size());
+  for (int oi = 0; oi < classes.size && surplus > 0; ++oi) {
+    for (int i = 0; i < p && surplus > 0; ++i) {
+      if (stage_class[i] == order[oi] && (*layers)[i] > 1) {
+        --(*layers)[i];
+        --surplus;
       }
     }
   }
+  return surplus;
+}
 
-  // Exact cost of every stage under the split.
+// Fits every class's stage time (as stage 0) as alpha L + beta from its
+// costs at l/p and l/p + 1 layers. Returns the first target time: the one
+// at which the lines, summed over all stages, would hold l layers exactly.
+double CostModel::FitStageLines(const Candidate& c, const Shape& sh,
+                                StageClasses* classes) const {
+  const int l0 = std::max(1, sh.l / sh.p);
+  double inv_sum = 0, beta_sum = 0;
+  for (int k = 0; k < classes->size; ++k) {
+    StageClass& cl = classes->at[k];
+    const int stage = 0;
+    const double t0 = CostOfStage(c, sh, cl, stage, l0).time_s;
+    const double t1 = CostOfStage(c, sh, cl, stage, l0 + 1).time_s;
+    cl.alpha = std::max(1e-12, t1 - t0);
+    cl.beta = t0 - cl.alpha * l0;
+    inv_sum += cl.count / cl.alpha;
+    beta_sum += cl.count * cl.beta / cl.alpha;
+  }
+  return (sh.l + beta_sum) / inv_sum;
+}
+
+// ---------------------------------------------------------------------------
+// Breakdown: the exact cost of every stage under the split. Memory is
+// reported for the critical stage (highest memory / capacity), time for the
+// slowest stage, whose time is the step time.
+void CostModel::RecordStages(const Candidate& c, const Shape& sh,
+                             const StageClasses& classes,
+                             Evaluation* out) const {
   out->valid = true;
   out->fits = true;
   out->mixed_nic_stage = false;
   out->step_s = 0;
   double worst_ratio = -1;
-  for (int i = 0; i < p; ++i) {
-    const Class& cl = classes[stage_class[i]];
-    const StageCost sc = stage_cost(cl, i, layers[i]);
+  for (int i = 0; i < sh.p; ++i) {
+    const StageClass& cl = classes.at[scratch_class_[i]];
+    const StageCost sc = CostOfStage(c, sh, cl, i, out->layers[i]);
     if (cl.link.mixed_nic_types) out->mixed_nic_stage = true;
     const double capacity = cl.link.gpu->memory_gib();
     const double mem = sc.Memory(reserve_bytes_) / kGiB;
     if (mem > capacity) out->fits = false;
     if (mem / capacity > worst_ratio) {
       worst_ratio = mem / capacity;
-      out->critical_stage = i;
-      out->memory_gib = mem;
-      out->capacity_gib = capacity;
-      out->weights_gib = sc.weights / kGiB;
-      out->gradients_gib = sc.grads / kGiB;
-      out->optimizer_state_gib = sc.optim / kGiB;
-      out->activations_gib = sc.acts / kGiB;
-      out->logits_gib = sc.logits / kGiB;
-      out->zero3_buffers_gib = sc.z3 / kGiB;
-      out->reserve_gib = reserve_bytes_ / kGiB;
+      RecordMemory(cl, sc, i, out);
     }
     if (sc.time_s > out->step_s) {
-      out->step_s = sc.time_s;
-      out->slowest_stage = i;
-      const LayerCost& lc = cl.lc;
-      const double L = layers[i];
-      out->compute_s = m * (L * 3 * lc.fwd_s + (cl.last ? lc.logits_s : 0));
-      out->recompute_s = m * L * lc.recompute_s;
-      out->tp_comm_s = m * L * lc.tp_s;
-      out->cp_comm_s = m * L * lc.cp_s;
-      out->pp_comm_s =
-          m * (sc.mb_s - L * lc.Total() - (cl.last ? lc.logits_s : 0));
-      out->bubble_s = sc.pipeline_s - m * sc.mb_s;
-      out->dp_comm_s = sc.dp_exposed_s;
-      out->dp_comm_total_s = sc.dp_total_s;
-      out->optimizer_s = sc.optimizer_s;
+      RecordTime(sh, cl, sc, i, out->layers[i], out);
     }
   }
+}
+
+void CostModel::RecordMemory(const StageClass& k, const StageCost& sc,
+                             int stage, Evaluation* out) const {
+  out->critical_stage = stage;
+  out->memory_gib = sc.Memory(reserve_bytes_) / kGiB;
+  out->capacity_gib = k.link.gpu->memory_gib();
+  out->weights_gib = sc.weights / kGiB;
+  out->gradients_gib = sc.grads / kGiB;
+  out->optimizer_state_gib = sc.optim / kGiB;
+  out->activations_gib = sc.acts / kGiB;
+  out->logits_gib = sc.logits / kGiB;
+  out->zero3_buffers_gib = sc.z3 / kGiB;
+  out->reserve_gib = reserve_bytes_ / kGiB;
+}
+
+// Splits the stage's time into the breakdown terms: per micro-batch work
+// times m, the p2p remainder of the micro-batch time, and the bubble
+// (p-1)/v micro-batch slots (Narayanan §2.2).
+void CostModel::RecordTime(const Shape& sh, const StageClass& k,
+                           const StageCost& sc, int stage, int layers,
+                           Evaluation* out) {
+  const LayerCost& lc = k.lc;
+  const double m = sh.m;
+  const double L = layers;
+  out->step_s = sc.time_s;
+  out->slowest_stage = stage;
+  out->compute_s = m * (L * 3 * lc.fwd_s + (k.last ? lc.logits_s : 0));
+  out->recompute_s = m * L * lc.recompute_s;
+  out->tp_comm_s = m * L * lc.tp_s;
+  out->cp_comm_s = m * L * lc.cp_s;
+  out->pp_comm_s = m * (sc.mb_s - L * lc.Total() - (k.last ? lc.logits_s : 0));
+  out->bubble_s = sc.pipeline_s - m * sc.mb_s;
+  out->dp_comm_s = sc.dp_exposed_s;
+  out->dp_comm_total_s = sc.dp_total_s;
+  out->optimizer_s = sc.optimizer_s;
 }
 
 }  // namespace strata::planner

@@ -36,6 +36,9 @@ inline constexpr double kElementwisePasses = 2.0;
 // NCCL runs 8-32 channels, each a thread block on its own SM (~10% of an
 // H100's 132 SMs), and competes for HBM bandwidth (docs/planner.md).
 inline constexpr double kOverlapTax = 0.1;
+// Distinct stage classes (GPU type, NIC link, first/last) the layer split
+// tells apart; further classes are merged into the last one.
+inline constexpr int kMaxStageClasses = 16;
 
 struct Evaluation {
   bool valid = false;            // a layer split exists
@@ -63,6 +66,9 @@ class CostModel {
   // nodes. Both must outlive the CostModel.
   CostModel(const ModelSpec& model, const JobSpec& job, const Network& net);
 
+  // Fills `out` for candidate `c` (whose degrees multiply to the job's
+  // GPUs). out->valid is false when no layer split gives every stage a
+  // layer per virtual stage; the other fields are then unspecified.
   void Evaluate(const Candidate& c, Evaluation* out) const;
 
   int seq_length() const { return seq_; }
@@ -72,10 +78,62 @@ class CostModel {
   double mean_peak_tflops() const { return mean_peak_tflops_; }
 
  private:
-  struct LayerCost;  // per micro-batch, per layer, on one GPU type
-  struct StageCost;  // one pipeline stage
+  // Evaluate runs these steps in order; each is documented in
+  // cost_model.cc next to the formulas it uses. The steps are declared
+  // inline so the compiler folds them back into Evaluate, which the search
+  // calls once per candidate; cost_model.cc, their only user, defines them.
+  struct Shape;         // per-candidate quantities every step shares
+  struct LayerCost;     // per micro-batch, per layer, on one GPU type
+  struct StageClass;    // stages on equal links and GPUs, and their layers
+  struct StageClasses;  // at most kMaxStageClasses of them
+  struct StageCost;     // one pipeline stage
+
+  inline Shape ShapeOf(const Candidate& c) const;
+  // Per layer: compute, recompute, TP and CP communication, activations.
   LayerCost Layer(const Candidate& c, const GpuType& gpu) const;
   double Gemm(double m, double n, double k, const GpuType& gpu) const;
+  inline double LayerGemmTime(double tokens, double t,
+                              const GpuType& gpu) const;
+  inline double CoreAttentionTime(double tokens, double t,
+                                  const GpuType& gpu) const;
+  inline double LinearActivationBytes(const Candidate& c, double tokens) const;
+  inline double ScoreActivationBytes(const Candidate& c) const;
+  inline void ApplyRecompute(const Candidate& c, double tokens, double attn,
+                             double act_lin, double act_scores,
+                             double elem_scores, LayerCost* lc) const;
+  inline double TensorParallelTime(const Candidate& c, double tokens) const;
+  inline double ContextParallelTime(const Candidate& c, double tokens,
+                                    double attn) const;
+  // Per stage: classes, parameters, time (pipeline, DP, optimizer), memory.
+  inline void ClassifyStages(const Candidate& c, const Shape& sh,
+                             StageClasses* classes) const;
+  inline double StageParams(const Candidate& c, bool first, bool last,
+                            int layers) const;
+  StageCost CostOfStage(const Candidate& c, const Shape& sh,
+                        const StageClass& k, int stage, int layers) const;
+  inline void DataParallelTime(const Candidate& c, const Shape& sh,
+                               const StageClass& k, int layers, double psi,
+                               StageCost* sc) const;
+  inline void StageMemory(const Candidate& c, const Shape& sh,
+                          const StageClass& k, int stage, int layers,
+                          double psi, StageCost* sc) const;
+  // Layer split across stages; false when no split is valid.
+  inline bool SplitLayers(const Candidate& c, const Shape& sh,
+                          StageClasses* classes,
+                          std::vector<int>* layers) const;
+  inline double FitStageLines(const Candidate& c, const Shape& sh,
+                              StageClasses* classes) const;
+  static inline int64_t TrimSurplus(const StageClasses& classes,
+                                    const std::vector<int>& stage_class,
+                                    int64_t surplus, std::vector<int>* layers);
+  // Breakdown of the critical (memory) and slowest (time) stage.
+  inline void RecordStages(const Candidate& c, const Shape& sh,
+                           const StageClasses& classes, Evaluation* out) const;
+  inline void RecordMemory(const StageClass& k, const StageCost& sc, int stage,
+                           Evaluation* out) const;
+  static inline void RecordTime(const Shape& sh, const StageClass& k,
+                                const StageCost& sc, int stage, int layers,
+                                Evaluation* out);
 
   const ModelSpec& model_;
   const Network& net_;

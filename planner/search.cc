@@ -25,17 +25,298 @@ std::vector<int> Divisors(int64_t n, int64_t max_value) {
   return out;
 }
 
+// ---------------------------------------------------------------------------
+// Step 1 of PlanJob: the search space.
+
+struct ZeroOption {
+  int stage;
+  bool distopt;
+};
+constexpr ZeroOption kZeroOptions[] = {
+    {0, false}, {1, false}, {1, true}, {2, false}, {3, false}};
+constexpr Recompute::Mode kRecomputes[] = {
+    Recompute::none, Recompute::selective, Recompute::full};
+
+// Enumerates candidates in a fixed order, one group of axes at a time:
+// layouts (tp, cp, pp and the dp they leave), then schedules of a layout
+// (micro-batch, vpp), then options of a schedule (ZeRO, recompute). Each
+// group drops the values its divisibility rules or the pinned --fix values
+// exclude, so every candidate visited is runnable. Borrows `req`.
+class SearchSpace {
+ public:
+  SearchSpace(const PlanRequest& req, int seq);
+
+  // Calls visit(candidate) for every candidate, in order. Stops and
+  // returns false as soon as visit returns false.
+  template <typename Visit>
+  bool ForEach(Visit&& visit) const {
+    std::vector<Candidate> layouts, schedules, options;
+    Layouts(&layouts);
+    for (const Candidate& layout : layouts) {
+      Schedules(layout, &schedules);
+      for (const Candidate& schedule : schedules) {
+        Options(schedule, &options);
+        for (const Candidate& c : options) {
+          if (!visit(c)) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+ private:
+  void Layouts(std::vector<Candidate>* out) const;
+  void Schedules(const Candidate& layout, std::vector<Candidate>* out) const;
+  void Options(const Candidate& schedule, std::vector<Candidate>* out) const;
+  bool ZeroAllowed(const ZeroOption& z, const Candidate& schedule) const;
+  bool RecomputeAllowed(Recompute::Mode rc) const;
+
+  const PlanRequest& req_;
+  const PlanConstraints& fix_;
+  const int layers_;
+  std::vector<int> tps_, cps_;
+};
+
+SearchSpace::SearchSpace(const PlanRequest& req, int seq)
+    : req_(req), fix_(req.job.constraints()), layers_(req.model.num_layers()) {
+  const ModelSpec& model = req.model;
+  const int gpn = req.cluster.gpus_per_node();
+  // TP must split heads, query groups, hidden and MLP evenly and stay
+  // inside a node's NVLink domain (Narayanan §3.3 takeaway #1).
+  for (int t : Divisors(gpn, gpn)) {
+    if (model.num_attention_heads() % t == 0 &&
+        model.num_query_groups() % t == 0 && model.hidden_size() % t == 0 &&
+        model.ffn_hidden_size() % t == 0) {
+      tps_.push_back(t);
+    }
+  }
+  // CP splits each sequence into 2 cp chunks for causal load balance
+  // (Megatron context parallelism), so s % (2 cp) == 0.
+  cps_ = {1};
+  for (int c = 2; c <= req.gpus && seq % (2 * c) == 0; c *= 2) {
+    cps_.push_back(c);
+  }
+}
+
+// tp x cp x pp with d = N / (t c p): p at most the layers, d divides the
+// global batch.
+void SearchSpace::Layouts(std::vector<Candidate>* out) const {
+  out->clear();
+  const int64_t n = req_.gpus;
+  const int64_t batch = req_.job.global_batch();
+  for (int t : tps_) {
+    if (fix_.has_tp() && fix_.tp() != t) continue;
+    for (int c : cps_) {
+      if (fix_.has_cp() && fix_.cp() != c) continue;
+      if (n % (static_cast<int64_t>(t) * c) != 0) continue;
+      const int64_t rest = n / (static_cast<int64_t>(t) * c);
+      for (int p : Divisors(rest, layers_)) {
+        if (fix_.has_pp() && fix_.pp() != p) continue;
+        const int64_t d = rest / p;
+        if (fix_.has_dp() && fix_.dp() != d) continue;
+        if (batch % d != 0) continue;
+        Candidate layout;
+        layout.tp = t;
+        layout.cp = c;
+        layout.pp = p;
+        layout.dp = static_cast<int>(d);
+        layout.sequence_parallel =
+            !fix_.has_sequence_parallel() || fix_.sequence_parallel();
+        out->push_back(layout);
+      }
+    }
+  }
+}
+
+// Micro-batch b divides the replica's batch B/d, m = B/(d b); vpp > 1
+// needs p > 1, a layer per virtual stage and m % p == 0 (Megatron-LM
+// schedules.py).
+void SearchSpace::Schedules(const Candidate& layout,
+                            std::vector<Candidate>* out) const {
+  out->clear();
+  const int p = layout.pp;
+  const int64_t replica_batch = req_.job.global_batch() / layout.dp;
+  for (int b : Divisors(replica_batch, replica_batch)) {
+    if (fix_.has_micro_batch() && fix_.micro_batch() != b) continue;
+    const int64_t m = replica_batch / b;
+    for (int v = 1; v <= std::max(1, layers_ / p); ++v) {
+      if (fix_.has_vpp() && fix_.vpp() != v) continue;
+      if (v > 1 && (p == 1 || layers_ < p * v || m % p != 0)) continue;
+      Candidate schedule = layout;
+      schedule.micro_batch = b;
+      schedule.num_microbatches = static_cast<int>(m);
+      schedule.vpp = v;
+      out->push_back(schedule);
+    }
+  }
+}
+
+void SearchSpace::Options(const Candidate& schedule,
+                          std::vector<Candidate>* out) const {
+  out->clear();
+  for (const ZeroOption& z : kZeroOptions) {
+    if (!ZeroAllowed(z, schedule)) continue;
+    for (Recompute::Mode rc : kRecomputes) {
+      if (!RecomputeAllowed(rc)) continue;
+      Candidate c = schedule;
+      c.zero_stage = z.stage;
+      c.distributed_optimizer = z.distopt;
+      c.recompute = rc;
+      out->push_back(c);
+    }
+  }
+}
+
+bool SearchSpace::ZeroAllowed(const ZeroOption& z,
+                              const Candidate& schedule) const {
+  if (fix_.has_zero_stage() && fix_.zero_stage() != z.stage) return false;
+  if (fix_.has_distributed_optimizer() &&
+      fix_.distributed_optimizer() != z.distopt) {
+    return false;
+  }
+  // Nothing to shard without data-parallel replicas.
+  if (z.stage > 0 && static_cast<int64_t>(schedule.dp) * schedule.cp == 1) {
+    return false;
+  }
+  // DeepSpeed: ZeRO-2/3 are incompatible with pipeline parallelism
+  // (PipelineEngine asserts zero stage < 2).
+  if (z.stage >= 2 && schedule.pp > 1) return false;
+  // Megatron-LM shards optimizer state only as its distributed optimizer
+  // (ZeRO-1); it has no ZeRO-2/3 in this sense.
+  return !(req_.megatron_compatible && z.stage >= 1 && !z.distopt);
+}
+
+bool SearchSpace::RecomputeAllowed(Recompute::Mode rc) const {
+  if (fix_.has_recompute() && fix_.recompute() != rc) return false;
+  // Under fused attention selective recompute equals none.
+  return !(rc == Recompute::selective && !fix_.has_recompute() &&
+           req_.model.attention() == AttentionKernel::flash);
+}
+
+// ---------------------------------------------------------------------------
+// Step 3 of PlanJob: the comparison order and the top K (defined first:
+// step 2 feeds it).
+
 struct Scored {
   Candidate c;
   Evaluation e;
 };
 
-// Orders by step time, then by a stable key so ties are deterministic.
-bool Better(const Scored& a, const Scored& b) {
-  if (a.e.step_s != b.e.step_s) return a.e.step_s < b.e.step_s;
-  if (a.e.memory_gib != b.e.memory_gib) return a.e.memory_gib < b.e.memory_gib;
-  return a.c.ToString() < b.c.ToString();
+// The order of plans, written once: the faster predicted step first; on
+// equal step times the smaller memory per GPU; then the configuration
+// string. This is a total order, so the top K do not depend on the
+// enumeration order.
+bool RanksBefore(const Candidate& ca, const Evaluation& ea, const Candidate& cb,
+                 const Evaluation& eb) {
+  if (ea.step_s != eb.step_s) return ea.step_s < eb.step_s;
+  if (ea.memory_gib != eb.memory_gib) return ea.memory_gib < eb.memory_gib;
+  return ca.ToString() < cb.ToString();
 }
+
+// The best K candidates offered so far under RanksBefore, best first.
+class TopK {
+ public:
+  explicit TopK(int k) : k_(k) {}
+
+  void Offer(const Candidate& c, const Evaluation& e) {
+    if (static_cast<int>(best_.size()) == k_ &&
+        !RanksBefore(c, e, best_.back().c, best_.back().e)) {
+      return;
+    }
+    Scored s{c, e};
+    auto pos = std::upper_bound(best_.begin(), best_.end(), s,
+                                [](const Scored& a, const Scored& b) {
+                                  return RanksBefore(a.c, a.e, b.c, b.e);
+                                });
+    best_.insert(pos, std::move(s));
+    if (static_cast<int>(best_.size()) > k_) best_.pop_back();
+  }
+  void Clear() { best_.clear(); }
+  bool empty() const { return best_.empty(); }
+  const std::vector<Scored>& best() const { return best_; }
+
+ private:
+  const int k_;
+  std::vector<Scored> best_;
+};
+
+// ---------------------------------------------------------------------------
+// Step 2 of PlanJob: score and prune, within the time budget.
+
+// Wall-clock budget of one PlanJob call, counted from `start`.
+class Budget {
+ public:
+  Budget(std::chrono::steady_clock::time_point start, double seconds)
+      : start_(start), seconds_(seconds) {}
+  bool Left() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start_)
+               .count() < seconds_;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  double seconds_;
+};
+
+// What a search has seen so far.
+struct Tally {
+  explicit Tally(int k) : top(k) {}
+  // Clears what one pass found (the budget's count carries on).
+  void StartOver() {
+    top.Clear();
+    candidates = feasible = 0;
+    closest_ratio = 1e300;
+  }
+
+  TopK top;
+  Scored closest;  // among those that do not fit: least memory / capacity
+  double closest_ratio = 1e300;
+  int64_t candidates = 0;  // valid layer split, admitted by the pass
+  int64_t feasible = 0;    // ... and fits in memory
+  int64_t evaluated = 0;   // every call of CostModel::Evaluate
+  bool skipped_mixed = false;
+};
+
+// Evaluates one candidate and prunes: no valid layer split; a stage across
+// two NIC fabrics unless `allow_mixed`; out of memory (remembering the
+// closest to fitting, the first one on ties). What remains is offered to
+// the top K.
+void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
+           Evaluation* eval, Tally* tally) {
+  cost.Evaluate(c, eval);
+  ++tally->evaluated;
+  if (!eval->valid) return;
+  if (eval->mixed_nic_stage && !allow_mixed) {
+    tally->skipped_mixed = true;
+    return;
+  }
+  ++tally->candidates;
+  if (!eval->fits) {
+    const double ratio = eval->memory_gib / eval->capacity_gib;
+    if (ratio < tally->closest_ratio) {
+      tally->closest_ratio = ratio;
+      tally->closest = {c, *eval};
+    }
+    return;
+  }
+  ++tally->feasible;
+  tally->top.Offer(c, *eval);
+}
+
+// One pass over the space. Looks at the clock every kBudgetCheckInterval
+// evaluations; returns false when the budget ran out (the pass stopped).
+bool RunPass(const SearchSpace& space, const CostModel& cost,
+             const Budget& budget, bool allow_mixed, Tally* tally) {
+  Evaluation eval;
+  return space.ForEach([&](const Candidate& c) {
+    Score(c, cost, allow_mixed, &eval, tally);
+    return tally->evaluated % kBudgetCheckInterval != 0 || budget.Left();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Step 4 of PlanJob: the report, or why there is none.
 
 Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   const Candidate& c = s.c;
@@ -102,6 +383,10 @@ Status ValidateRequest(const PlanRequest& req) {
   if (req.top_k <= 0) {
     return absl::InvalidArgumentError("--top must be > 0");
   }
+  if (!(req.time_budget_s >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--time-budget must be >= 0 seconds, got ", req.time_budget_s));
+  }
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
     return absl::InvalidArgumentError(
@@ -129,199 +414,102 @@ Status ValidateRequest(const PlanRequest& req) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
-  const auto start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(ValidateRequest(req));
-  const ModelSpec& model = req.model;
-  const ClusterSpec& cluster = req.cluster;
+Status NoLayoutError(const PlanRequest& req) {
   const PlanConstraints& fix = req.job.constraints();
-  const int gpn = cluster.gpus_per_node();
-  const int64_t n = req.gpus;
-  const int num_nodes = static_cast<int>((n + gpn - 1) / gpn);
-  ASSIGN_OR_RETURN(std::vector<topology::NodeInfo> nodes,
-                   topology::SelectNodes(cluster, num_nodes));
-  const Network net(cluster, std::move(nodes));
-  const CostModel cost(model, req.job, net);
-  const int64_t batch = req.job.global_batch();
-  const int seq = cost.seq_length();
-  const int layers = model.num_layers();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no parallel layout of model '", req.model.name(), "' uses exactly ",
+      req.gpus, " GPUs with global batch ", req.job.global_batch(),
+      (fix.ByteSizeLong() > 0 ? " and the pinned --fix values" : ""),
+      ": tp must divide ", req.cluster.gpus_per_node(),
+      " (GPUs per node) and the attention heads, pp must be at most the ",
+      req.model.num_layers(),
+      " layers, and dp = gpus/(tp pp cp) must divide the global "
+      "batch"));
+}
 
-  // TP must split heads, query groups, hidden and MLP evenly and stay
-  // inside a node's NVLink domain (Narayanan §3.3 takeaway #1).
-  std::vector<int> tps;
-  for (int t : Divisors(gpn, gpn)) {
-    if (model.num_attention_heads() % t == 0 &&
-        model.num_query_groups() % t == 0 && model.hidden_size() % t == 0 &&
-        model.ffn_hidden_size() % t == 0) {
-      tps.push_back(t);
-    }
-  }
-  // CP splits each sequence into 2 cp chunks for causal load balance
-  // (Megatron context parallelism), so s % (2 cp) == 0.
-  std::vector<int> cps = {1};
-  for (int c = 2; c <= n && seq % (2 * c) == 0; c *= 2) cps.push_back(c);
+Status NothingFitsError(const PlanRequest& req, const Scored& closest) {
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "no plan of model '%s' fits on %d x %s: the closest, %s, needs %.1f "
+      "GiB per GPU, has %.0f (stage %d: weights %.1f, gradients %.1f, "
+      "optimizer %.1f, activations %.1f, reserve %.1f GiB)",
+      req.model.name(), req.gpus, req.cluster.gpu().name(),
+      closest.c.ToString(), closest.e.memory_gib, closest.e.capacity_gib,
+      closest.e.critical_stage, closest.e.weights_gib, closest.e.gradients_gib,
+      closest.e.optimizer_state_gib, closest.e.activations_gib,
+      closest.e.reserve_gib));
+}
 
-  struct ZeroOption {
-    int stage;
-    bool distopt;
-  };
-  const ZeroOption zero_options[] = {
-      {0, false}, {1, false}, {1, true}, {2, false}, {3, false}};
-  const Recompute::Mode recomputes[] = {Recompute::none, Recompute::selective,
-                                        Recompute::full};
+Status OutOfTimeError(const PlanRequest& req, const Tally& tally) {
+  return absl::DeadlineExceededError(absl::StrFormat(
+      "the search of model '%s' on %d GPUs ran out of its %.3g s time "
+      "budget after %d candidates, none of which fits; raise --time-budget",
+      req.model.name(), req.gpus, req.time_budget_s, tally.evaluated));
+}
 
-  std::vector<Scored> top;
-  Scored closest;
-  double closest_ratio = 1e300;
-  int64_t candidates = 0, feasible = 0;
-  Evaluation eval;
-  // On clusters with several NIC fabrics, stages that straddle two are
-  // used only when no layout keeps every stage on one (RDMA does not cross
-  // fabrics; Holmes).
-  bool skipped_mixed = false;
-  auto search = [&](bool allow_mixed) {
-    for (int t : tps) {
-      if (fix.has_tp() && fix.tp() != t) continue;
-      for (int c : cps) {
-        if (fix.has_cp() && fix.cp() != c) continue;
-        if (n % (static_cast<int64_t>(t) * c) != 0) continue;
-        const int64_t rest = n / (static_cast<int64_t>(t) * c);
-        for (int p : Divisors(rest, layers)) {
-          if (fix.has_pp() && fix.pp() != p) continue;
-          const int64_t d = rest / p;
-          if (fix.has_dp() && fix.dp() != d) continue;
-          if (batch % d != 0) continue;
-          for (int b : Divisors(batch / d, batch / d)) {
-            if (fix.has_micro_batch() && fix.micro_batch() != b) continue;
-            const int64_t m = batch / d / b;
-            for (int v = 1; v <= std::max(1, layers / p); ++v) {
-              if (fix.has_vpp() && fix.vpp() != v) continue;
-              // Interleaving needs p > 1, a layer per virtual stage and
-              // m % p == 0 (Megatron-LM schedules.py).
-              if (v > 1 && (p == 1 || layers < p * v || m % p != 0)) {
-                continue;
-              }
-              for (const ZeroOption& z : zero_options) {
-                if (fix.has_zero_stage() && fix.zero_stage() != z.stage)
-                  continue;
-                if (fix.has_distributed_optimizer() &&
-                    fix.distributed_optimizer() != z.distopt) {
-                  continue;
-                }
-                if (z.stage > 0 && d * c == 1) continue;  // nothing to shard
-                // DeepSpeed: ZeRO-2/3 are incompatible with pipeline
-                // parallelism (PipelineEngine asserts zero stage < 2).
-                if (z.stage >= 2 && p > 1) continue;
-                // Megatron-LM shards optimizer state only as its distributed
-                // optimizer (ZeRO-1); it has no ZeRO-2/3 in this sense.
-                if (req.megatron_compatible && z.stage >= 1 && !z.distopt) {
-                  continue;
-                }
-                for (Recompute::Mode rc : recomputes) {
-                  if (fix.has_recompute() && fix.recompute() != rc) continue;
-                  // Under fused attention selective recompute equals none.
-                  if (rc == Recompute::selective && !fix.has_recompute() &&
-                      model.attention() == AttentionKernel::flash) {
-                    continue;
-                  }
-                  Candidate cand;
-                  cand.tp = t;
-                  cand.cp = c;
-                  cand.pp = p;
-                  cand.dp = static_cast<int>(d);
-                  cand.micro_batch = b;
-                  cand.num_microbatches = static_cast<int>(m);
-                  cand.vpp = v;
-                  cand.zero_stage = z.stage;
-                  cand.distributed_optimizer = z.distopt;
-                  cand.recompute = rc;
-                  cand.sequence_parallel =
-                      !fix.has_sequence_parallel() || fix.sequence_parallel();
-                  cost.Evaluate(cand, &eval);
-                  if (!eval.valid) continue;
-                  if (eval.mixed_nic_stage && !allow_mixed) {
-                    skipped_mixed = true;
-                    continue;
-                  }
-                  ++candidates;
-                  if (!eval.fits) {
-                    const double ratio = eval.memory_gib / eval.capacity_gib;
-                    if (ratio < closest_ratio) {
-                      closest_ratio = ratio;
-                      closest = {cand, eval};
-                    }
-                    continue;
-                  }
-                  ++feasible;
-                  if (static_cast<int>(top.size()) < req.top_k ||
-                      eval.step_s < top.back().e.step_s) {
-                    Scored s{cand, eval};
-                    auto pos =
-                        std::upper_bound(top.begin(), top.end(), s, Better);
-                    top.insert(pos, std::move(s));
-                    if (static_cast<int>(top.size()) > req.top_k)
-                      top.pop_back();
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  };
-  search(/*allow_mixed=*/false);
-  if (top.empty() && skipped_mixed) {
-    candidates = feasible = 0;
-    closest_ratio = 1e300;
-    search(/*allow_mixed=*/true);
-  }
-
-  if (candidates == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no parallel layout of model '", model.name(), "' uses exactly ", n,
-        " GPUs with global batch ", batch,
-        (fix.ByteSizeLong() > 0 ? " and the pinned --fix values" : ""),
-        ": tp must divide ", gpn,
-        " (GPUs per node) and the attention heads, pp must be at most the ",
-        layers,
-        " layers, and dp = gpus/(tp pp cp) must divide the global "
-        "batch"));
-  }
-  if (top.empty()) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "no plan of model '%s' fits on %d x %s: the closest, %s, needs %.1f "
-        "GiB per GPU, has %.0f (stage %d: weights %.1f, gradients %.1f, "
-        "optimizer %.1f, activations %.1f, reserve %.1f GiB)",
-        model.name(), n, cluster.gpu().name(), closest.c.ToString(),
-        closest.e.memory_gib, closest.e.capacity_gib, closest.e.critical_stage,
-        closest.e.weights_gib, closest.e.gradients_gib,
-        closest.e.optimizer_state_gib, closest.e.activations_gib,
-        closest.e.reserve_gib));
-  }
-
+PlanReport BuildReport(const PlanRequest& req, const CostModel& cost,
+                       const Network& net, const Tally& tally) {
   PlanReport report;
-  report.set_model(model.name());
-  report.set_cluster(cluster.name());
-  report.set_gpus(static_cast<int>(n));
-  for (size_t i = 0; i < top.size(); ++i) {
+  report.set_model(req.model.name());
+  report.set_cluster(req.cluster.name());
+  report.set_gpus(static_cast<int>(req.gpus));
+  const std::vector<Scored>& best = tally.top.best();
+  for (size_t i = 0; i < best.size(); ++i) {
     Plan* plan = report.add_plans();
-    *plan = ToPlan(top[i], cost, req);
+    *plan = ToPlan(best[i], cost, req);
     if (i == 0 && req.with_placement) {
       *plan->mutable_placement() =
-          BuildPlacement(top[i].c, top[i].e.layers, net);
+          BuildPlacement(best[i].c, best[i].e.layers, net);
     }
   }
   SearchStats* stats = report.mutable_search();
-  stats->set_candidates(candidates);
-  stats->set_feasible(feasible);
+  stats->set_candidates(tally.candidates);
+  stats->set_feasible(tally.feasible);
+  return report;
+}
+
+}  // namespace
+
+// The search in four steps: the space (SearchSpace: enumeration with the
+// divisibility rules), scoring (Score: cost model, pruning by layer split,
+// NIC fabric and memory), the top K (TopK under RanksBefore), the report.
+StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
+  const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ValidateRequest(req));
+  const int gpn = req.cluster.gpus_per_node();
+  const int num_nodes = static_cast<int>((req.gpus + gpn - 1) / gpn);
+  ASSIGN_OR_RETURN(std::vector<topology::NodeInfo> nodes,
+                   topology::SelectNodes(req.cluster, num_nodes));
+  const Network net(req.cluster, std::move(nodes));
+  const CostModel cost(req.model, req.job, net);
+  const SearchSpace space(req, cost.seq_length());
+  const Budget budget(start, req.time_budget_s);
+  Tally tally(req.top_k);
+  // On clusters with several NIC fabrics, stages that straddle two are
+  // used only when no layout keeps every stage on one (RDMA does not cross
+  // fabrics; Holmes).
+  bool in_time = RunPass(space, cost, budget, /*allow_mixed=*/false, &tally);
+  if (in_time && tally.top.empty() && tally.skipped_mixed) {
+    tally.StartOver();
+    in_time = RunPass(space, cost, budget, /*allow_mixed=*/true, &tally);
+  }
+  if (!in_time && tally.top.empty()) return OutOfTimeError(req, tally);
+  if (tally.candidates == 0) return NoLayoutError(req);
+  if (tally.top.empty()) return NothingFitsError(req, tally.closest);
+
+  PlanReport report = BuildReport(req, cost, net, tally);
+  SearchStats* stats = report.mutable_search();
   stats->set_elapsed_s(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count());
-  GetLogger("PLAN")->info("searched {} candidates ({} fit) in {:.3f} s",
-                          candidates, feasible, stats->elapsed_s());
+  auto log = GetLogger("PLAN");
+  if (!in_time) {
+    log->warn(
+        "time budget of {} s ran out after {} candidates: the search is not "
+        "exhaustive, returning the best {} found so far",
+        req.time_budget_s, tally.evaluated, report.plans_size());
+  }
+  log->info("searched {} candidates ({} fit) in {:.3f} s", tally.candidates,
+            tally.feasible, stats->elapsed_s());
   return report;
 }
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "comm/hybrid_transport.h"
+#include "comm/backend_factory.h"
 #include "control/kv_client.h"
 
 namespace strata {
@@ -182,26 +182,24 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
       absl::StrCat(i.job_id, "/", i.restart_count), base);
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
-  std::vector<int> node_of(i.world_size);
-  for (int r = 0; r < i.world_size; ++r) node_of[r] = r / i.local_world_size;
-  std::shared_ptr<comm::Transport> world;
-  if (i.world_size == 1) {
-    world = std::move(comm::NewInProcessTransports(1)[0]);
-  } else {
-    comm::TcpOptions tcp;
-    tcp.bind = i.node_addr.empty() ? "127.0.0.1" : ResolveIpv4(i.node_addr);
-    tcp.connect_timeout = options.connect_timeout;
-    comm::ShmOptions shm;
-    shm.connect_timeout = options.connect_timeout;
-    ASSIGN_OR_RETURN(auto t, comm::ConnectHybridTransport(
-                                 comm::NewPrefixStore("comm", rt->store_),
-                                 i.rank, node_of, tcp, shm));
-    world = std::move(t);
+  comm::BackendOptions bo;
+  bo.name = options.comm_backend;
+  if (bo.name.empty()) {
+    const char* env = std::getenv("STRATA_COMM_BACKEND");
+    bo.name = env != nullptr && *env != '\0' ? env : "hybrid";
   }
+  bo.rank = i.rank;
+  bo.node_of.resize(i.world_size);
+  for (int r = 0; r < i.world_size; ++r) {
+    bo.node_of[r] = r / i.local_world_size;
+  }
+  bo.store = comm::NewPrefixStore("comm", rt->store_);
+  bo.tcp.bind = i.node_addr.empty() ? "127.0.0.1" : ResolveIpv4(i.node_addr);
+  bo.tcp.connect_timeout = options.connect_timeout;
+  bo.shm.connect_timeout = options.connect_timeout;
   Placement pl =
       PlacementFromSizes(i.tp, i.cp, i.dp, i.pp, i.local_world_size);
-  comm::GroupOptions go;
-  ASSIGN_OR_RETURN(rt->groups_, comm::BuildPlanGroups(world, pl, go));
+  ASSIGN_OR_RETURN(rt->groups_, comm::NewPlanGroups(bo, pl));
   return rt;
 }
 

@@ -1,8 +1,9 @@
 // libstrata's entry point for a rank (docs/architecture.md):
 // Runtime::FromEnv() reads the placement from the environment a strata
 // worker (or strata-exec, or srun) set, connects to the rendezvous store,
-// builds the world transport (shared memory inside a node, TCP between
-// nodes) and the TP/CP/DP/PP groups in the tp-cp-dp-pp order, and hands out
+// builds the TP/CP/DP/PP groups in the tp-cp-dp-pp order over the comm
+// backend STRATA_COMM_BACKEND names (comm/backend_factory.h; default hybrid:
+// shared memory inside a node, TCP between nodes), and hands out
 // checkpointers and the step timer.
 //
 // Environment, in order of precedence: RANK/WORLD_SIZE/LOCAL_RANK/
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "checkpoint/checkpointer.h"
+#include "comm/backend.h"
 #include "comm/plan_groups.h"
 #include "comm/store.h"
 #include "common/status.h"
@@ -31,6 +33,9 @@ struct RuntimeOptions {
   // false: no strata transport or groups (ranks that communicate through
   // another library); tp()..cp() are then null.
   bool build_groups = true;
+  // comm backend (comm/backend_factory.h); empty: STRATA_COMM_BACKEND, else
+  // "hybrid".
+  std::string comm_backend;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
 };
 
@@ -66,10 +71,10 @@ class Runtime {
   const RankInfo& info() const { return info_; }
   // Groups; each is a size-1 group when that dimension is 1. Null without
   // build_groups.
-  comm::ProcessGroup* tp() const { return groups_ ? groups_->tp.get() : nullptr; }
-  comm::ProcessGroup* pp() const { return groups_ ? groups_->pp.get() : nullptr; }
-  comm::ProcessGroup* dp() const { return groups_ ? groups_->dp.get() : nullptr; }
-  comm::ProcessGroup* cp() const { return groups_ ? groups_->cp.get() : nullptr; }
+  comm::Backend* tp() const { return groups_ ? groups_->tp.get() : nullptr; }
+  comm::Backend* pp() const { return groups_ ? groups_->pp.get() : nullptr; }
+  comm::Backend* dp() const { return groups_ ? groups_->dp.get() : nullptr; }
+  comm::Backend* cp() const { return groups_ ? groups_->cp.get() : nullptr; }
   // The job attempt's namespace of the rendezvous store.
   std::shared_ptr<comm::Store> store() const { return store_; }
   // A checkpointer for `uri` (default STRATA_CKPT_URI) whose commit spans

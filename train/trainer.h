@@ -24,7 +24,6 @@
 
 #include "checkpoint/checkpointer.h"
 #include "comm/backend.h"
-#include "comm/process_group.h"
 #include "comm/store.h"
 #include "common/status.h"
 #include "train/data.h"
@@ -56,7 +55,7 @@ struct TrainOptions {
 // (checkpoint commits).
 struct TrainGroups {
   comm::Backend* tp = nullptr;
-  comm::ProcessGroup* pp = nullptr;  // needs SendRecv
+  comm::Backend* pp = nullptr;
   comm::Backend* dp = nullptr;
   std::shared_ptr<comm::Store> store;
   int world_rank = 0, world_size = 1;

@@ -16,6 +16,17 @@
 
 namespace strata::comm::algorithms {
 
+// Entry invariants of every algorithm (callers validate user input first,
+// so a failure is a bug): a rank inside a non-empty group and a buffer
+// wherever there are bytes to move.
+#define STRATA_CHECK_COLLECTIVE(t, buf, count)      \
+  do {                                              \
+    STRATA_CHECK_GE((t).size(), 1);                 \
+    STRATA_CHECK_GE((t).rank(), 0);                 \
+    STRATA_CHECK_LT((t).rank(), (t).size());        \
+    STRATA_CHECK((count) == 0 || (buf) != nullptr); \
+  } while (0)
+
 // Block i of `count` elements split over n ranks: [Begin(i), Begin(i+1)).
 // Blocks differ in size by at most one element; any count works, 0 too.
 inline size_t BlockBegin(size_t count, int n, int i) {

@@ -24,10 +24,9 @@ constexpr size_t kHierarchicalSegmentBytes = 4 << 20;
 Status HierarchicalAllReduce(Transport& t, const std::vector<int>& node_of,
                              void* buf, size_t count, DataType type,
                              ReduceOp op, Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, buf, count);
   const int n = t.size(), r = t.rank();
-  if (static_cast<int>(node_of.size()) != n) {
-    return absl::InvalidArgumentError("node map size differs from group size");
-  }
+  STRATA_CHECK_EQ(node_of.size(), static_cast<size_t>(n));
   // Local groups in rank order; my index inside my node.
   std::map<int, std::vector<int>> nodes;
   for (int i = 0; i < n; ++i) nodes[node_of[i]].push_back(i);

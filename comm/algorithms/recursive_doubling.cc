@@ -12,6 +12,7 @@ namespace strata::comm::algorithms {
 Status RecursiveDoublingAllReduce(Transport& t, void* buf, size_t count,
                                   DataType type, ReduceOp op,
                                   Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, buf, count);
   const int n = t.size(), r = t.rank();
   if (n == 1 || count == 0) return absl::OkStatus();
   const size_t bytes = count * ElementSize(type);

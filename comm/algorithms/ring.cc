@@ -23,6 +23,7 @@ std::pair<size_t, size_t> Block(size_t count, int n, int i) {
 
 Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
                          ReduceOp op, Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, buf, count);
   const int n = t.size(), r = t.rank();
   if (n == 1 || count == 0) return absl::OkStatus();
   const size_t es = ElementSize(type);
@@ -42,6 +43,7 @@ Status RingReduceScatter(Transport& t, void* buf, size_t count, DataType type,
 
 Status RingAllGather(Transport& t, void* buf, size_t count, DataType type,
                      Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, buf, count);
   const int n = t.size(), r = t.rank();
   if (n == 1 || count == 0) return absl::OkStatus();
   const size_t es = ElementSize(type);

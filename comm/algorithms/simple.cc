@@ -7,6 +7,9 @@ namespace strata::comm::algorithms {
 
 Status BinomialBroadcast(Transport& t, void* buf, size_t bytes, int root,
                          Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, buf, bytes);
+  STRATA_CHECK_GE(root, 0);
+  STRATA_CHECK_LT(root, t.size());
   const int n = t.size();
   if (n == 1 || bytes == 0) return absl::OkStatus();
   const int vr = (t.rank() - root + n) % n;  // rank relative to the root
@@ -30,6 +33,7 @@ Status BinomialBroadcast(Transport& t, void* buf, size_t bytes, int root,
 }
 
 Status DisseminationBarrier(Transport& t, Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, &t, 0);
   const int n = t.size(), r = t.rank();
   char out = 1, in = 0;
   for (int k = 1; k < n; k <<= 1) {
@@ -41,6 +45,8 @@ Status DisseminationBarrier(Transport& t, Deadline deadline) {
 
 Status PairwiseAllToAll(Transport& t, const void* in, void* out,
                         size_t bytes_per_rank, Deadline deadline) {
+  STRATA_CHECK_COLLECTIVE(t, out, bytes_per_rank);
+  STRATA_CHECK(bytes_per_rank == 0 || in != out);
   const int n = t.size(), r = t.rank();
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);

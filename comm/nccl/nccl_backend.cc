@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -66,11 +67,13 @@ class NcclWork final : public Work {
   }
   Status Wait(std::chrono::milliseconds timeout) override;
   bool IsCompleted() override {
-    return !launch_.ok() || !ev_ || cudaEventQuery(ev_) != cudaErrorNotReady;
+    return !launch_.ok() || !ev_ || Aborted() ||
+           cudaEventQuery(ev_) != cudaErrorNotReady;
   }
   void Abort() override;
 
  private:
+  bool Aborted() const;
   NcclBackend* b_;
   cudaEvent_t ev_;
   Status launch_;
@@ -86,17 +89,22 @@ class NcclBackend final : public Backend {
         size_(size),
         timeout_(timeout) {}
   ~NcclBackend() override {
-    cudaStreamSynchronize(stream_);
-    ncclCommDestroy(comm_);
+    // ncclCommAbort already freed an aborted communicator.
+    if (!aborted_.load()) {
+      cudaStreamSynchronize(stream_);
+      ncclCommDestroy(comm_);
+    }
     cudaStreamDestroy(stream_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* name() const override { return "nccl"; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   std::shared_ptr<Work> AllReduce(void* buf, size_t count, DataType t,
                                   ReduceOp op, const OpOptions&) override {
+    if (aborted()) return Broken();
     return Launch(NcclError(
         ncclAllReduce(buf, buf, count, Type(t), Op(op), comm_, stream_),
         "ncclAllReduce"));
@@ -104,6 +112,7 @@ class NcclBackend final : public Backend {
   std::shared_ptr<Work> ReduceScatter(const void* in, void* out, size_t count,
                                       DataType t, ReduceOp op,
                                       const OpOptions&) override {
+    if (aborted()) return Broken();
     const size_t es = ElementSize(t);
     const size_t b0 = algorithms::BlockBegin(count, size_, rank_);
     const size_t b1 = algorithms::BlockBegin(count, size_, rank_ + 1);
@@ -132,6 +141,7 @@ class NcclBackend final : public Backend {
   }
   std::shared_ptr<Work> AllGather(const void* in, void* out, size_t count,
                                   DataType t, const OpOptions&) override {
+    if (aborted()) return Broken();
     const size_t es = ElementSize(t);
     if (count % size_ == 0) {
       return Launch(NcclError(
@@ -154,12 +164,14 @@ class NcclBackend final : public Backend {
   }
   std::shared_ptr<Work> Broadcast(void* buf, size_t count, DataType t, int root,
                                   const OpOptions&) override {
+    if (aborted()) return Broken();
     return Launch(
         NcclError(ncclBroadcast(buf, buf, count, Type(t), root, comm_, stream_),
                   "ncclBroadcast"));
   }
   std::shared_ptr<Work> AllToAll(const void* in, void* out, size_t per,
                                  DataType t, const OpOptions&) override {
+    if (aborted()) return Broken();
     const size_t bytes = per * ElementSize(t);
     ncclGroupStart();
     Status st;
@@ -178,21 +190,54 @@ class NcclBackend final : public Backend {
   }
   std::shared_ptr<Work> Send(const void* buf, size_t count, DataType t,
                              int peer, const OpOptions&) override {
+    if (aborted()) return Broken();
     return Launch(NcclError(ncclSend(buf, count, Type(t), peer, comm_, stream_),
                             "ncclSend"));
   }
   std::shared_ptr<Work> Recv(void* buf, size_t count, DataType t, int peer,
                              const OpOptions&) override {
+    if (aborted()) return Broken();
     return Launch(NcclError(ncclRecv(buf, count, Type(t), peer, comm_, stream_),
                             "ncclRecv"));
   }
+  std::shared_ptr<Work> SendRecv(const void* send, size_t send_count,
+                                 int send_peer, void* recv, size_t recv_count,
+                                 int recv_peer, DataType t,
+                                 const OpOptions&) override {
+    if (aborted()) return Broken();
+    // Both sides in one NCCL group: they progress together.
+    Status st = NcclError(ncclGroupStart(), "ncclGroupStart");
+    if (st.ok() && send_peer >= 0 && send_count > 0) {
+      st = NcclError(
+          ncclSend(send, send_count, Type(t), send_peer, comm_, stream_),
+          "ncclSend");
+    }
+    if (st.ok() && recv_peer >= 0 && recv_count > 0) {
+      st = NcclError(
+          ncclRecv(recv, recv_count, Type(t), recv_peer, comm_, stream_),
+          "ncclRecv");
+    }
+    Status end = NcclError(ncclGroupEnd(), "ncclGroupEnd");
+    return Launch(st.ok() ? end : st);
+  }
   std::shared_ptr<Work> Barrier(const OpOptions& o) override {
+    if (aborted()) return Broken();
     if (!barrier_buf_) cudaMalloc(&barrier_buf_, sizeof(int));
     return AllReduce(barrier_buf_, 1, DataType::kI32, ReduceOp::kSum, o);
   }
-  void Abort() override { ncclCommAbort(comm_); }
+  // ncclCommAbort is NCCL's thread-safe way to stop kernels in flight; it
+  // also frees the communicator, so it runs once.
+  void Abort() override {
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+  }
 
  private:
+  // Later operations of an aborted group (its communicator is gone).
+  std::shared_ptr<Work> Broken() {
+    return std::make_shared<NcclWork>(
+        this, nullptr,
+        absl::FailedPreconditionError("NCCL backend is broken: aborted"));
+  }
   std::shared_ptr<Work> Launch(Status st) {
     cudaEvent_t ev = nullptr;
     if (st.ok()) {
@@ -209,6 +254,7 @@ class NcclBackend final : public Backend {
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   void* barrier_buf_ = nullptr;
+  std::atomic<bool> aborted_{false};
 };
 
 Status NcclWork::Wait(std::chrono::milliseconds timeout) {
@@ -216,6 +262,7 @@ Status NcclWork::Wait(std::chrono::milliseconds timeout) {
   const auto limit = std::min(timeout, b_->timeout());
   const auto end = std::chrono::steady_clock::now() + limit;
   for (;;) {
+    if (b_->aborted()) return absl::AbortedError("NCCL backend aborted");
     cudaError_t e = cudaEventQuery(ev_);
     if (e == cudaSuccess) return absl::OkStatus();
     if (e != cudaErrorNotReady) return CudaError(e, "NCCL operation");
@@ -230,6 +277,8 @@ Status NcclWork::Wait(std::chrono::milliseconds timeout) {
 }
 
 void NcclWork::Abort() { b_->Abort(); }
+
+bool NcclWork::Aborted() const { return b_->aborted(); }
 
 }  // namespace
 

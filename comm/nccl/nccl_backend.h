@@ -5,6 +5,8 @@
 // CUDA stream and return at once; Work::Wait polls a CUDA event until the
 // operation's timeout, then aborts the communicator (ncclCommAbort) and
 // returns DeadlineExceeded — NCCL's own answer to a dead or stuck peer.
+// Abort() (any thread) calls ncclCommAbort once: pending Work returns
+// Aborted, later operations FailedPrecondition.
 // NCCL needs equal block sizes, so reduce-scatter and all-gather with a
 // count not divisible by the group size fall back to all-reduce + copy and
 // to one broadcast per block.

@@ -29,6 +29,20 @@ struct alignas(kLine) Cursor {
 
 // Segment layout: an abort flag and `size` pids (HeaderBytes), then
 // size*size RingHeaders, then the ring data.
+//
+// Ordering protocol of a ring (single producer, single consumer; the
+// counters only grow, a position is counter & (ring_bytes - 1)):
+//  - only the sender stores `head`, only the receiver stores `tail`; each
+//    reads its own counter relaxed;
+//  - sender: load tail (acquire) -> free room = ring_bytes - (head - tail);
+//    memcpy into the room; store head + n (release). The acquire pairs with
+//    the receiver's release of tail, so the receiver's reads of that room
+//    happened before it is overwritten;
+//  - receiver: load head (acquire) -> readable = head - tail; read those
+//    bytes; store tail + n (release). The acquire pairs with the sender's
+//    release of head, so the bytes written before it are visible.
+// The abort flag is stored with release and loaded with acquire; the pids
+// are written once at connect, before the store barrier every rank waits on.
 struct RingHeader {
   Cursor head;  // bytes written by the sender
   Cursor tail;  // bytes consumed by the receiver

@@ -10,8 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "comm/hybrid_transport.h"
-#include "comm/process_group.h"
+#include "comm/backend_factory.h"
 
 using namespace strata;
 using namespace strata::comm;
@@ -52,31 +51,20 @@ int main(int argc, char** argv) {
   }
   auto store = NewFileStore(dir);
   if (!store.ok()) return 2;
-  GroupOptions opts;
-  opts.timeout = std::chrono::milliseconds(timeout_ms);
-  opts.node_of = nodes;
-  // "hybrid" goes through the factory that picks transports from the node
-  // map; "shm" and "tcp" force one transport for every pair.
-  StatusOr<std::unique_ptr<ProcessGroup>> pg =
-      absl::UnknownError("no transport");
-  if (kind == "hybrid") {
-    pg = NewProcessGroup(*store, rank, nodes, opts);
-  } else {
-    StatusOr<std::unique_ptr<Transport>> t = absl::UnknownError("no transport");
-    if (kind == "shm")
-      t = ConnectShmTransport(*store, rank, size, ShmOptions{});
-    if (kind == "tcp")
-      t = ConnectTcpTransport(*store, rank, size, TcpOptions{});
-    if (t.ok())
-      pg = std::make_unique<ProcessGroup>(std::move(*t), opts);
-    else
-      pg = t.status();
-  }
-  if (!pg.ok()) {
-    std::printf("SETUP %s\n", pg.status().ToString().c_str());
+  // Through the factory: "hybrid" picks transports from the node map;
+  // "shm" and "tcp" use one transport for every pair.
+  BackendOptions bo;
+  bo.name = kind;
+  bo.rank = rank;
+  bo.node_of = nodes;
+  bo.store = *store;
+  bo.group.timeout = std::chrono::milliseconds(timeout_ms);
+  StatusOr<std::unique_ptr<Backend>> backend = NewBackend(bo);
+  if (!backend.ok()) {
+    std::printf("SETUP %s\n", backend.status().ToString().c_str());
     return 2;
   }
-  ProcessGroup& g = **pg;
+  Backend& g = **backend;
 
   if (mode == "loop") {  // fault tests: all-reduce until something breaks
     std::vector<float> buf(1 << 20, 1.0f);

@@ -106,6 +106,9 @@ TEST(LaunchTest, EveryRankGetsThePlacementContract) {
     EXPECT_EQ(e["GROUP_RANK"], "0");
     EXPECT_EQ(e["GROUP_WORLD_SIZE"], "1");
     EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
+    // Every rank on one host: the transport binds loopback.
+    EXPECT_EQ(e["STRATA_NODE_ADDR"], "127.0.0.1");
+    EXPECT_FALSE(e["STRATA_NODE_NAME"].empty());
     EXPECT_EQ(e["STRATA_JOB_ID"], "launch-test");
     EXPECT_EQ(e["STRATA_CKPT_URI"], "file:///tmp/ck");
     EXPECT_EQ(e["STRATA_RESTART_COUNT"], "0");
@@ -158,6 +161,9 @@ TEST(LaunchTest, NodesGroupByNodeNameAndCheckpointUriIsInherited) {
     EXPECT_EQ(e["GROUP_WORLD_SIZE"], "2");
     EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
     EXPECT_EQ(e["STRATA_CKPT_URI"], "file:///inherited");
+    // Two node names, one host: loopback still reaches every peer.
+    EXPECT_EQ(e["STRATA_NODE_NAME"], rank % 2 == 0 ? "a" : "b");
+    EXPECT_EQ(e["STRATA_NODE_ADDR"], "127.0.0.1");
     // pp=2, dp=2: dp varies before pp.
     EXPECT_EQ(e["STRATA_DP_RANK"], std::to_string(rank % 2));
     EXPECT_EQ(e["STRATA_PP_RANK"], std::to_string(rank / 2));

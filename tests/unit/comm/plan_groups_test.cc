@@ -2,9 +2,9 @@
 
 #include <thread>
 
+#include "gtest/gtest.h"
 #include "planner/model.h"
 #include "planner/search.h"
-#include "gtest/gtest.h"
 #include "topology/cluster.h"
 
 namespace strata::comm {
@@ -46,7 +46,7 @@ TEST(PlanGroupsTest, EveryRankBuildsItsGroupsAndTheyReduceTheRightMembers) {
       // Sum each coordinate over each group: the TP group sums tp ranks
       // 0..tp-1 while every other coordinate stays this rank's.
       struct {
-        ProcessGroup* g;
+        Backend* g;
         int coord;
         int other;
       } checks[] = {{(*groups)->tp.get(), me.tp_rank(), me.dp_rank()},

@@ -68,6 +68,8 @@ TEST(RankVariablesTest, EveryContractVariable) {
   in.master_port = 29500;
   in.store = "tcp://10.0.0.1:29400";
   in.job_id = "job-7";
+  in.node_name = "host-b";
+  in.node_addr = "10.0.0.2";
   auto v = RankVariables(in);
   EXPECT_EQ(v["RANK"], "5");
   EXPECT_EQ(v["WORLD_SIZE"], "8");
@@ -81,6 +83,8 @@ TEST(RankVariablesTest, EveryContractVariable) {
   EXPECT_EQ(v["STRATA_STORE"], "tcp://10.0.0.1:29400");
   EXPECT_EQ(v["STRATA_JOB_ID"], "job-7");
   EXPECT_EQ(v["STRATA_RESTART_COUNT"], "0");
+  EXPECT_EQ(v["STRATA_NODE_NAME"], "host-b");
+  EXPECT_EQ(v["STRATA_NODE_ADDR"], "10.0.0.2");
   EXPECT_EQ(v.count("STRATA_CKPT_URI"), 0u);
   // rank 5 = tp 1 + 2 * (cp 0 + 2 * (dp 0 + 1 * pp 1)): tp-cp-dp-pp order.
   EXPECT_EQ(v["STRATA_TP"], "2");

@@ -1,8 +1,8 @@
 #include "planner/search.h"
 
 #include "common/config.h"
-#include "planner/model.h"
 #include "gtest/gtest.h"
+#include "planner/model.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {
@@ -129,6 +129,60 @@ TEST(SearchTest, SixteenThousandGpuSearchIsFast) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_LT(report->search().elapsed_s(), 5.0);
   EXPECT_GT(report->search().candidates(), 1000);
+}
+
+TEST(SearchTest, TopKIsAPrefixOfALargerTopK) {
+  // One comparator orders plans totally (step time, memory, configuration),
+  // so asking for fewer plans returns the first ones of a longer list.
+  PlanRequest req = Request("llama3-70b", "dgx-h100", 64, 256);
+  req.with_placement = false;
+  req.top_k = 40;
+  auto wide = PlanJob(req);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  ASSERT_EQ(wide->plans_size(), 40);
+  for (int k : {1, 3, 17}) {
+    req.top_k = k;
+    auto narrow = PlanJob(req);
+    ASSERT_TRUE(narrow.ok()) << narrow.status();
+    ASSERT_EQ(narrow->plans_size(), k);
+    for (int i = 0; i < k; ++i) {
+      EXPECT_EQ(MessageToJson(narrow->plans(i)), MessageToJson(wide->plans(i)))
+          << "k=" << k << " plan " << i;
+    }
+  }
+}
+
+TEST(SearchTest, ExhaustedTimeBudgetReturnsTheBestSoFar) {
+  PlanRequest req = Request("llama3-8b", "dgx-h100", 64, 256);
+  req.with_placement = false;
+  auto full = PlanJob(req);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_GT(full->search().candidates(), kBudgetCheckInterval);
+  // A budget of 0 stops at the first look at the clock, after exactly
+  // kBudgetCheckInterval evaluations.
+  req.time_budget_s = 0;
+  auto cut = PlanJob(req);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_LE(cut->search().candidates(), kBudgetCheckInterval);
+  EXPECT_LT(cut->search().candidates(), full->search().candidates());
+  ASSERT_GT(cut->plans_size(), 0);
+  for (int i = 1; i < cut->plans_size(); ++i) {
+    EXPECT_GE(cut->plans(i).step_time_s(), cut->plans(i - 1).step_time_s());
+  }
+  // The best of a partial search is never better than the exhaustive best.
+  EXPECT_GE(cut->plans(0).step_time_s(), full->plans(0).step_time_s());
+}
+
+TEST(SearchTest, ExhaustedTimeBudgetWithNothingFittingIsDeadlineExceeded) {
+  PlanRequest req = Request("llama3-405b", "dgx-h100", 8, 8);
+  req.time_budget_s = 0;
+  auto report = PlanJob(req);
+  ASSERT_EQ(report.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << report.status();
+  EXPECT_NE(report.status().message().find("--time-budget"), std::string::npos)
+      << report.status();
+  req.time_budget_s = -1;
+  EXPECT_EQ(PlanJob(req).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

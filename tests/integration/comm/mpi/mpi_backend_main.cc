@@ -1,5 +1,6 @@
 // Run with `mpirun -np 4`: every operation and dtype of the MPI backend
-// against values each rank computes itself. Exit 0 on success.
+// against values each rank computes itself, SendRecv, Abort from another
+// thread, and the factory's MPI groups of a placement. Exit 0 on success.
 #include <mpi.h>
 
 #include <chrono>
@@ -9,14 +10,21 @@
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/backend_factory.h"
 #include "comm/mpi/mpi_backend.h"
 
 using namespace strata::comm;
+using strata::Group;
+using strata::Placement;
+using strata::RankPlacement;
 
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   int failures = 0;
+  // The aborted all-reduce's buffer: MPI may still write it when the last
+  // rank joins later, so it lives until MPI_Finalize.
+  std::vector<float> abandoned(1000, 1.0f);
   {
     auto b = NewMpiBackend();
     if (!b.ok()) return 2;
@@ -175,6 +183,126 @@ int main(int argc, char** argv) {
       check(w->IsCompleted(), "completes once the late rank joins");
     }
     check(late[0] == static_cast<float>(n), "late all-reduce value");
+
+    // SendRecv around a ring, 4 MiB each way (crossing, like the pipeline).
+    {
+      auto b2 = NewMpiBackend();
+      check(b2.ok(), "second backend");
+      const size_t big = 1 << 20;
+      std::vector<float> out(big, static_cast<float>(r)), in(big, -1.0f);
+      const int right = (r + 1) % n, left = (r + n - 1) % n;
+      check((*b2)
+                ->SendRecv(out.data(), big, right, in.data(), big, left,
+                           DataType::kF32)
+                ->Wait()
+                .ok(),
+            "sendrecv");
+      check(in[0] == left && in[big - 1] == left, "sendrecv value");
+      // A count of 0 disables that side (no message), as over a Transport:
+      // the trainer's last exchange sends with nothing to receive.
+      OpOptions quick;
+      quick.timeout = std::chrono::seconds(5);
+      check((*b2)
+                ->SendRecv(out.data(), 0, right, in.data(), 0, left,
+                           DataType::kF32, quick)
+                ->Wait()
+                .ok(),
+            "sendrecv of nothing");
+      check(
+          (*b2)->SendRecv(out.data(), 1, r, in.data(), 1, left, DataType::kF32)
+                  ->Wait()
+                  .code() == absl::StatusCode::kInvalidArgument,
+          "sendrecv to self is InvalidArgument");
+    }
+
+    // Abort from another thread: ranks 0..n-2 wait on an all-reduce the last
+    // rank has not joined; Abort unblocks them with Aborted, later calls fail
+    // with FailedPrecondition, and nobody calls MPI_Abort (the job lives on).
+    {
+      auto ab = NewMpiBackend();
+      check(ab.ok(), "abort backend");
+      if (r < n - 1) {
+        auto w = (*ab)->AllReduce(abandoned.data(), abandoned.size(),
+                                  DataType::kF32, ReduceOp::kSum);
+        std::thread aborter([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          (*ab)->Abort();
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        strata::Status st = w->Wait();
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count();
+        aborter.join();
+        check(st.code() == absl::StatusCode::kAborted, "abort code");
+        check(waited >= 0.25 && waited < 5, "abort unblocks the wait");
+        check(w->IsCompleted(), "aborted work is completed");
+        check((*ab)->Barrier()->Wait().code() ==
+                  absl::StatusCode::kFailedPrecondition,
+              "broken after abort");
+      }
+      // Every rank meets here (the aborted ranks through a separate
+      // communicator), then the last rank completes the abandoned
+      // all-reduce inside MPI: it was never cancelled, only given up.
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (r == n - 1) {
+        check((*ab)
+                  ->AllReduce(abandoned.data(), abandoned.size(),
+                              DataType::kF32, ReduceOp::kSum)
+                  ->Wait()
+                  .ok(),
+              "the last rank's all-reduce completes");
+        check(abandoned[0] == static_cast<float>(n), "abandoned value");
+      }
+    }
+
+    // The factory: "mpi" groups of a tp=2 x dp=rest placement.
+    if (n % 2 == 0) {
+      Placement pl;
+      for (int i = 0; i < n; ++i) {
+        RankPlacement* p = pl.add_ranks();
+        p->set_rank(i);
+        p->set_node(0);
+      }
+      auto add = [&](const char* kind, int index, std::vector<int> ranks) {
+        Group* grp = pl.add_groups();
+        grp->set_kind(kind);
+        grp->set_index(index);
+        for (int m : ranks) grp->add_ranks(m);
+      };
+      for (int i = 0; i < n; ++i) {
+        add("cp", i, {i});
+        add("pp", i, {i});
+      }
+      for (int i = 0; i < n / 2; ++i) add("tp", i, {2 * i, 2 * i + 1});
+      std::vector<int> even, odd;
+      for (int i = 0; i < n; ++i) (i % 2 ? odd : even).push_back(i);
+      add("dp", 1, odd);  // listed before dp 0: made in kind order anyway
+      add("dp", 0, even);
+      BackendOptions o;
+      o.name = "mpi";
+      o.rank = r;
+      o.node_of.assign(n, 0);
+      auto groups = NewPlanGroups(o, pl);
+      check(groups.ok(), "factory mpi groups");
+      if (groups.ok()) {
+        auto& gs = **groups;
+        check(gs.tp->size() == 2 && gs.tp->rank() == r % 2, "tp rank");
+        check(gs.dp->size() == n / 2 && gs.dp->rank() == r / 2, "dp rank");
+        check(gs.dp_index == r % 2, "dp index");
+        int64_t v = r;
+        check(gs.dp->AllReduce(&v, 1, DataType::kI64, ReduceOp::kSum)
+                  ->Wait()
+                  .ok(),
+              "dp all-reduce");
+        int64_t want = 0;
+        for (int i = r % 2; i < n; i += 2) want += i;
+        check(v == want, "dp all-reduce value");
+      }
+      o.node_of.assign(n + 1, 0);
+      check(NewBackend(o).status().code() == absl::StatusCode::kInvalidArgument,
+            "factory mpi world size mismatch");
+    }
   }
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -1,4 +1,4 @@
-#include "comm/hybrid_transport.h"
+#include "comm/hybrid/hybrid_transport.h"
 
 #include <future>
 

@@ -19,18 +19,3 @@ StatusOr<std::unique_ptr<Transport>> ConnectHybridTransport(
     const TcpOptions& tcp, const ShmOptions& shm);
 
 }  // namespace strata::comm
-
-namespace strata::comm {
-
-class ProcessGroup;
-struct GroupOptions;
-
-// A process group from a store, a rank, a world size (node_of.size()) and a
-// node map: shared memory when every rank is on one node, TCP when every
-// rank is on its own node, shm inside and TCP between otherwise.
-StatusOr<std::unique_ptr<ProcessGroup>> NewProcessGroup(
-    std::shared_ptr<Store> store, int rank, const std::vector<int>& node_of,
-    const GroupOptions& options, const TcpOptions& tcp = {},
-    const ShmOptions& shm = {});
-
-}  // namespace strata::comm
