@@ -2,10 +2,11 @@
 // makes every MPI process a strata rank. Each strata-exec
 //   1. parses its flags (bad flags or no command: message, exit 2),
 //   2. forks COMMAND *before* MPI_Init, held on a pipe (launch/child.h),
-//   3. MPI_Init; gathers node names (NODE_RANK, LOCAL_RANK); rank 0 starts
-//      the rendezvous TCP store (comm/store.h), picks MASTER_PORT and the
-//      job id and broadcasts them,
-//   4. releases COMMAND with the rank environment (launch/rank_env.h,
+//   3. MPI_Init; gathers node names, hostnames and addresses (launch/nodes.h:
+//      NODE_RANK, LOCAL_RANK, STRATA_NODE_ADDR); rank 0 starts the
+//      rendezvous TCP store (comm/store.h), picks MASTER_PORT and the job id
+//      and broadcasts them,
+//   4. releases COMMAND with the rank environment (placement/rank_env.h,
 //      docs/placement.md), forwards SIGINT/SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 to
 //      it, waits for it,
 //   5. on success: a (sleeping) barrier, so rank 0's store outlives every
@@ -28,10 +29,12 @@
 #include "absl/strings/str_split.h"
 #include "comm/store.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "launch/child.h"
+#include "launch/child_env.h"
 #include "launch/mpi_world.h"
-#include "launch/net.h"
-#include "launch/rank_env.h"
+#include "launch/nodes.h"
+#include "placement/rank_env.h"
 
 extern char** environ;
 
@@ -152,7 +155,7 @@ JobFacts SetUpOnRankZero(const Flags& f, const std::string& node_addr,
   j.master_addr = f.master_addr.empty() ? node_addr : f.master_addr;
   // Loopback master: bind loopback only; otherwise every interface.
   const std::string bind =
-      j.master_addr.starts_with("127.") ? "127.0.0.1" : "0.0.0.0";
+      net::IsLoopback(j.master_addr) ? "127.0.0.1" : "0.0.0.0";
   auto s = comm::StartTcpStoreServer(bind, f.store_port);
   if (!s.ok()) {
     j.error = absl::StrCat("cannot start the rendezvous store on ", bind, ":",
@@ -163,7 +166,7 @@ JobFacts SetUpOnRankZero(const Flags& f, const std::string& node_addr,
   j.store_port = (*server)->port();
   j.master_port = f.master_port;
   if (j.master_port == 0) {
-    auto p = PickFreePort(bind);
+    auto p = net::PickFreePort(bind);
     if (!p.ok()) {
       j.error = absl::StrCat("cannot pick MASTER_PORT: ", p.status().message());
       return j;
@@ -172,7 +175,7 @@ JobFacts SetUpOnRankZero(const Flags& f, const std::string& node_addr,
   }
   j.job_id = f.job_id;
   if (j.job_id.empty()) {
-    const char* inherited = std::getenv("STRATA_JOB_ID");
+    const char* inherited = std::getenv(placement::kJobId);
     j.job_id =
         inherited != nullptr && *inherited != '\0'
             ? inherited
@@ -187,7 +190,7 @@ int Run(int argc, char** argv) {
   if (auto code = ParseFlags(argc, argv, &f)) return *code;
   Logger log = GetLogger("LAUNCH");
   if (f.ckpt.empty()) {
-    const char* inherited = std::getenv("STRATA_CKPT_URI");
+    const char* inherited = std::getenv(placement::kCkptUri);
     if (inherited != nullptr) f.ckpt = inherited;
   }
   std::vector<std::string> inherited_env;
@@ -213,60 +216,41 @@ int Run(int argc, char** argv) {
     world->Abort(kExitSetup);
   };
 
-  auto sizes = DeriveParallelSizes(world->size(), f.tp, f.pp, f.cp);
-  if (!sizes.ok()) {  // every rank computes the same verdict
+  // Every rank computes the same verdict.
+  if (placement::DataParallelSize(world->size(), f.tp, f.pp, f.cp) == 0) {
     if (rank == 0) {
-      std::fprintf(stderr, "strata-exec: %s\n",
-                   std::string(sizes.status().message()).c_str());
+      std::fprintf(stderr,
+                   "strata-exec: world size %d is not divisible by tp*pp*cp "
+                   "= %lld (--tp %d --pp %d --cp %d)\n",
+                   world->size(), static_cast<long long>(f.tp) * f.pp * f.cp,
+                   f.tp, f.pp, f.cp);
     }
     world->Finalize().IgnoreError();
     return kExitUsage;
   }
 
-  // Who runs where: every rank's hostname and reachable address. Ranks
-  // with the same hostname and address share a host; the node identity
-  // (NODE_RANK, LOCAL_RANK) is --node-name, else that host.
+  // Who runs where (launch/nodes.h): every rank's node name, hostname and
+  // reachable address; each rank binds an address its peers can reach.
+  RankHost me;
+  me.node_name = f.node_name;
   char hostname[256] = {};
   gethostname(hostname, sizeof(hostname) - 1);
-  auto reachable = ReachableHostAddress();
-  auto gathered = world->AllGather(
-      absl::StrCat(f.node_name, "\n", hostname, "\n",
-                   reachable.ok() ? *reachable : std::string()));
+  me.hostname = hostname;
+  if (auto a = net::ReachableHostAddress(); a.ok()) me.address = *a;
+  auto gathered = world->AllGather(me.Encode());
   if (!gathered.ok()) fail_collective(gathered.status());
-  std::vector<std::string> node_keys, host_names, host_addrs;
-  for (const std::string& g : *gathered) {
-    std::vector<std::string> p = absl::StrSplit(g, absl::MaxSplits('\n', 2));
-    p.resize(3);
-    host_names.push_back(p[1]);
-    host_addrs.push_back(p[2]);
-    node_keys.push_back(p[0].empty() ? p[1] + "\n" + p[2] : p[0]);
-  }
-  const std::string node = f.node_name.empty() ? hostname : f.node_name;
-  bool one_host = true;
-  for (int r = 1; r < world->size(); ++r) {
-    one_host = one_host && host_names[r] == host_names[0] &&
-               host_addrs[r] == host_addrs[0];
-  }
-  // Every rank binds and advertises an address its peers can reach:
-  // loopback only when they all run on this host.
-  std::string node_addr = "127.0.0.1";
-  if (!one_host) {
-    for (int r = 0; r < world->size(); ++r) {
-      if (!host_addrs[r].empty()) continue;
-      // Every rank sees the same gathered facts and fails the same way.
-      if (rank == 0) {
-        std::fprintf(stderr,
-                     "strata-exec: rank %d (host %s) has no non-loopback IPv4 "
-                     "address, but the ranks run on several hosts\n",
-                     r, host_names[r].c_str());
-      }
-      world->Finalize().IgnoreError();
-      return kExitSetup;
+  std::vector<RankHost> hosts;
+  for (const std::string& g : *gathered) hosts.push_back(RankHost::Decode(g));
+  auto nodes = GroupNodes(hosts);
+  if (!nodes.ok()) {  // every rank sees the same facts and fails the same way
+    if (rank == 0) {
+      std::fprintf(stderr, "strata-exec: %s\n",
+                   std::string(nodes.status().message()).c_str());
     }
-    node_addr = host_addrs[rank];
+    world->Finalize().IgnoreError();
+    return kExitSetup;
   }
-  const Locality loc = ComputeLocality(node_keys, rank);
-  if (rank == 0 && !NodesAreContiguousEqualBlocks(node_keys)) {
+  if (rank == 0 && !NodesAreContiguousEqualBlocks(nodes->node_of_rank)) {
     log->warn(
         "ranks are not in equal contiguous blocks per node (e.g. --map-by "
         "node); strata's runtime expects mpirun's default by-slot mapping");
@@ -274,7 +258,9 @@ int Run(int argc, char** argv) {
 
   std::unique_ptr<comm::TcpStoreServer> store_server;  // rank 0 only
   JobFacts mine;
-  if (rank == 0) mine = SetUpOnRankZero(f, node_addr, &store_server);
+  if (rank == 0) {
+    mine = SetUpOnRankZero(f, nodes->nodes[0].address, &store_server);
+  }
   auto facts_wire = world->Broadcast(mine.Encode());
   if (!facts_wire.ok()) fail_collective(facts_wire.status());
   const JobFacts facts = JobFacts::Decode(*facts_wire);
@@ -286,25 +272,23 @@ int Run(int argc, char** argv) {
     return kExitSetup;
   }
 
-  RankEnvInputs in;
-  in.rank = rank;
-  in.world_size = world->size();
-  in.locality = loc;
-  in.sizes = *sizes;
-  in.master_addr = facts.master_addr;
-  in.node_name = node;
-  in.node_addr = node_addr;
-  in.master_port = facts.master_port;
-  in.store = absl::StrCat("tcp://", facts.master_addr, ":", facts.store_port);
-  in.job_id = facts.job_id;
-  in.ckpt_uri = f.ckpt;
+  placement::JobEndpoints job;
+  job.job_id = facts.job_id;
+  job.master_addr = facts.master_addr;
+  job.master_port = facts.master_port;
+  job.store = absl::StrCat("tcp://", facts.master_addr, ":", facts.store_port);
+  job.ckpt_uri = f.ckpt;
+  auto plan = placement::PlanForNodes(nodes->node_of_rank, f.tp, f.pp, f.cp);
+  if (!plan.ok()) fail_collective(plan.status());
+  auto env = placement::RankEnvFor(*plan, rank, nodes->nodes, job);
+  if (!env.ok()) fail_collective(env.status());
   log->info("rank {}: node {} ({}, {}), local rank {}/{}, store {}", rank,
-            loc.node_rank, node, node_addr, loc.local_rank,
-            loc.local_world_size, in.store);
+            env->node_rank, env->node_name, env->node_addr, env->local_rank,
+            env->local_world_size, env->store_uri);
 
   ForwardSignalsTo((*child)->pid());
-  Status released =
-      (*child)->Release(ChildEnvironment(inherited_env, RankVariables(in)));
+  Status released = (*child)->Release(
+      ChildEnvironment(inherited_env, placement::Variables(*env)));
   if (!released.ok()) fail_collective(released);
   auto code = (*child)->Wait();
   if (!code.ok()) fail_collective(code.status());

@@ -6,13 +6,13 @@
 // shared memory inside a node, TCP between nodes), and hands out
 // checkpointers and the step timer.
 //
-// Environment, in order of precedence: RANK/WORLD_SIZE/LOCAL_RANK/
-// LOCAL_WORLD_SIZE (torchrun, strata), then OMPI_COMM_WORLD_RANK/SIZE/
-// LOCAL_RANK/LOCAL_SIZE (mpirun), then SLURM_PROCID/NTASKS/LOCALID and
-// SLURM_NTASKS_PER_NODE (srun); none of them means a single process.
-// STRATA_TP/PP/CP give the sizes (RuntimeOptions overrides; DP takes the
+// The environment is the placement contract (placement/rank_env.h,
+// docs/placement.md): RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun,
+// strata), else OMPI_COMM_WORLD_* (mpirun), else SLURM_* (srun); none of
+// them means a single process. STRATA_TP/PP/CP give the sizes (DP takes the
 // rest); STRATA_STORE the store URI (tcp://HOST:PORT, strata://HOST:PORT,
-// file:///dir); ranks of one node are contiguous (LOCAL_WORLD_SIZE each).
+// file:///dir); STRATA_NODE_ADDR the address the transport binds when the
+// job spans nodes, whose ranks are contiguous blocks of LOCAL_WORLD_SIZE.
 #pragma once
 
 #include <chrono>
@@ -24,12 +24,15 @@
 #include "comm/plan_groups.h"
 #include "comm/store.h"
 #include "common/status.h"
+#include "placement/rank_env.h"
 #include "runtime/step_timer.h"
 
 namespace strata {
 
 struct RuntimeOptions {
-  int tp = 0, pp = 0, cp = 0;  // 0: from STRATA_TP/PP/CP, else 1
+  // 0: from STRATA_TP/PP/CP, else 1; set: must match the variable if it
+  // is set.
+  int tp = 0, pp = 0, cp = 0;
   // false: no strata transport or groups (ranks that communicate through
   // another library); tp()..cp() are then null.
   bool build_groups = true;
@@ -39,28 +42,19 @@ struct RuntimeOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
 };
 
-struct RankInfo {
-  int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
-  int tp = 1, pp = 1, dp = 1, cp = 1;
-  int tp_rank = 0, pp_rank = 0, dp_rank = 0, cp_rank = 0;
-  std::string job_id = "local";
-  int restart_count = 0;
-  std::string store_uri, ckpt_uri, telemetry, node_addr;
-};
+// What a rank knows about its placement (placement::RankEnv).
+using RankInfo = placement::RankEnv;
 
-// Parses the environment (see above). InvalidArgument naming the variable
-// that is malformed or inconsistent (e.g. tp*pp*cp not dividing the world).
+// Parses the environment (placement::ParseRankEnv). Sizes in `options`
+// fill STRATA_TP/PP/CP; InvalidArgument naming the variable that is
+// malformed, missing or inconsistent, including an option that disagrees
+// with the variable that is set.
 StatusOr<RankInfo> ReadRankEnv(const RuntimeOptions& options = {});
 
 // comm::Store for a URI: tcp://HOST:PORT, strata://HOST:PORT (the
 // coordinator's KV), file:///dir.
 StatusOr<std::shared_ptr<comm::Store>> ConnectStore(
     const std::string& uri, std::chrono::milliseconds timeout);
-
-// Ranks in tp-cp-dp-pp order (tp fastest) on nodes of `ranks_per_node`
-// consecutive ranks, with every group listed (comm/plan_groups.h input).
-Placement PlacementFromSizes(int tp, int cp, int dp, int pp,
-                             int ranks_per_node);
 
 class Runtime {
  public:

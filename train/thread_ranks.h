@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/plan_groups.h"
+#include "placement/layout.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
 
@@ -22,7 +23,9 @@ struct ThreadRun {
 inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
                             int steps, bool resume = false) {
   const int n = tp * pp * dp;
-  Placement pl = PlacementFromSizes(tp, 1, dp, pp, n);
+  auto placed = placement::UniformPlacement(tp, pp, dp, 1, n);
+  if (!placed.ok()) return ThreadRun{.status = placed.status()};
+  const Placement& pl = *placed;
   auto transports = comm::NewInProcessTransports(n);
   auto store = comm::NewInMemoryStore();
   std::vector<ThreadRun> runs(n);

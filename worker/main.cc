@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "control/dealer_client.h"
+#include "placement/rank_env.h"
 #include "worker/node_identity.h"
 #include "worker/peer_bandwidth.h"
 #include "worker/probe.h"
@@ -128,8 +129,8 @@ int main(int argc, char** argv) {
   strata::SystemClock clock;
   strata::worker::RankSupervisor ranks(
       &clock, work_dir,
-      {{"STRATA_STORE", StoreUri(coordinator)},
-       {"STRATA_TELEMETRY", telemetry_ep},
+      {{strata::placement::kStore, StoreUri(coordinator)},
+       {strata::placement::kTelemetry, telemetry_ep},
        {strata::control::kCurveDirEnv,
         strata::control::ResolveCurveDir(curve_dir)}});
   strata::control::DealerClient client(&ctx, coordinator, *curve);

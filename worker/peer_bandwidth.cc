@@ -1,7 +1,6 @@
 #include "worker/peer_bandwidth.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/net.h"
 
 namespace strata::worker {
 namespace {
@@ -53,23 +52,13 @@ bool ReadAll(int fd, char* p, size_t n) {
 }  // namespace
 
 Status ServePeerSink(int port, int connections, void (*on_bound)(int)) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return Errno("socket");
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(fd, 4) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Status s = Errno(absl::StrCat("listen on port ", port));
+  ASSIGN_OR_RETURN(const int fd, net::ListenTcp("0.0.0.0", port, 4));
+  auto bound = net::BoundPort(fd);
+  if (!bound.ok()) {
     close(fd);
-    return s;
+    return bound.status();
   }
-  if (on_bound != nullptr) on_bound(ntohs(addr.sin_port));
+  if (on_bound != nullptr) on_bound(*bound);
   std::vector<char> buf(kChunk);
   for (int c = 0; c < connections; ++c) {
     int conn = accept(fd, nullptr, nullptr);
@@ -92,20 +81,20 @@ Status ServePeerSink(int port, int connections, void (*on_bound)(int)) {
 
 StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
                                  int64_t bytes) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 ||
-      res == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve peer ", host));
+  auto ip = net::ResolveIpv4(host);
+  if (!ip.ok()) {
+    return absl::UnavailableError(absl::StrCat("peer ", ip.status().message()));
   }
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip->c_str(), &addr.sin_addr);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Errno("socket");
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  const bool connected = connect(fd, res->ai_addr, res->ai_addrlen) == 0;
-  freeaddrinfo(res);
-  if (!connected) {
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     Status s = Errno(absl::StrCat("connect to peer ", host, ":", port));
     close(fd);
     return s;
@@ -129,14 +118,12 @@ StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
 }
 
 StatusOr<double> MeasurePeerGbps(const std::string& host_port) {
-  const size_t colon = host_port.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(host_port.substr(colon + 1), &port) || port <= 0) {
-    return absl::InvalidArgumentError("--peer expects HOST:PORT, got '" +
-                                      host_port + "'");
+  auto hp = net::ParseHostPort(host_port);
+  if (!hp.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--peer: ", hp.status().message()));
   }
-  return MeasurePeerGbps(host_port.substr(0, colon), port);
+  return MeasurePeerGbps(hp->host, hp->port);
 }
 
 }  // namespace strata::worker

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/subprocess.h"
+#include "placement/rank_env.h"
 
 extern char** environ;
 
@@ -83,7 +84,7 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   }
   for (const auto& [k, v] : order.env()) env[k] = v;
   for (const auto& [k, v] : extra_env_) env[k] = v;
-  env["STRATA_PLAN"] = plan_path;
+  env[placement::kPlan] = plan_path;
   SubprocessOptions sub;
   sub.argv.assign(order.command().begin(), order.command().end());
   sub.env.emplace();

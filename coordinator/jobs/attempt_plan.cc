@@ -1,13 +1,10 @@
 #include "coordinator/jobs/attempt_plan.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "placement/rank_env.h"
 #include "planner/candidate.h"
 #include "planner/model.h"
 #include "planner/network.h"
@@ -111,16 +108,15 @@ StatusOr<Plan> PlanAttempt(const JobSpec& spec,
   c.tp = k.has_tp() ? k.tp() : 1;
   c.pp = k.has_pp() ? k.pp() : 1;
   c.cp = k.has_cp() ? k.cp() : 1;
-  const int64_t fixed = static_cast<int64_t>(c.tp) * c.pp * c.cp;
-  if (c.tp < 1 || c.pp < 1 || c.cp < 1 || world % fixed != 0 ||
-      (k.has_dp() && k.dp() * fixed != world)) {
+  const int dp = placement::DataParallelSize(world, c.tp, c.pp, c.cp);
+  if (dp == 0 || (k.has_dp() && k.dp() != dp)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job asks for tp=", c.tp, " pp=", c.pp, " cp=", c.cp,
         k.has_dp() ? absl::StrCat(" dp=", k.dp()) : std::string(),
         " but the attempt has ", world, " ranks (", nodes.size(), " nodes x ",
         rpn, ")"));
   }
-  c.dp = static_cast<int>(world / fixed);
+  c.dp = dp;
   ASSIGN_OR_RETURN(auto infos,
                    topology::SelectNodes(cluster, static_cast<int>(nodes.size())));
   planner::Network net(cluster, std::move(infos));
@@ -142,85 +138,47 @@ std::string PlanFileJson(const Plan& plan) {
   return MessageToJson(small);
 }
 
-std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
-                                               const std::vector<int>& ranks,
-                                               int local_world_size,
-                                               const std::string& plan_json) {
+StatusOr<std::vector<control::RankLaunch>> BuildLaunches(
+    const control::JobInfo& job, const std::vector<int>& ranks,
+    const std::string& plan_json) {
   const Plan& plan = job.plan();
   const JobLaunch& l = job.spec().launch();
-  const int world = plan.placement().ranks_size();
-  const auto& nodes = job.node_info();
+  std::vector<placement::NodeEndpoint> nodes;
+  for (const control::WorkerInfo& n : job.node_info()) {
+    nodes.push_back({n.node_name(), n.address(), n.probe().gpus()});
+  }
+  if (plan.placement().ranks_size() == 0 || nodes.empty()) {
+    return absl::InvalidArgumentError("the attempt has no placed ranks");
+  }
+  placement::JobEndpoints endpoints;
+  endpoints.job_id = job.job_id();
+  endpoints.restart_count = job.attempt();
+  endpoints.max_restarts = l.max_restarts();
+  const int master_node = plan.placement().ranks(0).node();
+  if (master_node >= 0 && master_node < static_cast<int>(nodes.size())) {
+    endpoints.master_addr = nodes[master_node].address;  // rank 0's host
+  }
+  endpoints.master_port = job.master_port();
+  endpoints.ckpt_uri = l.checkpoint_uri();
+  ASSIGN_OR_RETURN(std::vector<placement::RankEnv> envs,
+                   placement::RankEnvsFor(plan, ranks, nodes, endpoints));
   std::vector<control::RankLaunch> out;
-  for (int rank : ranks) {
-    const RankPlacement& r = plan.placement().ranks(rank);
+  for (const placement::RankEnv& e : envs) {
     control::RankLaunch launch;
     launch.set_job_id(job.job_id());
     launch.set_attempt(job.attempt());
-    launch.set_rank(r.rank());
+    launch.set_rank(e.rank);
     *launch.mutable_command() = l.command();
     auto& env = *launch.mutable_env();
     env = l.env();
-    auto set = [&](const std::string& k, const auto& v) {
-      env[k] = absl::StrCat(v);
-    };
-    // torchrun's variables (torch.distributed.run), so unmodified scripts
-    // using env:// initialisation work.
-    set("RANK", r.rank());
-    set("LOCAL_RANK", r.local_gpu());
-    set("WORLD_SIZE", world);
-    set("LOCAL_WORLD_SIZE", local_world_size);
-    set("GROUP_RANK", r.node());
-    set("NODE_RANK", r.node());
-    set("GROUP_WORLD_SIZE", nodes.size());
-    set("ROLE_NAME", "default");
-    set("ROLE_RANK", r.rank());
-    set("ROLE_WORLD_SIZE", world);
-    set("MASTER_ADDR", nodes[0].address());
-    set("MASTER_PORT", job.master_port());
-    set("TORCHELASTIC_RUN_ID", job.job_id());
-    set("TORCHELASTIC_RESTART_COUNT", job.attempt());
-    set("TORCHELASTIC_MAX_RESTARTS", l.max_restarts());
     // torchrun sets one OpenMP thread per process unless told otherwise.
-    if (!env.contains("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", 1);
-    if (nodes[r.node()].probe().gpus() > 0) {
-      set("CUDA_VISIBLE_DEVICES", r.local_gpu());
-    }
-    // strata's own (docs/placement.md).
-    set("STRATA_JOB_ID", job.job_id());
-    set("STRATA_TP", plan.tp());
-    set("STRATA_PP", plan.pp());
-    set("STRATA_DP", plan.dp());
-    set("STRATA_CP", std::max(1, plan.cp()));
-    set("STRATA_TP_RANK", r.tp_rank());
-    set("STRATA_PP_RANK", r.pp_rank());
-    set("STRATA_DP_RANK", r.dp_rank());
-    set("STRATA_CP_RANK", r.cp_rank());
-    set("STRATA_RESTART_COUNT", job.attempt());
-    set("STRATA_NODE_NAME", nodes[r.node()].node_name());
-    set("STRATA_NODE_ADDR", nodes[r.node()].address());  // TCP bind address
-    if (!l.checkpoint_uri().empty()) set("STRATA_CKPT_URI", l.checkpoint_uri());
+    if (!env.contains("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = "1";
+    // The rank environment (docs/placement.md) wins over the job's own.
+    for (auto& [k, v] : placement::Variables(e)) env[k] = std::move(v);
     launch.set_plan_json(plan_json);
     out.push_back(std::move(launch));
   }
   return out;
-}
-
-StatusOr<int> PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return absl::InternalError("cannot find a free TCP port");
-  }
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
 }
 
 }  // namespace strata::coordinator

@@ -40,19 +40,14 @@ StatusOr<Plan> PlanAttempt(const JobSpec& spec,
 // every group follows from the sizes and placement.order (tp-cp-dp-pp).
 std::string PlanFileJson(const Plan& plan);
 
-// Launch orders for `ranks` (some of the `local_world_size` ranks of one
-// node) of `job`'s current
-// attempt (job.plan and job.node_info set). STRATA_STORE, STRATA_TELEMETRY
+// Launch orders for `ranks` (ranks of one node) of `job`'s current attempt
+// (job.plan and job.node_info set): the job's command and environment plus
+// the rank environment of docs/placement.md (placement::RankEnvsFor), and
+// OMP_NUM_THREADS=1 unless the job sets it. STRATA_STORE, STRATA_TELEMETRY
 // and STRATA_PLAN are added by the worker, which knows its endpoints and
-// files.
-std::vector<control::RankLaunch> BuildLaunches(const control::JobInfo& job,
-                                               const std::vector<int>& ranks,
-                                               int local_world_size,
-                                               const std::string& plan_json);
-
-// A TCP port that was free on this host a moment ago (bind to port 0), for
-// MASTER_PORT. Rank 0 runs on a worker host; for `strata run`, Slurm's
-// first node and tests that is this host (documented limitation).
-StatusOr<int> PickFreePort();
+// files. InvalidArgument when the plan does not place the ranks.
+StatusOr<std::vector<control::RankLaunch>> BuildLaunches(
+    const control::JobInfo& job, const std::vector<int>& ranks,
+    const std::string& plan_json);
 
 }  // namespace strata::coordinator

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/net.h"
 #include "coordinator/jobs/attempt_plan.h"
 
 namespace strata::coordinator {
@@ -264,7 +265,9 @@ void JobManager::TryPlace(control::JobInfo& job,
                         " nodes: ", plan.status().message()));
     return;
   }
-  auto port = PickFreePort();
+  // MASTER_PORT: rank 0 runs on a worker host; for `strata run`, Slurm's
+  // first node and tests that is this host (documented limitation).
+  auto port = net::PickFreePort();
   if (!port.ok()) {
     Finish(job, control::FAILED, std::string(port.status().message()));
     return;
@@ -351,11 +354,14 @@ void JobManager::OnWorkerReport(
       to_launch.clear();
       break;
     }
-    const int local_world =
-        static_cast<int>(index.ranks_of_node[node->second].size());
-    for (auto& l : BuildLaunches(job, to_launch, local_world, index.plan_json)) {
-      *orders->add_launch() = std::move(l);
+    auto launches = BuildLaunches(job, to_launch, index.plan_json);
+    if (!launches.ok()) {
+      Finish(job, control::FAILED,
+             absl::StrCat("attempt ", job.attempt(), ": ",
+                          launches.status().message()));
+      continue;
     }
+    for (auto& l : *launches) *orders->add_launch() = std::move(l);
     if (job.state() == control::RUNNING && touched.contains(id) &&
         std::all_of(job.ranks().begin(), job.ranks().end(),
                     [](const control::RankReport& r) {

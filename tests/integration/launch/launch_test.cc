@@ -282,6 +282,25 @@ TEST(LaunchTest, StrataTrainTakesItsLayoutFromStrataExec) {
   EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << r.out;
 }
 
+TEST(LaunchTest, StrataTrainRefusesInterleavedNodes) {
+  // Ranks 0 2 on node "a", 1 3 on "b": strata's runtime needs each node's
+  // ranks in one block and says which variable disagrees.
+  const std::string train = BinDir() + "/runtime/strata-train";
+  if (access(train.c_str(), X_OK) != 0) GTEST_SKIP() << train << " not built";
+  std::string apps;
+  for (const char* node : {"a", "b", "a", "b"}) {
+    if (!apps.empty()) apps += " : ";
+    apps += "-np 1 " + Exec() + " --node-name " + std::string(node) + " -- " +
+            train + " --model tiny --steps 1 --global-batch 4";
+  }
+  Result r = Sh(Mpirun(apps));
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("NODE_RANK of RANK=1 is 1, but strata's runtime needs "
+                       "each node's ranks in one contiguous block"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(LaunchTest, UnmodifiedTorchGlooScript) {
   if (Sh("/usr/bin/python3 -c 'import torch'").code != 0) {
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch (apt-get install "

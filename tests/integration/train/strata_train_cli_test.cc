@@ -39,6 +39,11 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
       {"--steps x", "", "steps"},
       {"", "RANK=5 WORLD_SIZE=2", "RANK=5 is not below WORLD_SIZE=2"},
       {"", "RANK=0 WORLD_SIZE=2", "STRATA_STORE is not set"},
+      // A flag that contradicts the launcher's placement.
+      {"--tp 2", "STRATA_TP=1", "tp=2 was asked for but STRATA_TP=1"},
+      // Two nodes and no address to bind: named, not a loopback bind.
+      {"", "RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 STRATA_STORE=file:///tmp",
+       "STRATA_NODE_ADDR is not set, but the job spans 2 nodes"},
       {"--data /nonexistent/file --model small", "", "cannot open --data"},
   };
   for (const auto& c : cases) {
@@ -46,6 +51,21 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
     EXPECT_EQ(r.code, 2) << c.args << " -> " << r.out;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << " -> " << r.out;
   }
+}
+
+TEST(StrataTrainCliTest, UnresolvableNodeAddressIsNamed) {
+  const std::string dir =
+      "/tmp/strata-train-cli-store-" + std::to_string(getpid());
+  RunResult r =
+      RunTrain("--model tiny --steps 1",
+               "RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 STRATA_STORE=file://" +
+                   dir + " STRATA_NODE_ADDR=no-such-host.invalid");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("STRATA_NODE_ADDR 'no-such-host.invalid' does not "
+                       "resolve"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(StrataTrainCliTest, TrainsResumesAndReadsText) {
