@@ -12,7 +12,8 @@ namespace strata::cli {
 void AddJobOptions(CLI::App* cmd, JobArgs* a) {
   cmd->add_option("job", a->file, "JobSpec YAML/JSON file (optional with --)");
   cmd->add_option("--name", a->name, "job name");
-  cmd->add_option("--nodes", a->nodes, "workers to use")->check(CLI::Range(1, 100000));
+  cmd->add_option("--nodes", a->nodes, "workers to use")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--ranks-per-node", a->ranks_per_node,
                   "ranks per node (default: one per GPU, else 1)")
       ->check(CLI::Range(1, 4096));
@@ -21,9 +22,12 @@ void AddJobOptions(CLI::App* cmd, JobArgs* a) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--max-restarts", a->max_restarts, "restarts after failures")
       ->check(CLI::Range(0, 1000));
-  cmd->add_option("--tp", a->tp, "fixed tensor-parallel size")->check(CLI::Range(1, 4096));
-  cmd->add_option("--pp", a->pp, "fixed pipeline-parallel size")->check(CLI::Range(1, 4096));
-  cmd->add_option("--cp", a->cp, "fixed context-parallel size")->check(CLI::Range(1, 4096));
+  cmd->add_option("--tp", a->tp, "fixed tensor-parallel size")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--pp", a->pp, "fixed pipeline-parallel size")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--cp", a->cp, "fixed context-parallel size")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--model", a->model,
                   "model preset/file: let the planner pick the parallelism");
   cmd->add_option("--ckpt", a->ckpt, "checkpoint URI (STRATA_CKPT_URI)");
@@ -68,8 +72,8 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   return spec;
 }
 
-int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
-               int lost_ms,
+int WaitForJob(const Clock& clock, ControlClient& client,
+               const std::string& job_id, bool follow, int lost_ms,
                const std::function<void(const control::JobInfo&)>& on_status,
                const std::atomic<bool>* interrupted) {
   int64_t log_offset = 0, event_seq = 0;
@@ -88,7 +92,7 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
     log_offset = rep->logs().next_offset();
     return !data.empty();
   };
-  auto last_ok = std::chrono::steady_clock::now();
+  int64_t last_ok = clock.SteadyNowMs();
   while (true) {
     bool progressed = false;
     if (follow) {
@@ -117,7 +121,7 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
     control::Request st;
     st.mutable_job_status()->set_job_id(job_id);
     auto rep = client.TryCall(st, 2000);
-    const auto now = std::chrono::steady_clock::now();
+    const int64_t now = clock.SteadyNowMs();
     if (rep.ok()) {
       last_ok = now;
       const control::JobInfo& job = rep->jobs().jobs(0);
@@ -135,12 +139,13 @@ int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
       }
     } else if (absl::IsNotFound(rep.status())) {
       Fail("wait", kExitBadInput, std::string(rep.status().message()));
-    } else if (now - last_ok > std::chrono::milliseconds(lost_ms)) {
+    } else if (now - last_ok > lost_ms) {
       Fail("wait", kExitFailed,
-           absl::StrCat("lost the coordinator at ", client.endpoint(),
-                        " for ", lost_ms, " ms: ", rep.status().message()));
+           absl::StrCat("lost the coordinator at ", client.endpoint(), " for ",
+                        lost_ms, " ms: ", rep.status().message()));
     }
-    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!progressed)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 

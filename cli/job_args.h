@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/control_client.h"
+#include "common/clock.h"
 #include "proto/job.pb.h"
 
 namespace strata::cli {
@@ -30,13 +31,15 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& args);
 
 // Polls the job until it ends, printing new output (and events) as they
 // arrive when `follow`; returns 0 if it succeeded, 1 otherwise. A
-// coordinator that stops answering for `lost_ms` is an error (exit 1).
+// coordinator that stops answering for `lost_ms` (on `clock`'s steady
+// reading) is an error (exit 1). Pauses 200 ms of real time between polls
+// that brought nothing new.
 // `on_status` (optional) sees every status poll; `interrupted` (optional)
 // makes it cancel the job once and keep waiting for the end.
-int WaitForJob(ControlClient& client, const std::string& job_id, bool follow,
-               int lost_ms = 15000,
-               const std::function<void(const control::JobInfo&)>& on_status =
-                   nullptr,
-               const std::atomic<bool>* interrupted = nullptr);
+int WaitForJob(
+    const Clock& clock, ControlClient& client, const std::string& job_id,
+    bool follow, int lost_ms = 15000,
+    const std::function<void(const control::JobInfo&)>& on_status = nullptr,
+    const std::atomic<bool>* interrupted = nullptr);
 
 }  // namespace strata::cli

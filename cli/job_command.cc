@@ -136,7 +136,8 @@ void AddSubmit(CLI::App* app) {
     std::printf("%s\n", id.c_str());
     std::fflush(stdout);
     if (*wait || *follow) {
-      int rc = WaitForJob(client, id, *follow);
+      SystemClock clock;
+      int rc = WaitForJob(clock, client, id, *follow);
       if (rc != 0) throw CLI::RuntimeError(rc);
     }
   });

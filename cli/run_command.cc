@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/control_client.h"
 #include "cli/job_args.h"
+#include "common/subprocess.h"
 
 namespace strata::cli {
 namespace {
@@ -66,24 +67,25 @@ std::string FindBinary(const std::string& name) {
                     " next to strata (set STRATA_BIN_DIR)"));
 }
 
-// Starts `args` with stdout to `out_fd` (or the log) and stderr to the log.
+// Starts `args` with stdout to `out_fd` (or the log) and stderr to the log,
+// in its own process group (Ctrl-C reaches strata run only; it stops the
+// rest) and killed if strata run dies (common/subprocess.h).
 pid_t Start(const std::vector<std::string>& args, const std::string& log,
             int out_fd = -1) {
-  int log_fd =
-      open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);  // Ctrl-C reaches strata run only; it stops the rest
-    dup2(out_fd >= 0 ? out_fd : log_fd, 1);
-    dup2(log_fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+  SubprocessOptions o;
+  o.argv = args;
+  if (out_fd >= 0) {
+    o.out.fd = out_fd;
+  } else {
+    o.out.path = log;
   }
-  if (log_fd >= 0) close(log_fd);
-  return pid;
+  o.err.path = log;
+  auto pid = StartSubprocess(o);
+  if (!pid.ok()) {
+    Fail("run", kExitFailed,
+         absl::StrCat("cannot start ", args[0], ": ", pid.status().message()));
+  }
+  return *pid;
 }
 
 // What `strata run` saw of the job's step telemetry (control.StepReport,
@@ -161,21 +163,23 @@ class RunSummary {
   std::map<int64_t, double> loss_;
 };
 
+// The processes strata run started: SIGTERM, then SIGKILL once 5 s have
+// passed on `clock` (which must advance by itself: it polls every 20 ms).
 class Processes {
  public:
+  explicit Processes(const Clock* clock) : clock_(clock) {}
   void Add(pid_t pid) { pids_.push_back(pid); }
   ~Processes() { StopAll(); }
   void StopAll() {
     for (pid_t p : pids_) {
       if (p > 0) kill(p, SIGTERM);
     }
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    const int64_t deadline = clock_->SteadyNowMs() + 5000;
     for (pid_t& p : pids_) {
       while (p > 0) {
         if (waitpid(p, nullptr, WNOHANG) == p) {
           p = -1;
-        } else if (std::chrono::steady_clock::now() > deadline) {
+        } else if (clock_->SteadyNowMs() > deadline) {
           kill(p, SIGKILL);
           waitpid(p, nullptr, 0);
           p = -1;
@@ -187,17 +191,19 @@ class Processes {
   }
 
  private:
+  const Clock* clock_;
   std::vector<pid_t> pids_;
 };
 
-// Reads the coordinator's "listening <endpoint>" line.
-std::string ReadEndpoint(int fd, pid_t pid, double timeout_s,
-                         const std::string& log) {
+// Reads the coordinator's "listening <endpoint>" line, for up to
+// `timeout_s` on `clock` (polling every 10 ms).
+std::string ReadEndpoint(const Clock& clock, int fd, pid_t pid,
+                         double timeout_s, const std::string& log) {
   std::string line;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  const int64_t deadline =
+      clock.SteadyNowMs() + static_cast<int64_t>(timeout_s * 1000);
   fcntl(fd, F_SETFL, O_NONBLOCK);
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (clock.SteadyNowMs() < deadline) {
     char c;
     ssize_t n = read(fd, &c, 1);
     if (n == 1) {
@@ -260,9 +266,10 @@ int Run(const RunArgs& a) {
   };
   signal(SIGINT, OnInterrupt);
   signal(SIGTERM, OnInterrupt);
-  Processes procs;
+  SystemClock clock;
+  Processes procs(&clock);
   int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) Fail("run", kExitFailed, "pipe failed");
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) Fail("run", kExitFailed, "pipe failed");
   const std::string coord_log = dir + "/coordinator.log";
   std::vector<std::string> coord_args = {FindBinary("strata-coordinator"),
                                          "--state-dir",
@@ -276,7 +283,7 @@ int Run(const RunArgs& a) {
   close(pipe_fds[1]);
   procs.Add(coord);
   const std::string endpoint =
-      ReadEndpoint(pipe_fds[0], coord, a.startup_timeout_s, coord_log);
+      ReadEndpoint(clock, pipe_fds[0], coord, a.startup_timeout_s, coord_log);
   close(pipe_fds[0]);
   std::vector<pid_t> workers;
   const std::string worker_bin = FindBinary("strata-worker");
@@ -318,7 +325,7 @@ int Run(const RunArgs& a) {
       }
     }
   };
-  int rc = WaitForJob(client, job_id, /*follow=*/true, 15000, on_status,
+  int rc = WaitForJob(clock, client, job_id, /*follow=*/true, 15000, on_status,
                       &g_interrupted);
   procs.StopAll();
   summary.Print();

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,16 +10,14 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/subprocess.h"
+
 namespace strata::launch {
 namespace {
 
 // Child side: wait for the go message, then exec. Runs in a fork of a
 // single-threaded process, so ordinary library calls are safe here.
-[[noreturn]] void ChildMain(int go_fd, pid_t parent,
-                            std::vector<std::string> argv) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(125);  // the parent died before prctl
+[[noreturn]] void ChildMain(int go_fd, std::vector<std::string> argv) {
   // Message: 'G' then NUL-terminated "NAME=value" strings, then EOF.
   std::string msg;
   char buf[65536];
@@ -68,21 +65,20 @@ StatusOr<std::unique_ptr<PreforkedChild>> PreforkedChild::Start(
     return absl::InvalidArgumentError("no command to run");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "pipe2");
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
+  // Own process group and PR_SET_PDEATHSIG (common/subprocess.h); an
+  // orphaned child exits with kOrphanExitCode (125), as for a failed setup.
+  auto pid = ForkInOwnGroup();
+  if (!pid.ok()) {
     close(fds[0]);
     close(fds[1]);
-    return ErrnoToStatus(err, "fork");
+    return pid.status();
   }
-  if (pid == 0) {
+  if (*pid == 0) {
     close(fds[1]);
-    ChildMain(fds[0], parent, std::move(argv));
+    ChildMain(fds[0], std::move(argv));
   }
   close(fds[0]);
-  setpgid(pid, pid);  // also done by the child; whichever runs first wins
-  return std::unique_ptr<PreforkedChild>(new PreforkedChild(pid, fds[1]));
+  return std::unique_ptr<PreforkedChild>(new PreforkedChild(*pid, fds[1]));
 }
 
 PreforkedChild::~PreforkedChild() {

@@ -9,7 +9,8 @@
 // the command. The child:
 // - runs in its own process group (signals reach the command's whole tree),
 // - gets SIGKILL if strata-exec dies (PR_SET_PDEATHSIG), so an mpirun abort
-//   that SIGKILLs strata-exec never leaves the command running,
+//   that SIGKILLs strata-exec never leaves the command running (both from
+//   common/subprocess.h ForkInOwnGroup),
 // - exits 127 with a message on stderr if the command cannot be executed,
 // - exits quietly (code 125, without running the command) if the parent
 //   closes the pipe without Release() (setup failed).

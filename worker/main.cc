@@ -1,23 +1,22 @@
-// strata-worker: node agent (docs/architecture.md). Probes the node, registers
-// with the coordinator, heartbeats, and runs the ranks it is told to: launch
-// and stop orders arrive in heartbeat replies; rank states, new output and the
-// latest step telemetry go out with each heartbeat (every interval, and
-// every 200 ms while ranks run or right after a rank exits). Re-registers
-// when the coordinator forgets it (restart), reporting the ranks it still
-// runs so they are re-adopted. Without the coordinator for longer than
-// --coordinator-timeout-ms it stops its ranks and exits 1.
+// strata-worker: node agent (docs/control-plane.md). Parses flags, probes
+// the node, and wires the WorkerAgent (worker/worker_agent.h: registration,
+// heartbeats, orders, re-registration) to the coordinator (DealerClient),
+// the ranks (RankSupervisor) and their telemetry (TelemetrySink), then steps
+// it until SIGINT/SIGTERM or until it gives up on the coordinator (exit 1),
+// and stops the ranks.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/net.h"
 #include "control/dealer_client.h"
@@ -27,17 +26,16 @@
 #include "worker/probe.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
+#include "worker/worker_agent.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-using std::chrono::milliseconds;
-using SteadyClock = std::chrono::steady_clock;
-
-// Relayed output per heartbeat; the rest follows with the next one.
-constexpr size_t kMaxLogBytesPerHeartbeat = 1 << 20;
-constexpr auto kBusyReportPeriod = milliseconds(200);
+// How often ranks are polled between reports.
+constexpr int64_t kPollMs = 10;
+// Shutdown: SIGTERM to the ranks, SIGKILL after this.
+constexpr int64_t kStopGraceMs = 3000;
 
 // What ranks use to reach the coordinator's KV (comm::Store URI).
 std::string StoreUri(const std::string& coordinator) {
@@ -145,97 +143,32 @@ int main(int argc, char** argv) {
     std::cerr << "strata-worker: " << s.message() << "\n";
     return 1;
   }
+  strata::SystemClock clock;
   strata::worker::RankSupervisor ranks(
-      work_dir, {{strata::placement::kStore, StoreUri(coordinator)},
-                 {strata::placement::kTelemetry, telemetry_ep},
-                 {strata::control::kCurveDirEnv,
-                  strata::control::ResolveCurveDir(curve_dir)}});
+      &clock, work_dir,
+      {{strata::placement::kStore, StoreUri(coordinator)},
+       {strata::placement::kTelemetry, telemetry_ep},
+       {strata::control::kCurveDirEnv,
+        strata::control::ResolveCurveDir(curve_dir)}});
   strata::control::DealerClient client(&ctx, coordinator, *curve);
-  std::string worker_id;
-  int64_t interval_ms = 1000;
-  auto last_ok = SteadyClock::now();
-  auto next_report = SteadyClock::now();
-  // Latest report per (job, rank) not yet accepted by the coordinator.
-  std::map<std::pair<std::string, int>, strata::control::StepReport>
-      unsent_steps;
+  strata::worker::WorkerAgentOptions options;
+  options.coordinator = coordinator;
+  options.node_name = node_name;
+  options.address = address;
+  options.probe = *probe;
+  options.coordinator_timeout_ms = lost_ms;
+  strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
+                                    std::move(options), logger);
   int exit_code = 0;
   while (!g_stop) {
-    ranks.Poll();
-    telemetry.Drain();
-    const auto now = SteadyClock::now();
-    if (ranks.TakeDirty()) next_report = now;
-    if (now < next_report) {
-      std::this_thread::sleep_for(milliseconds(10));
-      continue;
-    }
-    strata::control::Request req;
-    std::vector<strata::control::RankReport> reports = ranks.Reports();
-    if (worker_id.empty()) {
-      auto* reg = req.mutable_register_worker();
-      reg->set_node_name(node_name);
-      reg->set_address(address);
-      *reg->mutable_probe() = *probe;
-      for (auto& r : reports) *reg->add_ranks() = r;
-    } else {
-      auto* hb = req.mutable_heartbeat();
-      hb->set_worker_id(worker_id);
-      for (auto& r : reports) *hb->add_ranks() = r;
-      for (auto& c : ranks.CollectLogs(kMaxLogBytesPerHeartbeat)) {
-        *hb->add_logs() = std::move(c);
-      }
-      for (auto& s : telemetry.TakeChanged()) {
-        unsent_steps[{s.job_id(), s.rank()}] = s;
-      }
-      for (auto& [key, s] : unsent_steps) *hb->add_steps() = s;
-    }
-    auto reply = client.Call(
-        req, static_cast<int>(std::min<int64_t>(interval_ms * 2, 5000)));
-    const auto after = SteadyClock::now();
-    const milliseconds period(interval_ms);
-    next_report = after + (ranks.running() > 0 ? std::min<milliseconds>(
-                                                     period, kBusyReportPeriod)
-                                               : period);
-    if (reply.ok()) {
-      last_ok = after;
-      if (reply->has_register_worker()) {
-        worker_id = reply->register_worker().worker_id();
-        interval_ms = reply->register_worker().heartbeat_interval_ms();
-        logger->info("registered as {} (heartbeat {} ms)", worker_id,
-                     interval_ms);
-        next_report = after;  // fetch orders now
-        continue;
-      }
-      const auto& hb = reply->heartbeat();
-      if (hb.reregister()) {
-        logger->warn("coordinator does not know {}; re-registering", worker_id);
-        worker_id.clear();
-        next_report = after;
-        continue;
-      }
-      ranks.CommitLogs();
-      unsent_steps.clear();
-      for (const auto& key : hb.stop()) {
-        ranks.Stop(key, milliseconds(hb.grace_ms()));
-      }
-      for (const auto& order : hb.launch()) ranks.Launch(order);
-      continue;
-    }
-    logger->warn("coordinator call failed: {}",
-                 std::string(reply.status().message()));
-    if (reply.status().code() == absl::StatusCode::kInvalidArgument &&
-        worker_id.empty()) {
-      std::cerr << "strata-worker: coordinator rejected registration: "
-                << reply.status().message() << "\n";
+    if (auto s = agent.Step(); !s.ok()) {
+      std::cerr << "strata-worker: " << s.message() << "; stopping ranks\n";
       exit_code = 1;
       break;
     }
-    if (after - last_ok > milliseconds(lost_ms)) {
-      std::cerr << "strata-worker: lost the coordinator for more than "
-                << lost_ms << " ms; stopping ranks\n";
-      exit_code = 1;
-      break;
-    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        std::min(kPollMs, agent.MsUntilNextReport())));
   }
-  ranks.StopAll(milliseconds(3000));
+  ranks.StopAll(kStopGraceMs);
   return exit_code;
 }

@@ -1,20 +1,16 @@
 #include "worker/rank_supervisor.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "common/subprocess.h"
 #include "placement/rank_env.h"
 
 extern char** environ;
@@ -30,18 +26,6 @@ std::string Key(const std::string& job, int attempt) {
   return absl::StrCat(job, "/", attempt);
 }
 
-// PATH lookup before fork (execvp may allocate in the child).
-std::string ResolveProgram(const std::string& prog) {
-  if (prog.find('/') != std::string::npos) return prog;
-  const char* path = getenv("PATH");
-  for (absl::string_view dir :
-       absl::StrSplit(path ? path : "/usr/bin:/bin", ':')) {
-    std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", prog);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return prog;
-}
-
 int64_t FileSize(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
@@ -49,13 +33,14 @@ int64_t FileSize(const std::string& path) {
 
 }  // namespace
 
-RankSupervisor::RankSupervisor(std::string work_dir,
+RankSupervisor::RankSupervisor(const Clock* clock, std::string work_dir,
                                std::map<std::string, std::string> extra_env)
-    : work_dir_(std::move(work_dir)),
+    : clock_(clock),
+      work_dir_(std::move(work_dir)),
       extra_env_(std::move(extra_env)),
       logger_(GetLogger("WORKER")) {}
 
-RankSupervisor::~RankSupervisor() { StopAll(std::chrono::milliseconds(0)); }
+RankSupervisor::~RankSupervisor() { StopAll(0); }
 
 void RankSupervisor::Launch(const control::RankLaunch& order) {
   Attempt& attempt = attempts_[Key(order.job_id(), order.attempt())];
@@ -70,9 +55,9 @@ void RankSupervisor::Launch(const control::RankLaunch& order) {
   std::filesystem::create_directories(dir, ec);
   if (ec || order.command().empty()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
-    rank.report.set_message(ec ? absl::StrCat("cannot create ", dir, ": ",
-                                              ec.message())
-                               : "empty command");
+    rank.report.set_message(
+        ec ? absl::StrCat("cannot create ", dir, ": ", ec.message())
+           : "empty command");
     dirty_ = true;
     return;
   }
@@ -100,86 +85,37 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   for (const auto& [k, v] : order.env()) env[k] = v;
   for (const auto& [k, v] : extra_env_) env[k] = v;
   env[placement::kPlan] = plan_path;
-  std::vector<std::string> env_strings, args(order.command().begin(),
-                                             order.command().end());
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const std::string program = ResolveProgram(args[0]);
-
-  int out_fd = open(rank.out.path.c_str(),
-                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  int err_fd = open(rank.err.path.c_str(),
-                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int status_pipe[2] = {-1, -1};
-  if (out_fd < 0 || err_fd < 0 || null_fd < 0 ||
-      pipe2(status_pipe, O_CLOEXEC) != 0) {
-    rank.report.set_state(control::RANK_FAILED_TO_START);
-    rank.report.set_message(absl::StrCat("cannot open output files in ", dir,
-                                         ": ", std::strerror(errno)));
-    for (int fd : {out_fd, err_fd, null_fd}) {
-      if (fd >= 0) close(fd);
-    }
-    return;
-  }
+  SubprocessOptions sub;
+  sub.argv.assign(order.command().begin(), order.command().end());
+  sub.env.emplace();
+  for (const auto& [k, v] : env) sub.env->push_back(k + "=" + v);
+  sub.in.path = "/dev/null";
+  sub.out.path = rank.out.path;
+  sub.err.path = rank.err.path;
   rank.out.sent = rank.out.pending = FileSize(rank.out.path);
   rank.err.sent = rank.err.pending = FileSize(rank.err.path);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    // Child: async-signal-safe calls only until exec.
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // worker already gone
-    dup2(null_fd, 0);
-    dup2(out_fd, 1);
-    dup2(err_fd, 2);
-    signal(SIGPIPE, SIG_DFL);
-    execve(program.c_str(), argv.data(), envp.data());
-    int err = errno;
-    (void)!write(status_pipe[1], &err, sizeof(err));
-    _exit(127);
-  }
-  close(status_pipe[1]);
-  for (int fd : {out_fd, err_fd, null_fd}) close(fd);
-  if (pid < 0) {
-    close(status_pipe[0]);
+  auto pid = StartSubprocess(sub);
+  if (!pid.ok()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
-    rank.report.set_message(absl::StrCat("fork: ", std::strerror(errno)));
-    return;
-  }
-  setpgid(pid, pid);  // also from the parent, so killpg never races exec
-  int exec_errno = 0;
-  ssize_t n = read(status_pipe[0], &exec_errno, sizeof(exec_errno));
-  close(status_pipe[0]);
-  if (n == sizeof(exec_errno)) {
-    waitpid(pid, nullptr, 0);
-    rank.report.set_state(control::RANK_FAILED_TO_START);
-    rank.report.set_message(absl::StrCat("exec ", program, ": ",
-                                         std::strerror(exec_errno)));
+    rank.report.set_message(std::string(pid.status().message()));
     logger_->warn("rank {} of {}: {}", r, order.job_id(),
                   rank.report.message());
     return;
   }
   rank.report.set_state(control::RANK_RUNNING);
-  rank.report.set_pid(pid);
-  logger_->info("started rank {} of {} attempt {} as pid {}", r,
-                order.job_id(), order.attempt(), pid);
+  rank.report.set_pid(*pid);
+  logger_->info("started rank {} of {} attempt {} as pid {}", r, order.job_id(),
+                order.attempt(), *pid);
 }
 
-void RankSupervisor::Stop(const std::string& attempt_key,
-                          std::chrono::milliseconds grace) {
+void RankSupervisor::Stop(const std::string& attempt_key, int64_t grace_ms) {
   auto it = attempts_.find(attempt_key);
   if (it == attempts_.end()) return;
   it->second.stop_requested = true;
   for (auto& [r, rank] : it->second.ranks) {
     if (rank.report.state() != control::RANK_RUNNING || rank.stopping) continue;
     rank.stopping = true;
-    rank.kill_at = Clock::now() + grace;
+    rank.kill_at_ms = clock_->SteadyNowMs() + grace_ms;
     killpg(rank.report.pid(), SIGTERM);
     logger_->info("stopping rank {} of {} (pid {})", r, attempt_key,
                   rank.report.pid());
@@ -187,7 +123,7 @@ void RankSupervisor::Stop(const std::string& attempt_key,
 }
 
 void RankSupervisor::Poll() {
-  const auto now = Clock::now();
+  const int64_t now = clock_->SteadyNowMs();
   for (auto it = attempts_.begin(); it != attempts_.end();) {
     bool all_done = true;
     for (auto& [r, rank] : it->second.ranks) {
@@ -211,7 +147,7 @@ void RankSupervisor::Poll() {
         logger_->info("rank {} of {} (pid {}) exited: code {} signal {}", r,
                       it->first, pid, rank.report.exit_code(),
                       rank.report.signal());
-      } else if (rank.stopping && now >= rank.kill_at) {
+      } else if (rank.stopping && now >= rank.kill_at_ms) {
         killpg(pid, SIGKILL);
       }
     }
@@ -224,11 +160,12 @@ void RankSupervisor::Poll() {
   }
 }
 
-void RankSupervisor::StopAll(std::chrono::milliseconds grace) {
-  for (auto& [key, attempt] : attempts_) Stop(key, grace);
-  const auto deadline = Clock::now() + grace + std::chrono::seconds(5);
-  while (running() > 0 && Clock::now() < deadline) {
+void RankSupervisor::StopAll(int64_t grace_ms) {
+  for (auto& [key, attempt] : attempts_) Stop(key, grace_ms);
+  const int64_t give_up = clock_->SteadyNowMs() + grace_ms + 5000;
+  while (true) {
     Poll();
+    if (running() == 0 || clock_->SteadyNowMs() >= give_up) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -266,8 +203,8 @@ std::vector<control::LogChunk> RankSupervisor::CollectLogs(size_t max_bytes) {
         size_t cut = data.rfind('\n');
         if (cut != std::string::npos) {
           data.resize(cut + 1);
-        } else if (!exited && static_cast<int64_t>(data.size()) <
-                                  kMaxPartialLine) {
+        } else if (!exited &&
+                   static_cast<int64_t>(data.size()) < kMaxPartialLine) {
           continue;  // wait for the rest of the line
         }
         if (data.empty()) continue;

@@ -1,54 +1,52 @@
-// Starts and watches a worker's ranks (docs/architecture.md):
-// each rank is fork/exec'd in its own process group with the launch order's
-// environment (docs/placement.md) on top of the worker's, stdout and stderr go to
-// files under <work_dir>/<job>/attempt-<a>/, and the rank gets SIGKILL if the
-// worker dies (PR_SET_PDEATHSIG). Stopping sends SIGTERM to the process
-// group and SIGKILL after the grace period. New output is relayed in whole
-// lines (or 64 KiB pieces), committed only once the coordinator accepted it.
-// One thread; not thread-safe.
+// Starts and watches a worker's ranks (docs/control-plane.md "Supervision"):
+// each rank is started with common/subprocess.h (own process group, SIGKILL
+// if the worker dies) with the launch order's environment (docs/placement.md)
+// on top of the worker's, stdout and stderr go to files under
+// <work_dir>/<job>/attempt-<a>/. Stopping sends SIGTERM to the process group
+// and SIGKILL once the grace period has passed on the injected Clock. New
+// output is relayed in whole lines (or 64 KiB pieces), committed only once
+// the coordinator accepted it. One thread; not thread-safe.
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "proto/control.pb.h"
+#include "worker/rank_runner.h"
 
 namespace strata::worker {
 
-class RankSupervisor {
+class RankSupervisor : public RankRunner {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // `extra_env` (STRATA_STORE, STRATA_TELEMETRY, ...) is added to every rank.
-  RankSupervisor(std::string work_dir,
+  // `clock` must outlive the supervisor.
+  RankSupervisor(const Clock* clock, std::string work_dir,
                  std::map<std::string, std::string> extra_env);
-  ~RankSupervisor();  // StopAll(0)
+  ~RankSupervisor() override;  // SIGKILLs and reaps every running rank
 
-  // Starts one rank unless the worker already holds it. Exec failures are
-  // reported as RANK_FAILED_TO_START, not returned.
-  void Launch(const control::RankLaunch& order);
-  // Stops every rank of attempt "<job>/<attempt>" and forgets the attempt
-  // once they have exited and their output has been relayed.
-  void Stop(const std::string& attempt_key, std::chrono::milliseconds grace);
-  // Stops everything and waits (SIGKILL after `grace`) until all are reaped.
-  void StopAll(std::chrono::milliseconds grace);
-
+  // RankRunner. Exec failures are reported as RANK_FAILED_TO_START
+  // ("exec /x: No such file or directory").
+  void Launch(const control::RankLaunch& order) override;
+  void Stop(const std::string& attempt_key, int64_t grace_ms) override;
   // Reaps exited ranks, escalates overdue stops, drops finished attempts.
-  void Poll();
+  void Poll() override;
+  std::vector<control::RankReport> Reports() const override;
+  std::vector<control::LogChunk> CollectLogs(size_t max_bytes) override;
+  void CommitLogs() override;
+  bool TakeDirty() override;
+  int running() const override;
 
-  std::vector<control::RankReport> Reports() const;
-  // New output since the last Commit, at most `max_bytes` in total.
-  std::vector<control::LogChunk> CollectLogs(size_t max_bytes);
-  void CommitLogs();
-  // True when a rank changed state since the last TakeDirty().
-  bool TakeDirty();
-  int running() const;
+  // Shutdown: stops everything and blocks (polling every 10 ms) until all
+  // are reaped, SIGKILL once `grace_ms` has passed; gives up on ranks still
+  // not reaped 5 s after that (stuck in the kernel).
+  // REQUIRES: a clock that advances by itself (SystemClock) if grace_ms > 0.
+  void StopAll(int64_t grace_ms);
 
  private:
   struct Stream {
@@ -60,7 +58,7 @@ class RankSupervisor {
     control::RankReport report;
     Stream out, err;
     bool stopping = false;
-    Clock::time_point kill_at;
+    int64_t kill_at_ms = 0;  // steady time of the SIGKILL
   };
   struct Attempt {
     std::map<int, Rank> ranks;
@@ -71,6 +69,7 @@ class RankSupervisor {
              const std::string& dir);
   bool Flushed(const Rank& rank) const;
 
+  const Clock* clock_;
   std::string work_dir_;
   std::map<std::string, std::string> extra_env_;
   std::map<std::string, Attempt> attempts_;  // by "<job>/<attempt>"

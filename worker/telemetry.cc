@@ -38,6 +38,7 @@ void TelemetrySink::Drain() {
 }
 
 std::vector<control::StepReport> TelemetrySink::TakeChanged() {
+  Drain();
   std::vector<control::StepReport> out;
   for (auto& [key, report] : changed_) out.push_back(std::move(report));
   changed_.clear();

@@ -1,9 +1,9 @@
-// The worker's end of rank telemetry (docs/architecture.md): a ZeroMQ PULL socket
-// bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY. Ranks
-// PUSH one serialized control.StepReport per step; the worker keeps the
-// latest per (job, rank) and forwards the changed ones with its next
-// heartbeat. Frames that do not parse or exceed 64 KiB are dropped and
-// counted. One thread; not thread-safe.
+// The worker's end of rank telemetry (docs/architecture.md): a ZeroMQ PULL
+// socket bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY.
+// Ranks PUSH one serialized control.StepReport per step; the worker keeps the
+// latest per (job, rank); the worker agent takes the changed ones
+// (StepSource) and forwards them with its next heartbeat. Frames that do not
+// parse or exceed 64 KiB are dropped and counted. One thread; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -15,21 +15,23 @@
 
 #include "common/status.h"
 #include "proto/control.pb.h"
+#include "worker/step_source.h"
 
 namespace strata::worker {
 
-class TelemetrySink {
+class TelemetrySink : public StepSource {
  public:
   explicit TelemetrySink(zmq::context_t* context);
   Status Bind(const std::string& endpoint);
 
-  // Reads every pending frame without blocking.
-  void Drain();
-  // Reports received since the last call, latest per (job, rank).
-  std::vector<control::StepReport> TakeChanged();
+  // Reads every pending frame (without blocking), then returns the reports
+  // received since the last call, latest per (job, rank).
+  std::vector<control::StepReport> TakeChanged() override;
   uint64_t dropped() const { return dropped_; }
 
  private:
+  void Drain();
+
   zmq::socket_t socket_;
   std::map<std::pair<std::string, int>, control::StepReport> changed_;
   uint64_t dropped_ = 0;

@@ -17,7 +17,8 @@ RouterServer::RouterServer(zmq::context_t* context, Service* service,
       service_(service),
       logger_(std::move(logger)) {
   // Peers sending larger frames are disconnected by libzmq before we read.
-  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(control::kMaxFrameBytes));
+  socket_.set(zmq::sockopt::maxmsgsize,
+              static_cast<int64_t>(control::kMaxFrameBytes));
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::router_mandatory, 0);
 }
@@ -64,11 +65,12 @@ StatusOr<std::string> RouterServer::Bind(const std::string& endpoint) {
 }
 
 void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
-  auto last_tick = std::chrono::steady_clock::now();
+  const Clock* clock = service_->clock();
+  int64_t last_tick = clock->SteadyNowMs();
   while (!stop.load()) {
     PollOnce(tick_ms);
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_tick >= std::chrono::milliseconds(tick_ms)) {
+    const int64_t now = clock->SteadyNowMs();
+    if (now - last_tick >= tick_ms) {
       service_->Tick();
       last_tick = now;
     }

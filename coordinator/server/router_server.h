@@ -42,8 +42,8 @@ class RouterServer {
   // ZAP handler and the handshake monitor (errors are returned).
   StatusOr<std::string> Bind(const std::string& endpoint);
 
-  // Handles messages until `stop` is set; calls Service::Tick() at least
-  // every `tick_ms`.
+  // Handles messages until `stop` is set; calls Service::Tick() every
+  // `tick_ms` on the service's clock (Service::clock()).
   void Run(const std::atomic<bool>& stop, int tick_ms = 100);
 
   // Handles at most one pending message, waiting up to `timeout_ms`.

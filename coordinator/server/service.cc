@@ -11,9 +11,8 @@ Status Missing(const char* what) {
 }
 }  // namespace
 
-Service::Service(const Clock* clock, RegistryOptions options,
-                 Services services)
-    : registry_(clock, options), s_(services) {}
+Service::Service(const Clock* clock, RegistryOptions options, Services services)
+    : clock_(clock), registry_(clock, options), s_(services) {}
 
 void Service::Tick() {
   for (const auto& id : registry_.CheckLiveness()) {
@@ -27,12 +26,14 @@ void Service::Tick() {
 
 control::Reply Service::Handle(const control::Request& request) {
   auto reply = HandleBody(request);
-  if (!reply.ok()) return control::MakeReply(request.request_id(), reply.status());
+  if (!reply.ok())
+    return control::MakeReply(request.request_id(), reply.status());
   return *std::move(reply);
 }
 
 StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
-  control::Reply reply = control::MakeReply(request.request_id(), absl::OkStatus());
+  control::Reply reply =
+      control::MakeReply(request.request_id(), absl::OkStatus());
   switch (request.body_case()) {
     case control::Request::kRegisterWorker: {
       ASSIGN_OR_RETURN(*reply.mutable_register_worker(),
@@ -81,12 +82,10 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
                        s_.jobs->Get(request.logs().job_id()));
       // Read the state first: output relayed after the job ended arrives
       // before the end is recorded, so `finished` is never premature.
-      bool ended = job.state() != control::PENDING &&
-                   job.state() != control::RUNNING;
-      ASSIGN_OR_RETURN(*reply.mutable_logs(),
-                       s_.logs->Read(request.logs()));
-      reply.mutable_logs()->set_finished(ended &&
-                                         reply.logs().data().empty());
+      bool ended =
+          job.state() != control::PENDING && job.state() != control::RUNNING;
+      ASSIGN_OR_RETURN(*reply.mutable_logs(), s_.logs->Read(request.logs()));
+      reply.mutable_logs()->set_finished(ended && reply.logs().data().empty());
       return reply;
     }
     case control::Request::kSubmitJob:
@@ -102,7 +101,8 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
 
 StatusOr<control::Reply> Service::HandleKv(const control::Request& request) {
   if (s_.kv == nullptr) return Missing("key-value store");
-  control::Reply reply = control::MakeReply(request.request_id(), absl::OkStatus());
+  control::Reply reply =
+      control::MakeReply(request.request_id(), absl::OkStatus());
   switch (request.body_case()) {
     case control::Request::kKvSet:
       RETURN_IF_ERROR(
@@ -135,7 +135,8 @@ StatusOr<control::Reply> Service::HandleKv(const control::Request& request) {
 
 StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
   if (s_.jobs == nullptr) return Missing("job manager");
-  control::Reply reply = control::MakeReply(request.request_id(), absl::OkStatus());
+  control::Reply reply =
+      control::MakeReply(request.request_id(), absl::OkStatus());
   control::JobInfo info;
   switch (request.body_case()) {
     case control::Request::kSubmitJob: {

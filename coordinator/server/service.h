@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "common/clock.h"
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/job_manager.h"
 #include "coordinator/kv/kv_store.h"
-#include "common/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "proto/control.pb.h"
 
@@ -35,12 +35,15 @@ class Service {
   void Tick();
 
   WorkerRegistry& registry() { return registry_; }
+  // The clock the handlers read (and the event loop paces Tick() with).
+  const Clock* clock() const { return clock_; }
 
  private:
   StatusOr<control::Reply> HandleBody(const control::Request& request);
   StatusOr<control::Reply> HandleKv(const control::Request& request);
   StatusOr<control::Reply> HandleJob(const control::Request& request);
 
+  const Clock* clock_;
   WorkerRegistry registry_;
   Services s_;
 };

@@ -2,30 +2,34 @@
 // and stderr sent to a file, and SIGKILL + reap it.
 #pragma once
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "common/subprocess.h"
+
 namespace strata::testing {
 
+// Starts `args` (common/subprocess.h: own process group, killed if the test
+// dies) with stdout and stderr appended to `log`. Returns -1 if it could not
+// be started (the reason is printed).
 inline pid_t Spawn(std::vector<std::string> args,
                    const std::string& log = "/dev/null") {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+  SubprocessOptions o;
+  o.argv = std::move(args);
+  o.out.path = log;
+  o.err.path = log;
+  auto pid = StartSubprocess(o);
+  if (!pid.ok()) {
+    std::fprintf(stderr, "Spawn %s: %s\n", o.argv[0].c_str(),
+                 std::string(pid.status().message()).c_str());
+    return -1;
   }
-  return pid;
+  return *pid;
 }
 
 inline void KillAndReap(pid_t pid) {

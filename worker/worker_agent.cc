@@ -1,0 +1,129 @@
+#include "worker/worker_agent.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata::worker {
+
+WorkerAgent::WorkerAgent(const Clock* clock, control::Client* client,
+                         RankRunner* ranks, StepSource* steps,
+                         WorkerAgentOptions options, Logger logger)
+    : clock_(clock),
+      client_(client),
+      ranks_(ranks),
+      steps_(steps),
+      options_(std::move(options)),
+      logger_(std::move(logger)),
+      interval_ms_(options_.initial_interval_ms),
+      next_report_ms_(clock->SteadyNowMs()),
+      last_ok_ms_(clock->SteadyNowMs()) {}
+
+int64_t WorkerAgent::MsUntilNextReport() const {
+  return std::max<int64_t>(0, next_report_ms_ - clock_->SteadyNowMs());
+}
+
+Status WorkerAgent::Step() {
+  ranks_->Poll();
+  for (auto& s : steps_->TakeChanged()) {
+    unsent_steps_[{s.job_id(), s.rank()}] = std::move(s);
+  }
+  const int64_t now = clock_->SteadyNowMs();
+  // A rank that changed state is reported at once, unless the coordinator
+  // is failing (then the backoff holds).
+  if (ranks_->TakeDirty() && failures_ == 0) {
+    next_report_ms_ = std::min(next_report_ms_, now);
+  }
+  if (now < next_report_ms_) return absl::OkStatus();
+  const int timeout_ms = static_cast<int>(
+      std::min(interval_ms_ * 2, options_.max_call_timeout_ms));
+  auto reply = client_->Call(BuildReport(), timeout_ms);
+  const int64_t after = clock_->SteadyNowMs();
+  if (!reply.ok()) return OnFailure(reply.status(), after);
+  OnReply(*reply, after);
+  return absl::OkStatus();
+}
+
+control::Request WorkerAgent::BuildReport() {
+  control::Request req;
+  if (worker_id_.empty()) {
+    auto* reg = req.mutable_register_worker();
+    reg->set_node_name(options_.node_name);
+    reg->set_address(options_.address);
+    *reg->mutable_probe() = options_.probe;
+    for (auto& r : ranks_->Reports()) *reg->add_ranks() = std::move(r);
+    return req;
+  }
+  auto* hb = req.mutable_heartbeat();
+  hb->set_worker_id(worker_id_);
+  for (auto& r : ranks_->Reports()) *hb->add_ranks() = std::move(r);
+  for (auto& c : ranks_->CollectLogs(options_.max_log_bytes_per_heartbeat)) {
+    *hb->add_logs() = std::move(c);
+  }
+  for (const auto& [key, s] : unsent_steps_) *hb->add_steps() = s;
+  return req;
+}
+
+void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
+  if (failures_ > 0) {
+    logger_->info("coordinator at {} answers again after {} failed call(s)",
+                  options_.coordinator, failures_);
+  }
+  failures_ = 0;
+  last_ok_ms_ = now;
+  if (reply.has_register_worker()) {
+    worker_id_ = reply.register_worker().worker_id();
+    if (reply.register_worker().heartbeat_interval_ms() > 0) {
+      interval_ms_ = reply.register_worker().heartbeat_interval_ms();
+    }
+    logger_->info("registered with {} as {} (heartbeat {} ms)",
+                  options_.coordinator, worker_id_, interval_ms_);
+    next_report_ms_ = now;  // fetch orders now
+    return;
+  }
+  const auto& hb = reply.heartbeat();
+  if (hb.reregister()) {
+    logger_->warn("coordinator at {} does not know {}; re-registering",
+                  options_.coordinator, worker_id_);
+    worker_id_.clear();
+    next_report_ms_ = now;
+    return;
+  }
+  ranks_->CommitLogs();
+  unsent_steps_.clear();
+  for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
+  for (const auto& order : hb.launch()) ranks_->Launch(order);
+  next_report_ms_ = now + (ranks_->running() > 0
+                               ? std::min(interval_ms_, options_.busy_report_ms)
+                               : interval_ms_);
+}
+
+Status WorkerAgent::OnFailure(const Status& status, int64_t now) {
+  ++failures_;
+  if (worker_id_.empty() && absl::IsInvalidArgument(status)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("coordinator at ", options_.coordinator,
+                     " rejected the registration of ", options_.node_name, ": ",
+                     status.message()));
+  }
+  const int64_t silent_ms = now - last_ok_ms_;
+  if (silent_ms > options_.coordinator_timeout_ms) {
+    return absl::UnavailableError(absl::StrCat(
+        "lost the coordinator at ", options_.coordinator, ": no answer for ",
+        silent_ms, " ms (limit ", options_.coordinator_timeout_ms, " ms, ",
+        failures_, " failed call(s)); last error: ", status.message()));
+  }
+  // retry_initial_ms x 2^(failures - 1), at most the heartbeat interval.
+  int64_t delay = options_.retry_initial_ms;
+  for (int i = 1; i < failures_ && delay < interval_ms_; ++i) delay *= 2;
+  delay = std::min(delay, interval_ms_);
+  next_report_ms_ = now + delay;
+  logger_->warn(
+      "coordinator at {} unreachable for {} ms ({} failed call(s): {}); "
+      "retrying in {} ms",
+      options_.coordinator, silent_ms, failures_, std::string(status.message()),
+      delay);
+  return absl::OkStatus();
+}
+
+}  // namespace strata::worker
