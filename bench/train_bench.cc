@@ -24,7 +24,7 @@
 #include "planner/search.h"
 #include "train/ops.h"
 #include "train/thread_ranks.h"
-#include "worker/probe.h"
+#include "topology/probe/probe.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -123,7 +123,7 @@ StatusOr<double> Predict(const control::WorkerInfo& node, int ranks, int tp,
 }
 
 int StepPart(int steps) {
-  auto probe = worker::ProbeNode();
+  auto probe = probe::ProbeNode();
   if (!probe.ok()) return 1;
   control::WorkerInfo node;
   *node.mutable_probe() = *probe;

@@ -6,8 +6,8 @@
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "common/config.h"
-#include "worker/peer_bandwidth.h"
-#include "worker/probe.h"
+#include "topology/probe/peer_bandwidth.h"
+#include "topology/probe/probe.h"
 
 namespace strata::cli {
 
@@ -27,17 +27,17 @@ void AddProbeCommand(CLI::App* app) {
       ->check(CLI::Range(0, 65535));
   cmd->callback([=] {
     if (*serve >= 0) {
-      Status s = worker::ServePeerSink(*serve, 1, [](int port) {
+      Status s = probe::ServePeerSink(*serve, 1, [](int port) {
         std::printf("serving on port %d\n", port);
         std::fflush(stdout);
       });
       if (!s.ok()) Fail("probe", kExitFailed, s.ToString());
       return;
     }
-    auto probe = worker::ProbeNode();
+    auto probe = probe::ProbeNode();
     if (!probe.ok()) Fail("probe", kExitFailed, probe.status().ToString());
     if (!peer->empty()) {
-      auto gbps = worker::MeasurePeerGbps(*peer);
+      auto gbps = probe::MeasurePeerGbps(*peer);
       if (!gbps.ok()) {
         Fail("probe",
              absl::IsInvalidArgument(gbps.status()) ? kExitBadInput : kExitFailed,

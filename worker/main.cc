@@ -22,8 +22,8 @@
 #include "control/dealer_client.h"
 #include "placement/rank_env.h"
 #include "worker/node_identity.h"
-#include "worker/peer_bandwidth.h"
-#include "worker/probe.h"
+#include "topology/probe/peer_bandwidth.h"
+#include "topology/probe/probe.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
 #include "worker/worker_agent.h"
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   auto logger = strata::GetLogger("WORKER");
-  auto probe = strata::worker::ProbeNode();
+  auto probe = strata::probe::ProbeNode();
   if (!probe.ok()) {
     std::cerr << "strata-worker: probe failed: " << probe.status() << "\n";
     return 1;
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         address, *resolved);
   }
   if (!peer.empty()) {
-    auto gbps = strata::worker::MeasurePeerGbps(peer);
+    auto gbps = strata::probe::MeasurePeerGbps(peer);
     if (!gbps.ok()) {
       std::cerr << "strata-worker: " << gbps.status() << "\n";
       return absl::IsInvalidArgument(gbps.status()) ? 2 : 1;

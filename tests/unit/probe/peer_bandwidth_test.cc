@@ -1,13 +1,13 @@
 // The probe's peer bandwidth measurement over loopback: a sink thread and a
 // sender; an absent peer is a clear Unavailable.
-#include "worker/peer_bandwidth.h"
+#include "topology/probe/peer_bandwidth.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-namespace strata::worker {
+namespace strata::probe {
 namespace {
 
 std::atomic<int> g_port{0};
@@ -32,4 +32,4 @@ TEST(PeerBandwidthTest, AbsentPeerIsUnavailable) {
 }
 
 }  // namespace
-}  // namespace strata::worker
+}  // namespace strata::probe

@@ -1,4 +1,4 @@
-#include "worker/peer_bandwidth.h"
+#include "topology/probe/peer_bandwidth.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
 
-namespace strata::worker {
+namespace strata::probe {
 namespace {
 
 constexpr size_t kChunk = 1 << 20;
@@ -126,4 +126,4 @@ StatusOr<double> MeasurePeerGbps(const std::string& host_port) {
   return MeasurePeerGbps(hp->host, hp->port);
 }
 
-}  // namespace strata::worker
+}  // namespace strata::probe

@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 
-namespace strata::worker {
+namespace strata::probe {
 
 // Accepts `connections` clients on `port` (0: any; the bound port is
 // reported through `on_bound`) and drains each, acknowledging the end.
@@ -26,4 +26,4 @@ StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
 // The same for a "HOST:PORT" flag value; InvalidArgument when malformed.
 StatusOr<double> MeasurePeerGbps(const std::string& host_port);
 
-}  // namespace strata::worker
+}  // namespace strata::probe

@@ -9,8 +9,8 @@
 #include "common/status.h"
 #include "proto/control.pb.h"
 
-namespace strata::worker {
+namespace strata::probe {
 
 StatusOr<control::NodeProbe> ProbeNode();
 
-}  // namespace strata::worker
+}  // namespace strata::probe

@@ -1,4 +1,4 @@
-#include "worker/probe.h"
+#include "topology/probe/probe.h"
 
 #include <dlfcn.h>
 #include <cblas.h>
@@ -16,7 +16,7 @@
 
 extern "C" void openblas_set_num_threads(int);
 
-namespace strata::worker {
+namespace strata::probe {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
@@ -153,4 +153,4 @@ StatusOr<control::NodeProbe> ProbeNode() {
   return probe;
 }
 
-}  // namespace strata::worker
+}  // namespace strata::probe
