@@ -19,6 +19,8 @@ SRC=${2:?usage: slurm_test.sh BUILD_DIR SOURCE_DIR}
 source "$SRC/tests/integration/multihost/common.sh"
 # shellcheck source=tests/simhost/simhost.sh
 source "$SRC/tests/simhost/simhost.sh"
+# shellcheck source=tests/integration/slurm/slurm_lib.sh
+source "$SRC/tests/integration/slurm/slurm_lib.sh"
 
 export PATH="$PATH:/usr/sbin"
 for b in munged mungekey slurmctld slurmd sbatch sinfo scontrol squeue scancel; do
@@ -33,16 +35,8 @@ rc=$?
 [ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
 [ "$rc" -eq 0 ] || die "simhost_up failed"
 tmp=$(mktemp -d /tmp/strata-mh-slurm-XXXXXX)
-chmod 755 "$tmp"  # munged wants search permission on its socket's path
 export SLURM_CONF="$tmp/slurm.conf"
 pids=()
-stop_pid() {  # PID: SIGTERM, SIGKILL after 5 s, reap
-  local pid=$1
-  kill -TERM "$pid" 2> /dev/null || return 0
-  for _ in $(seq 1 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2> /dev/null
-  wait "$pid" 2> /dev/null
-}
 # shellcheck disable=SC2317  # runs from the traps
 cleanup() {
   trap - EXIT INT TERM
@@ -51,7 +45,7 @@ cleanup() {
   fi
   simhost_down  # the slurmds and everything the jobs started
   local i
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do slurm_stop_pid "${pids[i]}"; done
   if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
 }
 trap cleanup EXIT
@@ -68,48 +62,11 @@ s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SIMH
   die "cannot pick a free port on $SIMHOST_BRIDGE_ADDR"
 slurmd_port=6818
 strata_port=7078
-mkdir -p "$tmp/munge" "$tmp/ctld" "$tmp/spool" "$tmp/log"
-chmod 755 "$tmp/munge"
-
-mungekey --create --keyfile="$tmp/munge/munge.key" > "$tmp/log/mungekey.log" 2>&1 ||
-  skip "mungekey failed: $(cat "$tmp/log/mungekey.log")"
-chmod 600 "$tmp/munge/munge.key"
-munged --foreground --force --key-file="$tmp/munge/munge.key" \
-  --socket="$tmp/munge/munge.sock" --pid-file="$tmp/munge/munged.pid" \
-  --log-file="$tmp/log/munged.log" --seed-file="$tmp/munge/munged.seed" \
-  > "$tmp/log/munged.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do [ -S "$tmp/munge/munge.sock" ] && break; sleep 0.1; done
-[ -S "$tmp/munge/munge.sock" ] || skip "munged did not start: $(tail -n 5 "$tmp/log/munged.out")"
-
-root_name=$(hostname)
+slurm_start_munge "$tmp" || skip "$SLURM_LIB_ERROR"
 {
-  cat << CONF
-ClusterName=stratamh
-SlurmctldHost=$root_name($SIMHOST_BRIDGE_ADDR)
-SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$tmp/munge/munge.sock
-StateSaveLocation=$tmp/ctld
-SlurmdSpoolDir=$tmp/spool/%n
-SlurmctldPidFile=$tmp/slurmctld.pid
-SlurmdPidFile=$tmp/%n.slurmd.pid
-SlurmctldLogFile=$tmp/log/slurmctld.log
-SlurmdLogFile=$tmp/log/%n.slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/linear
-MpiDefault=none
-SwitchType=switch/none
-SchedulerType=sched/backfill
-ReturnToService=2
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-CONF
+  slurm_conf_common stratamh "$(hostname)" "$SIMHOST_BRIDGE_ADDR" "$ctld_port" \
+    "$slurmd_port" "$tmp"
+  echo "SelectType=select/linear"
   for i in 0 1; do
     echo "NodeName=${SIMHOST_NAME[i]} NodeAddr=${SIMHOST_ADDR[i]} CPUs=2 State=UNKNOWN"
   done
@@ -124,13 +81,7 @@ for i in 0 1; do
   ${SIMHOST_NSENTER[i]} slurmd -D -f "$SLURM_CONF" > "$tmp/log/slurmd-h$i.out" 2>&1 &
   disown $!  # stopped by simhost_down with everything else on the host
 done
-idle=0
-for _ in $(seq 1 120); do  # at most 60 s
-  idle=$(timeout 5 sinfo -h -N -o %T 2> /dev/null | grep -c '^idle$')
-  [ "$idle" -eq 2 ] && break
-  sleep 0.5
-done
-if [ "$idle" -ne 2 ]; then
+if ! slurm_wait_idle 2; then
   tail -n 20 "$tmp/log/"* 2> /dev/null
   die "the two slurmds did not become idle within 60 s (logs above)"
 fi

@@ -19,6 +19,8 @@ SKIP=77
 build=${1:?usage: slurm_test.sh BUILD_DIR SOURCE_DIR}
 src=${2:?usage: slurm_test.sh BUILD_DIR SOURCE_DIR}
 sbatch_script="$src/deploy/slurm/strata.sbatch"
+# shellcheck source=slurm_lib.sh
+source "$src/tests/integration/slurm/slurm_lib.sh"
 
 skip() { echo "SKIP slurm_test: $*"; exit "$SKIP"; }
 fail() { echo "FAIL slurm_test: $*"; failures=$((failures + 1)); }
@@ -36,17 +38,9 @@ for b in cli/strata coordinator/strata-coordinator worker/strata-worker \
 done
 
 tmp=$(mktemp -d /tmp/strata-slurm-test-XXXXXX)
-chmod 755 "$tmp"  # munged wants search permission on its socket's path
 export SLURM_CONF="$tmp/slurm.conf"
 pids=()
 
-stop_pid() {  # PID: SIGTERM, SIGKILL after 10 s, reap
-  local pid=$1
-  kill -TERM "$pid" 2> /dev/null || return 0
-  for _ in $(seq 1 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2> /dev/null
-  wait "$pid" 2> /dev/null
-}
 # shellcheck disable=SC2317  # runs from the trap
 cleanup() {
   trap - EXIT INT TERM
@@ -58,7 +52,7 @@ cleanup() {
     done
   fi
   local i
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do slurm_stop_pid "${pids[i]}"; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -73,65 +67,27 @@ for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])'); then
   skip "cannot pick free ports"
 fi
-mkdir -p "$tmp/munge" "$tmp/ctld" "$tmp/spool" "$tmp/log" "$tmp/out"
-chmod 755 "$tmp/munge"  # the socket's directory must be searchable by all
+mkdir -p "$tmp/out" "$tmp/spool/$node"
 
-# --- munge -------------------------------------------------------------------
-mungekey --create --keyfile="$tmp/munge/munge.key" > "$tmp/log/mungekey.log" 2>&1 ||
-  skip "mungekey failed: $(cat "$tmp/log/mungekey.log")"
-chmod 600 "$tmp/munge/munge.key"
-munged --foreground --force --key-file="$tmp/munge/munge.key" \
-  --socket="$tmp/munge/munge.sock" --pid-file="$tmp/munge/munged.pid" \
-  --log-file="$tmp/log/munged.log" --seed-file="$tmp/munge/munged.seed" \
-  > "$tmp/log/munged.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do [ -S "$tmp/munge/munge.sock" ] && break; sleep 0.1; done
-[ -S "$tmp/munge/munge.sock" ] || skip "munged did not start: $(tail -n 5 "$tmp/log/munged.out")"
-
-# --- slurm -------------------------------------------------------------------
-cat > "$SLURM_CONF" << CONF
-ClusterName=stratatest
-SlurmctldHost=$node(127.0.0.1)
-SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$tmp/munge/munge.sock
-StateSaveLocation=$tmp/ctld
-SlurmdSpoolDir=$tmp/spool
-SlurmctldPidFile=$tmp/slurmctld.pid
-SlurmdPidFile=$tmp/slurmd.pid
-SlurmctldLogFile=$tmp/log/slurmctld.log
-SlurmdLogFile=$tmp/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+# --- munge and slurm -----------------------------------------------------------
+slurm_start_munge "$tmp" || skip "$SLURM_LIB_ERROR"
+{
+  slurm_conf_common stratatest "$node" 127.0.0.1 "$ctld_port" "$slurmd_port" "$tmp"
+  cat << CONF
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-MpiDefault=none
-SwitchType=switch/none
-SchedulerType=sched/backfill
-ReturnToService=2
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
 NodeName=$node NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+} > "$SLURM_CONF"
 slurmctld -D -f "$SLURM_CONF" > "$tmp/log/slurmctld.out" 2>&1 &
 pids+=($!)
 slurmctld_up=1
 slurmd -D -f "$SLURM_CONF" -N "$node" > "$tmp/log/slurmd.out" 2>&1 &
 pids+=($!)
-state=""
-for _ in $(seq 1 120); do  # at most 60 s
-  state=$(timeout 5 sinfo -h -N -o %T 2> /dev/null | head -n 1)
-  [ "$state" = idle ] && break
-  sleep 0.5
-done
-if [ "$state" != idle ]; then
+if ! slurm_wait_idle 1; then
   tail -n 20 "$tmp/log/"*.log "$tmp/log/"*.out 2> /dev/null
-  skip "Slurm did not start here (node state '$state' after 60 s; logs above)"
+  skip "Slurm did not start here (no idle node after 60 s; logs above)"
 fi
 echo "slurm_test: single-host Slurm up (node $node idle, slurmctld :$ctld_port)"
 
