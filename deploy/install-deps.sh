@@ -12,6 +12,9 @@ PACKAGES=(
   # Slurm launch (deploy/slurm/strata.sbatch) and its single-host test
   # (tests/integration/slurm/slurm_test.sh starts these daemons itself)
   munge slurmctld slurmd slurm-client
+  # Simulated hosts for the multi-host tests (tests/simhost/simhost.sh):
+  # ip, tc and ss (iproute2), nsenter and unshare (util-linux)
+  iproute2 util-linux
   # Control plane
   libzmq3-dev cppzmq-dev
   # Storage and schemas
