@@ -1,5 +1,5 @@
-// libFuzzer target for the control envelope decoder (coordinator/protocol/
-// codec.h): every input goes through DecodeRequest and DecodeReply, which
+// libFuzzer target for the control envelope decoder (control/codec.h):
+// every input goes through DecodeRequest and DecodeReply, which
 // must never crash, hang or leak (ASan/UBSan in the fuzz build) and must keep
 // their contract:
 //   - a rejected request is InvalidArgument and bumps exactly one counter;
