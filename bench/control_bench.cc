@@ -57,8 +57,8 @@ void RaiseFdLimit() {
 std::string FindCoordinator(const char* argv0) {
   char self[PATH_MAX] = {0};
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  std::filesystem::path dir =
-      n > 0 ? std::filesystem::path(self).parent_path() : std::filesystem::path(".");
+  std::filesystem::path dir = n > 0 ? std::filesystem::path(self).parent_path()
+                                    : std::filesystem::path(".");
   for (auto p : {dir / "strata-coordinator",
                  dir.parent_path() / "coordinator" / "strata-coordinator"}) {
     if (access(p.c_str(), X_OK) == 0) return p.string();
@@ -117,7 +117,8 @@ int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
   std::set<int> waiting;  // workers with a request in flight
   uint64_t next_id = 1;
   for (int i = 0; i < count; ++i) {
-    workers[i].sock = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+    workers[i].sock =
+        std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
     workers[i].sock->set(zmq::sockopt::linger, 0);
     workers[i].sock->connect(endpoint);
     control::Request reg;
@@ -151,7 +152,8 @@ int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
       std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
       return;
     }
-    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
+    zmq::poll(items.data(), items.size(),
+              std::chrono::milliseconds(timeout_ms));
     for (size_t k = 0; k < polled.size(); ++k) {
       if (!(items[k].revents & ZMQ_POLLIN)) continue;
       SimWorker& w = workers[polled[k]];
@@ -235,13 +237,17 @@ int ControlBench(int argc, char** argv) {
   int workers = 4096, procs = 2, ranks_per_worker = 4;
   double seconds = 10;
   std::string format = "table";
-  app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 65536));
-  app.add_option("--procs", procs, "client processes")->check(CLI::Range(1, 64));
-  app.add_option("--ranks-per-worker", ranks_per_worker, "ranks per node of the placed job")
+  app.add_option("--workers", workers, "simulated workers")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--procs", procs, "client processes")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ranks-per-worker", ranks_per_worker,
+                 "ranks per node of the placed job")
       ->check(CLI::Range(1, 64));
   app.add_option("--seconds", seconds, "steady heartbeat phase length")
       ->check(CLI::Range(1.0, 600.0));
-  app.add_option("--format", format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--format", format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
   CLI11_PARSE(app, argc, argv);
   RaiseFdLimit();
 
@@ -253,7 +259,8 @@ int ControlBench(int argc, char** argv) {
   pid_t coord = fork();
   if (coord == 0) {
     dup2(out_pipe[1], 1);
-    int log = open((dir + "/coordinator.log").c_str(), O_WRONLY | O_CREAT, 0644);
+    int log =
+        open((dir + "/coordinator.log").c_str(), O_WRONLY | O_CREAT, 0644);
     dup2(log, 2);
     std::string bin = FindCoordinator(argv[0]);
     execl(bin.c_str(), bin.c_str(), "--state-dir", (dir + "/state").c_str(),
@@ -266,7 +273,8 @@ int ControlBench(int argc, char** argv) {
   char c;
   while (read(out_pipe[0], &c, 1) == 1 && c != '\n') line += c;
   if (!line.starts_with("listening ")) {
-    std::fprintf(stderr, "strata-bench control: coordinator did not start (%s)\n",
+    std::fprintf(stderr,
+                 "strata-bench control: coordinator did not start (%s)\n",
                  (dir + "/coordinator.log").c_str());
     kill(coord, SIGKILL);
     return 1;
@@ -301,7 +309,8 @@ int ControlBench(int argc, char** argv) {
   const double registration_s = Now() - reg_start;
   const double start = Now() + 0.5;
   for (int fd : start_fds) (void)!write(fd, &start, sizeof(start));
-  while (Now() < start) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (Now() < start)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const double cpu0 = CpuSeconds(coord);
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   const double cpu1 = CpuSeconds(coord);
@@ -361,23 +370,31 @@ int ControlBench(int argc, char** argv) {
         "{\"workers\": %d, \"procs\": %d, \"registration_s\": %.3f, "
         "\"heartbeats\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
         "\"max_ms\": %.3f, \"coordinator_cpu_pct\": %.1f, \"ranks\": %d, "
-        "\"handout_s\": %.3f, \"handout_p99_ms\": %.3f, \"workers_with_orders\": %d}\n",
+        "\"handout_s\": %.3f, \"handout_p99_ms\": %.3f, "
+        "\"workers_with_orders\": %d}\n",
         workers, procs, registration_s, lat1.size(), Percentile(lat1, 0.5),
         Percentile(lat1, 0.99), Percentile(lat1, 1.0), cpu_pct,
         workers * ranks_per_worker, handout_s, Percentile(lat2, 0.99),
         with_orders);
   } else {
-    std::printf("coordinator vs %d simulated workers (%d processes), 1 Hz heartbeats\n",
-                workers, procs);
+    std::printf(
+        "coordinator vs %d simulated workers (%d processes), 1 Hz heartbeats\n",
+        workers, procs);
     std::printf("  registration of all workers     %8.3f s%s\n", registration_s,
                 all_registered ? "" : "  (INCOMPLETE)");
     std::printf("  heartbeats measured             %8zu\n", lat1.size());
-    std::printf("  round trip p50 / p99 / max      %8.3f / %.3f / %.3f ms   (goal p99 < 10 ms)\n",
-                Percentile(lat1, 0.5), Percentile(lat1, 0.99), Percentile(lat1, 1.0));
-    std::printf("  coordinator CPU                 %8.1f %% of one core\n", cpu_pct);
-    std::printf("  %d-rank job placed, orders at all %d workers after %.3f s   (goal < 5 s)\n",
-                workers * ranks_per_worker, with_orders, handout_s);
-    std::printf("  round trip p99 during hand-out  %8.3f ms\n", Percentile(lat2, 0.99));
+    std::printf(
+        "  round trip p50 / p99 / max      %8.3f / %.3f / %.3f ms   (goal p99 "
+        "< 10 ms)\n",
+        Percentile(lat1, 0.5), Percentile(lat1, 0.99), Percentile(lat1, 1.0));
+    std::printf("  coordinator CPU                 %8.1f %% of one core\n",
+                cpu_pct);
+    std::printf(
+        "  %d-rank job placed, orders at all %d workers after %.3f s   (goal < "
+        "5 s)\n",
+        workers * ranks_per_worker, with_orders, handout_s);
+    std::printf("  round trip p99 during hand-out  %8.3f ms\n",
+                Percentile(lat2, 0.99));
   }
   std::filesystem::remove_all(dir);
   return failures == 0 && all_registered && handout_s >= 0 ? 0 : 1;
@@ -385,7 +402,8 @@ int ControlBench(int argc, char** argv) {
 
 }  // namespace
 
-STRATA_BENCH("control", "coordinator heartbeat latency and placement hand-out at scale",
+STRATA_BENCH("control",
+             "coordinator heartbeat latency and placement hand-out at scale",
              ControlBench);
 
 }  // namespace strata::bench

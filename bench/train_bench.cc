@@ -22,9 +22,9 @@
 #include "coordinator/jobs/attempt_plan.h"
 #include "planner/model.h"
 #include "planner/search.h"
+#include "topology/probe/probe.h"
 #include "train/ops.h"
 #include "train/thread_ranks.h"
-#include "topology/probe/probe.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -88,10 +88,11 @@ int GemmPart(int steps) {
                 flops / totals.seconds / 1e9, flops / bare / 1e9,
                 100 * bare / totals.seconds);
   }
-  std::printf("all shapes: trainer %.1f GFLOP/s, bare sgemm %.1f GFLOP/s, "
-              "ratio %.0f%% (goal >= 90%%)\n\n",
-              flops_all / trainer_s / 1e9, flops_all / bare_s / 1e9,
-              100 * bare_s / trainer_s);
+  std::printf(
+      "all shapes: trainer %.1f GFLOP/s, bare sgemm %.1f GFLOP/s, "
+      "ratio %.0f%% (goal >= 90%%)\n\n",
+      flops_all / trainer_s / 1e9, flops_all / bare_s / 1e9,
+      100 * bare_s / trainer_s);
   return 0;
 }
 
@@ -127,11 +128,12 @@ int StepPart(int steps) {
   if (!probe.ok()) return 1;
   control::WorkerInfo node;
   *node.mutable_probe() = *probe;
-  std::printf("step time vs planner prediction, model small, batch %d, "
-              "micro-batch %d (probe: %d cores, SGEMM %.0f GFLOP/s, copy "
-              "%.1f GB/s)\n",
-              kBatch, kMicro, probe->cpu_cores(), probe->cpu_gflops(),
-              probe->copy_gbps());
+  std::printf(
+      "step time vs planner prediction, model small, batch %d, "
+      "micro-batch %d (probe: %d cores, SGEMM %.0f GFLOP/s, copy "
+      "%.1f GB/s)\n",
+      kBatch, kMicro, probe->cpu_cores(), probe->cpu_gflops(),
+      probe->copy_gbps());
   std::printf("%5s %4s %4s %4s %12s %12s %8s\n", "ranks", "tp", "pp", "dp",
               "measured s", "predicted s", "error");
   for (int ranks : {2, 4}) {
@@ -144,7 +146,8 @@ int StepPart(int steps) {
         train::ThreadRun run =
             train::RunThreads(Small(), tp, pp, dp, steps + 1);
         if (!run.status.ok()) {
-          std::fprintf(stderr, "run failed: %s\n", run.status.ToString().c_str());
+          std::fprintf(stderr, "run failed: %s\n",
+                       run.status.ToString().c_str());
           return 1;
         }
         run.seconds.erase(run.seconds.begin());  // warm-up step
@@ -152,13 +155,13 @@ int StepPart(int steps) {
         auto predicted = Predict(node, ranks, tp, pp, dp,
                                  pick_name.empty() ? &pick : nullptr);
         if (pick_name.empty()) {
-          pick_name = "tp=" + std::to_string(pick.tp()) + " pp=" +
-                      std::to_string(pick.pp()) + " dp=" +
-                      std::to_string(pick.dp());
+          pick_name = "tp=" + std::to_string(pick.tp()) +
+                      " pp=" + std::to_string(pick.pp()) +
+                      " dp=" + std::to_string(pick.dp());
         }
-        const std::string name = "tp=" + std::to_string(tp) + " pp=" +
-                                 std::to_string(pp) + " dp=" +
-                                 std::to_string(dp);
+        const std::string name = "tp=" + std::to_string(tp) +
+                                 " pp=" + std::to_string(pp) +
+                                 " dp=" + std::to_string(dp);
         if (measured < best) best = measured, best_name = name;
         if (predicted.ok()) {
           std::printf("%5d %4d %4d %4d %12.3f %12.3f %+7.0f%%\n", ranks, tp, pp,

@@ -74,23 +74,32 @@ control::Reply ControlClient::Call(const char* what, control::Request request,
 
 const char* JobStateName(control::JobState s) {
   switch (s) {
-    case control::PENDING: return "PENDING";
-    case control::RUNNING: return "RUNNING";
-    case control::SUCCEEDED: return "SUCCEEDED";
-    case control::FAILED: return "FAILED";
-    case control::CANCELLED: return "CANCELLED";
-    default: return "UNKNOWN";
+    case control::PENDING:
+      return "PENDING";
+    case control::RUNNING:
+      return "RUNNING";
+    case control::SUCCEEDED:
+      return "SUCCEEDED";
+    case control::FAILED:
+      return "FAILED";
+    case control::CANCELLED:
+      return "CANCELLED";
+    default:
+      return "UNKNOWN";
   }
 }
 
 std::string RankStateText(const control::RankReport& r) {
   switch (r.state()) {
-    case control::RANK_RUNNING: return "running";
+    case control::RANK_RUNNING:
+      return "running";
     case control::RANK_EXITED:
       return r.signal() != 0 ? absl::StrCat("signal ", r.signal())
                              : absl::StrCat("exited ", r.exit_code());
-    case control::RANK_FAILED_TO_START: return "failed to start";
-    default: return "starting";
+    case control::RANK_FAILED_TO_START:
+      return "failed to start";
+    default:
+      return "starting";
   }
 }
 

@@ -1,10 +1,10 @@
 // Job commands against a running coordinator: `strata submit`, `status`,
 // `logs`, `cancel`, `workers`, `events` ("Job submission").
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,7 +42,8 @@ void PrintJobTable(const control::JobsReply& jobs) {
 }
 
 void PrintJob(const control::JobInfo& j) {
-  std::printf("job       %s (%s)\n", j.job_id().c_str(), j.spec().name().c_str());
+  std::printf("job       %s (%s)\n", j.job_id().c_str(),
+              j.spec().name().c_str());
   std::printf("state     %s, attempt %d (restarts %d of %d)\n",
               JobStateName(j.state()), j.attempt(), j.restart_count(),
               j.spec().launch().max_restarts());
@@ -88,8 +89,10 @@ void AddSubmit(CLI::App* app) {
   auto follow = std::make_shared<bool>(false);
   AddJobOptions(cmd, args.get());
   AddCoordinatorOption(cmd, endpoint.get());
-  cmd->add_flag("--wait", *wait, "wait for the job; exit 0 only if it succeeded");
-  cmd->add_flag("-f,--follow", *follow, "with --wait: stream output and events");
+  cmd->add_flag("--wait", *wait,
+                "wait for the job; exit 0 only if it succeeded");
+  cmd->add_flag("-f,--follow", *follow,
+                "with --wait: stream output and events");
   auto slurm = std::make_shared<bool>(false);
   auto slurm_args = std::make_shared<std::vector<std::string>>();
   cmd->add_flag("--slurm", *slurm,
@@ -119,9 +122,10 @@ void AddSubmit(CLI::App* app) {
       o.wait = *wait || *follow;
       auto sub = SubmitViaSlurm(o);
       if (!sub.ok()) {
-        Fail("submit", absl::IsInvalidArgument(sub.status()) ? kExitBadInput
-                                                             : kExitFailed,
-             std::string(sub.status().message()));
+        Fail(
+            "submit",
+            absl::IsInvalidArgument(sub.status()) ? kExitBadInput : kExitFailed,
+            std::string(sub.status().message()));
       }
       std::printf("slurm job %s (script %s)\n", sub->slurm_job_id.c_str(),
                   sub->script.c_str());
@@ -221,7 +225,8 @@ void AddLogs(CLI::App* app) {
       std::fflush(stdout);
       offset = reply.logs().next_offset();
       if (!*follow || reply.logs().finished()) return;
-      if (data.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (data.empty())
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });
 }

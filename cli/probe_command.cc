@@ -13,8 +13,9 @@ namespace strata::cli {
 
 void AddProbeCommand(CLI::App* app) {
   auto* cmd = app->add_subcommand(
-      "probe", "probe this node as strata-worker does (cores, NUMA, memory, "
-               "NICs, GPUs, measured copy and FMA rates)");
+      "probe",
+      "probe this node as strata-worker does (cores, NUMA, memory, "
+      "NICs, GPUs, measured copy and FMA rates)");
   auto out = std::make_shared<std::string>();
   auto peer = std::make_shared<std::string>();
   auto serve = std::make_shared<int>(-1);
@@ -40,7 +41,8 @@ void AddProbeCommand(CLI::App* app) {
       auto gbps = probe::MeasurePeerGbps(*peer);
       if (!gbps.ok()) {
         Fail("probe",
-             absl::IsInvalidArgument(gbps.status()) ? kExitBadInput : kExitFailed,
+             absl::IsInvalidArgument(gbps.status()) ? kExitBadInput
+                                                    : kExitFailed,
              gbps.status().ToString());
       }
       probe->set_peer_gbps(*gbps);

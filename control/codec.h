@@ -29,8 +29,7 @@ struct RejectCounters {
   // denials plus failed handshakes (plaintext clients, wrong server key).
   uint64_t unauthenticated = 0;
   uint64_t Total() const {
-    return oversized + malformed + wrong_version + empty_body +
-           unauthenticated;
+    return oversized + malformed + wrong_version + empty_body + unauthenticated;
   }
 };
 

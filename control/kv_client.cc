@@ -25,8 +25,7 @@ class CoordinatorStore : public comm::Store {
     return Call(req).status();
   }
 
-  StatusOr<std::string> Get(const std::string& key,
-                            Duration timeout) override {
+  StatusOr<std::string> Get(const std::string& key, Duration timeout) override {
     RETURN_IF_ERROR(Wait({key}, timeout));
     control::Request req;
     req.mutable_kv_get()->set_key(key);
@@ -42,8 +41,7 @@ class CoordinatorStore : public comm::Store {
     return reply.kv().counter();
   }
 
-  Status Wait(const std::vector<std::string>& keys,
-              Duration timeout) override {
+  Status Wait(const std::vector<std::string>& keys, Duration timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     auto backoff = std::chrono::milliseconds(2);
     control::Request req;
@@ -98,9 +96,9 @@ StatusOr<std::shared_ptr<comm::Store>> ConnectCoordinatorStore(
   std::string ep = endpoint;
   if (ep.starts_with("strata://")) ep = "tcp://" + ep.substr(9);
   if (!ep.starts_with("tcp://") && !ep.starts_with("ipc://")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "coordinator store endpoint '", endpoint,
-        "' must be strata://HOST:PORT or tcp://HOST:PORT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("coordinator store endpoint '", endpoint,
+                     "' must be strata://HOST:PORT or tcp://HOST:PORT"));
   }
   // Ranks of a CURVE cluster get the worker's curve dir in the environment.
   ASSIGN_OR_RETURN(auto curve, CurveClientConfigFromFlagOrEnv(""));

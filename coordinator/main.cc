@@ -1,7 +1,8 @@
 // strata-coordinator: serves the control protocol on --listen: worker
 // registry and heartbeats, jobs (placement, launch orders, restart), events,
 // job output and the rendezvous KV. State lives under --state-dir: RocksDB
-// in db/ (jobs, events, KV) and relayed output in logs/ (docs/control-plane.md).
+// in db/ (jobs, events, KV) and relayed output in logs/
+// (docs/control-plane.md).
 #include <sys/resource.h>
 
 #include <atomic>
@@ -78,11 +79,11 @@ int main(int argc, char** argv) {
   }
   logger->info("recovered {} jobs, {} KV keys from {}", jobs.List().jobs_size(),
                kv.size(), state_dir);
-  sc::Service service(&clock,
-                      {.heartbeat_interval_ms = heartbeat_ms,
-                       .lost_after_ms = heartbeat_ms * missed},
-                      {.jobs = &jobs, .kv = &kv, .events = &events,
-                       .logs = &logs});
+  sc::Service service(
+      &clock,
+      {.heartbeat_interval_ms = heartbeat_ms,
+       .lost_after_ms = heartbeat_ms * missed},
+      {.jobs = &jobs, .kv = &kv, .events = &events, .logs = &logs});
   std::optional<strata::control::CurveServerConfig> curve;
   if (!curve_dir.empty()) {
     auto loaded = strata::control::LoadCurveServerConfig(curve_dir);

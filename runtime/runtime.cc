@@ -80,14 +80,14 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     ASSIGN_OR_RETURN(base, ConnectStore(i.store_uri, options.connect_timeout));
   }
   // A restarted attempt never sees the keys of the previous one.
-  rt->store_ = comm::NewPrefixStore(
-      absl::StrCat(i.job_id, "/", i.restart_count), base);
+  rt->store_ =
+      comm::NewPrefixStore(absl::StrCat(i.job_id, "/", i.restart_count), base);
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
   comm::BackendOptions bo;
   bo.name = !options.comm_backend.empty() ? options.comm_backend
-            : !i.comm_backend.empty()       ? i.comm_backend
-                                            : "hybrid";
+            : !i.comm_backend.empty()     ? i.comm_backend
+                                          : "hybrid";
   bo.rank = i.rank;
   ASSIGN_OR_RETURN(bo.node_of, placement::NodeOfRanks(i));
   bo.store = comm::NewPrefixStore("comm", rt->store_);

@@ -1,6 +1,6 @@
-// Per-step telemetry of a rank (docs/architecture.md): section times, tokens and
-// loss, sent as one control.StepReport per step over a ZeroMQ PUSH socket to
-// the worker's $STRATA_TELEMETRY endpoint. Sending never blocks training: a
+// Per-step telemetry of a rank (docs/architecture.md): section times, tokens
+// and loss, sent as one control.StepReport per step over a ZeroMQ PUSH socket
+// to the worker's $STRATA_TELEMETRY endpoint. Sending never blocks training: a
 // full queue (worker gone or slow) drops the report. Without an endpoint
 // the timer only keeps the last report. One thread.
 #pragma once

@@ -1,6 +1,7 @@
 // Cluster topology: loading and checking a ClusterSpec, and expanding it into
-// the concrete nodes a job of a given size runs on (docs/planner.md, the "model"
-// layer of probe -> model -> plan). Pure functions; no I/O except loading.
+// the concrete nodes a job of a given size runs on (docs/planner.md, the
+// "model" layer of probe -> model -> plan). Pure functions; no I/O except
+// loading.
 #pragma once
 
 #include <string>

@@ -32,20 +32,30 @@ int main(int argc, char** argv) {
   float lr = 1e-3f;
   bool resume = false;
   app.add_option("--model", model, "tiny | small")->capture_default_str();
-  app.add_option("--steps", steps, "train until this step")->check(CLI::Range(0, 10000000));
-  app.add_option("--tp", tp, "tensor-parallel size (default: STRATA_TP or 1)")->check(CLI::Range(1, 1024));
-  app.add_option("--pp", pp, "pipeline stages (default: STRATA_PP or 1)")->check(CLI::Range(1, 1024));
-  app.add_option("--dp", dp, "data-parallel size (checked: world / (tp pp))")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--micro-batch", micro, "sequences per micro-batch")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--global-batch", batch, "sequences per step")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--zero", zero, "1: ZeRO-1 (sharded Adam states)")->check(CLI::IsMember({0, 1}));
+  app.add_option("--steps", steps, "train until this step")
+      ->check(CLI::Range(0, 10000000));
+  app.add_option("--tp", tp, "tensor-parallel size (default: STRATA_TP or 1)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--pp", pp, "pipeline stages (default: STRATA_PP or 1)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--dp", dp, "data-parallel size (checked: world / (tp pp))")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--micro-batch", micro, "sequences per micro-batch")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--global-batch", batch, "sequences per step")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--zero", zero, "1: ZeRO-1 (sharded Adam states)")
+      ->check(CLI::IsMember({0, 1}));
   app.add_option("--seed", seed, "initialisation and data seed");
   app.add_option("--lr", lr, "peak learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "linear warm-up steps")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--warmup", warmup, "linear warm-up steps")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--data", data, "train on the bytes of this text file");
   app.add_option("--ckpt", ckpt, "checkpoint URI (default: STRATA_CKPT_URI)");
-  app.add_option("--ckpt-every", ckpt_every, "checkpoint every K steps")->check(CLI::Range(0, 1 << 20));
-  app.add_flag("--resume", resume, "continue from the latest committed checkpoint");
+  app.add_option("--ckpt-every", ckpt_every, "checkpoint every K steps")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_flag("--resume", resume,
+               "continue from the latest committed checkpoint");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,14 +71,14 @@ int main(int argc, char** argv) {
     return Fail(2, "--dp " + std::to_string(dp) + " but world size " +
                        std::to_string(info->world_size) + " / (tp " +
                        std::to_string(info->tp) + " x pp " +
-                       std::to_string(info->pp) + ") = " +
-                       std::to_string(info->dp));
+                       std::to_string(info->pp) +
+                       ") = " + std::to_string(info->dp));
   }
   if (info->cp != 1) return Fail(2, "strata-train does not implement cp > 1");
   strata::train::TrainOptions o;
   o.model = *cfg;
-  o.par = {info->tp, info->pp, info->dp, info->tp_rank, info->pp_rank,
-           info->dp_rank};
+  o.par = {info->tp,      info->pp,      info->dp,
+           info->tp_rank, info->pp_rank, info->dp_rank};
   if (auto s = strata::train::ValidateSplit(o.model, o.par, batch, micro);
       !s.ok()) {
     return Fail(2, std::string(s.message()));
@@ -84,12 +94,12 @@ int main(int argc, char** argv) {
   o.data_file = data;
   o.ckpt_uri = ckpt.empty() ? info->ckpt_uri : ckpt;
   o.ckpt_every = ckpt_every;
-  strata::train::TrainGroups g{(*rt)->tp(), (*rt)->pp(), (*rt)->dp(),
-                               (*rt)->store(), info->rank, info->world_size};
+  strata::train::TrainGroups g{(*rt)->tp(),    (*rt)->pp(), (*rt)->dp(),
+                               (*rt)->store(), info->rank,  info->world_size};
   auto trainer = strata::train::Trainer::Create(o, g);
   if (!trainer.ok()) return Fail(2, std::string(trainer.status().message()));
-  const bool printer = info->pp_rank == info->pp - 1 && info->tp_rank == 0 &&
-                       info->dp_rank == 0;
+  const bool printer =
+      info->pp_rank == info->pp - 1 && info->tp_rank == 0 && info->dp_rank == 0;
   if (resume) {
     auto from = (*trainer)->Resume();
     if (!from.ok()) return Fail(1, "resume: " + from.status().ToString());
@@ -99,17 +109,19 @@ int main(int argc, char** argv) {
     }
   }
   if (printer) {
-    std::printf("model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d\n",
-                model.c_str(),
-                static_cast<long long>(strata::train::ParameterCount(*cfg)),
-                info->tp, info->pp, info->dp, zero, batch);
+    std::printf(
+        "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d\n",
+        model.c_str(),
+        static_cast<long long>(strata::train::ParameterCount(*cfg)), info->tp,
+        info->pp, info->dp, zero, batch);
     std::fflush(stdout);
   }
   while ((*trainer)->step() < steps) {
     auto r = (*trainer)->Step();
     if (!r.ok()) return Fail(1, r.status().ToString());
     // Cumulative: sections named *_total are running totals (docs/runtime.md).
-    (*rt)->timer().Add("checkpoint_stall_total", (*trainer)->checkpoint_stall_s());
+    (*rt)->timer().Add("checkpoint_stall_total",
+                       (*trainer)->checkpoint_stall_s());
     (*rt)->timer().EndStep(r->step, r->tokens,
                            info->pp_rank == info->pp - 1 ? r->loss : NAN);
     if (printer) {

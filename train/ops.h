@@ -53,8 +53,8 @@ void GeluBackward(const float* x, const float* dy, int n, float* dx);
 // Causal multi-head attention for `seqs` sequences of `s` tokens over
 // `heads` local heads of size `d`. q, k, v, out: [seqs*s, heads*d];
 // probs: [seqs, heads, s, s] (saved for backward).
-void Attention(const float* q, const float* k, const float* v, int seqs,
-               int s, int heads, int d, float* probs, float* out);
+void Attention(const float* q, const float* k, const float* v, int seqs, int s,
+               int heads, int d, float* probs, float* out);
 void AttentionBackward(const float* q, const float* k, const float* v,
                        const float* probs, const float* dout, int seqs, int s,
                        int heads, int d, float* dq, float* dk, float* dv);
@@ -62,8 +62,8 @@ void AttentionBackward(const float* q, const float* k, const float* v,
 // Mean-free cross entropy against a tied embedding: logits = x @ wte^T
 // ([T,V]); returns the *sum* of token losses. With dx != null also
 // computes dx = scale * dlogits @ wte and dwte += scale * dlogits^T x.
-double CrossEntropyTied(const float* x, const float* wte, const int32_t* targets,
-                        int t, int h, int vocab, float scale, float* dx,
-                        float* dwte);
+double CrossEntropyTied(const float* x, const float* wte,
+                        const int32_t* targets, int t, int h, int vocab,
+                        float scale, float* dx, float* dwte);
 
 }  // namespace strata::train

@@ -42,8 +42,12 @@ inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
       TrainOptions o = base;
       const RankPlacement& me = pl.ranks(r);
       o.par = {tp, pp, dp, me.tp_rank(), me.pp_rank(), me.dp_rank()};
-      TrainGroups g{(*groups)->tp.get(), (*groups)->pp.get(),
-                    (*groups)->dp.get(), store, r, n};
+      TrainGroups g{(*groups)->tp.get(),
+                    (*groups)->pp.get(),
+                    (*groups)->dp.get(),
+                    store,
+                    r,
+                    n};
       auto trainer = Trainer::Create(o, g);
       if (!trainer.ok()) {
         out.status = trainer.status();

@@ -45,7 +45,8 @@ ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
     take_min(p.copy_gbps(), &copy_gbps);
     take_min(static_cast<double>(p.memory_bytes()), &memory);
     double best_nic = 0;
-    for (const auto& n : p.nic_details()) best_nic = std::max(best_nic, n.gbps());
+    for (const auto& n : p.nic_details())
+      best_nic = std::max(best_nic, n.gbps());
     if (p.peer_gbps() > 0) best_nic = p.peer_gbps();  // measured beats nominal
     take_min(best_nic > 0 ? best_nic : kUnknownNicGbps, &nic_gbps);
     if (p.gpu_details_size() > 0) {
@@ -110,15 +111,15 @@ StatusOr<Plan> PlanAttempt(const JobSpec& spec,
   c.cp = k.has_cp() ? k.cp() : 1;
   const int dp = placement::DataParallelSize(world, c.tp, c.pp, c.cp);
   if (dp == 0 || (k.has_dp() && k.dp() != dp)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job asks for tp=", c.tp, " pp=", c.pp, " cp=", c.cp,
-        k.has_dp() ? absl::StrCat(" dp=", k.dp()) : std::string(),
-        " but the attempt has ", world, " ranks (", nodes.size(), " nodes x ",
-        rpn, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job asks for tp=", c.tp, " pp=", c.pp, " cp=", c.cp,
+                     k.has_dp() ? absl::StrCat(" dp=", k.dp()) : std::string(),
+                     " but the attempt has ", world, " ranks (", nodes.size(),
+                     " nodes x ", rpn, ")"));
   }
   c.dp = dp;
-  ASSIGN_OR_RETURN(auto infos,
-                   topology::SelectNodes(cluster, static_cast<int>(nodes.size())));
+  ASSIGN_OR_RETURN(auto infos, topology::SelectNodes(
+                                   cluster, static_cast<int>(nodes.size())));
   planner::Network net(cluster, std::move(infos));
   Plan plan;
   plan.set_tp(c.tp);

@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "common/clock.h"
 #include "coordinator/state/state_store.h"
 #include "proto/control.pb.h"
 

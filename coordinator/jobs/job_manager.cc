@@ -32,9 +32,8 @@ bool Failed(const control::RankReport& r) {
 
 }  // namespace
 
-JobManager::JobManager(const Clock* clock, StateStore* store,
-                       EventLog* events, LogStore* logs, KvStore* kv,
-                       JobOptions options)
+JobManager::JobManager(const Clock* clock, StateStore* store, EventLog* events,
+                       LogStore* logs, KvStore* kv, JobOptions options)
     : clock_(clock),
       store_(store),
       events_(events),
@@ -116,9 +115,9 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec) {
   info.set_pending_since_unix_ms(clock_->NowMs());
   RETURN_IF_ERROR(Persist(info));
   jobs_[id] = info;
-  events_->Record(id, 0, "submitted",
-                  absl::StrCat("'", spec.name(), "': ",
-                               absl::StrJoin(l.command(), " ")));
+  events_->Record(
+      id, 0, "submitted",
+      absl::StrCat("'", spec.name(), "': ", absl::StrJoin(l.command(), " ")));
   return id;
 }
 
@@ -186,10 +185,10 @@ void JobManager::FailAttempt(control::JobInfo& job, const std::string& reason) {
   job.set_start_unix_ms(0);
   job.set_pending_since_unix_ms(clock_->NowMs());
   PersistOrLog(job);
-  events_->Record(job.job_id(), job.attempt(), "restarting",
-                  absl::StrCat("restart ", job.restart_count(), " of ",
-                               job.spec().launch().max_restarts(),
-                               " after: ", reason));
+  events_->Record(
+      job.job_id(), job.attempt(), "restarting",
+      absl::StrCat("restart ", job.restart_count(), " of ",
+                   job.spec().launch().max_restarts(), " after: ", reason));
   (void)logs_->Note(job.job_id(),
                     absl::StrCat("[strata] attempt ", job.attempt(),
                                  ": restarting after: ", reason));
@@ -201,9 +200,8 @@ void JobManager::Tick(const WorkerRegistry& registry) {
     if (job.state() == control::RUNNING) {
       for (const auto& node : job.node_info()) {
         const control::WorkerInfo* w = registry.Find(node.worker_id());
-        bool lost = w != nullptr
-                        ? !w->alive()
-                        : now - started_ms_ > options_.lost_after_ms;
+        bool lost = w != nullptr ? !w->alive()
+                                 : now - started_ms_ > options_.lost_after_ms;
         if (lost) {
           events_->Record(id, job.attempt(), "worker_lost",
                           absl::StrCat(node.worker_id(), " (node ",
@@ -250,9 +248,9 @@ void JobManager::TryPlace(control::JobInfo& job,
   } else {
     if (now - job.pending_since_unix_ms() > WaitMs(job)) {
       Finish(job, control::FAILED,
-             absl::StrCat("needs ", want, " idle workers (at least ",
-                          min_nodes, " on restart) but has ", idle.size(),
-                          " idle of ", registry.AliveCount(), " alive after ",
+             absl::StrCat("needs ", want, " idle workers (at least ", min_nodes,
+                          " on restart) but has ", idle.size(), " idle of ",
+                          registry.AliveCount(), " alive after ",
                           WaitMs(job) / 1000, " s"));
     }
     return;
@@ -294,12 +292,11 @@ void JobManager::TryPlace(control::JobInfo& job,
   job.set_state(control::RUNNING);
   job.set_start_unix_ms(now);
   PersistOrLog(job);
-  events_->Record(
-      job.job_id(), job.attempt(), "launched",
-      absl::StrCat(plan->placement().ranks_size(), " ranks on ", take,
-                   " nodes [", absl::StrJoin(names, ", "), "]: tp=",
-                   plan->tp(), " pp=", plan->pp(), " dp=", plan->dp(),
-                   " cp=", std::max(1, plan->cp())));
+  events_->Record(job.job_id(), job.attempt(), "launched",
+                  absl::StrCat(plan->placement().ranks_size(), " ranks on ",
+                               take, " nodes [", absl::StrJoin(names, ", "),
+                               "]: tp=", plan->tp(), " pp=", plan->pp(), " dp=",
+                               plan->dp(), " cp=", std::max(1, plan->cp())));
 }
 
 void JobManager::OnWorkerReport(
@@ -307,7 +304,8 @@ void JobManager::OnWorkerReport(
     const google::protobuf::RepeatedPtrField<control::RankReport>& ranks,
     control::HeartbeatReply* orders) {
   std::set<std::string> stop;
-  std::set<std::pair<std::string, int>> held;  // (job, rank) of current attempts
+  std::set<std::pair<std::string, int>>
+      held;  // (job, rank) of current attempts
   std::set<std::string> touched;
   for (const auto& r : ranks) {
     auto it = jobs_.find(r.job_id());
@@ -348,8 +346,8 @@ void JobManager::OnWorkerReport(
         continue;
       }
       const int attempt = job.attempt();
-      FailAttempt(job, absl::StrCat("rank ", rank, " vanished from ",
-                                    worker_id, " (worker restarted?)"));
+      FailAttempt(job, absl::StrCat("rank ", rank, " vanished from ", worker_id,
+                                    " (worker restarted?)"));
       stop.insert(AttemptKey(id, attempt));
       to_launch.clear();
       break;
@@ -407,8 +405,8 @@ void JobManager::OnLogs(
   for (const auto& c : chunks) {
     if (!jobs_.contains(c.job_id())) continue;
     Status s = logs_->Append(c);
-    if (!s.ok()) logger_->warn("storing output of {}: {}", c.job_id(),
-                               s.ToString());
+    if (!s.ok())
+      logger_->warn("storing output of {}: {}", c.job_id(), s.ToString());
   }
 }
 

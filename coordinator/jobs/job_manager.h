@@ -21,12 +21,12 @@
 #include <map>
 #include <string>
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/log_store.h"
 #include "coordinator/kv/kv_store.h"
-#include "common/clock.h"
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
 #include "proto/control.pb.h"
@@ -63,12 +63,13 @@ class JobManager {
 
   // Applies a worker's rank report (heartbeat or re-registration) and fills
   // `orders` with its launch and stop orders.
-  void OnWorkerReport(const std::string& worker_id,
-                      const google::protobuf::RepeatedPtrField<
-                          control::RankReport>& ranks,
-                      control::HeartbeatReply* orders);
+  void OnWorkerReport(
+      const std::string& worker_id,
+      const google::protobuf::RepeatedPtrField<control::RankReport>& ranks,
+      control::HeartbeatReply* orders);
   void OnLogs(const google::protobuf::RepeatedPtrField<control::LogChunk>& c);
-  void OnSteps(const google::protobuf::RepeatedPtrField<control::StepReport>& s);
+  void OnSteps(
+      const google::protobuf::RepeatedPtrField<control::StepReport>& s);
 
  private:
   static bool Active(const control::JobInfo& job);

@@ -1,6 +1,7 @@
-// Tracks registered workers and their liveness (docs/architecture.md). A worker that
-// has not heartbeated for `lost_after_ms` is marked lost by CheckLiveness().
-// Runs on the coordinator event loop thread only; not thread-safe.
+// Tracks registered workers and their liveness (docs/architecture.md). A worker
+// that has not heartbeated for `lost_after_ms` is marked lost by
+// CheckLiveness(). Runs on the coordinator event loop thread only; not
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "common/clock.h"
+#include "common/status.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -38,9 +39,9 @@ class WorkerRegistry {
   std::vector<std::string> CheckLiveness();
 
   // Records which attempts ("<job>/<attempt>") the worker still holds.
-  void SetHolds(const std::string& worker_id,
-                const google::protobuf::RepeatedPtrField<control::RankReport>&
-                    ranks);
+  void SetHolds(
+      const std::string& worker_id,
+      const google::protobuf::RepeatedPtrField<control::RankReport>& ranks);
   // nullptr if unknown.
   const control::WorkerInfo* Find(const std::string& worker_id) const;
 

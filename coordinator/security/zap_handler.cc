@@ -27,7 +27,8 @@ std::string EncodeZ85(const std::string& raw) {
 
 AllowList MakeAllowList(const std::vector<control::AuthorizedKey>& keys) {
   AllowList list;
-  for (const auto& k : keys) list.emplace(control::DecodeZ85Key(k.public_key), k.name);
+  for (const auto& k : keys)
+    list.emplace(control::DecodeZ85Key(k.public_key), k.name);
   return list;
 }
 
@@ -52,7 +53,8 @@ ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
   }
   if (request.domain != control::kZapDomain) {
     return Deny(absl::StrCat("ZAP domain '", request.domain,
-                             "' is not served (expected '", control::kZapDomain, "')"));
+                             "' is not served (expected '", control::kZapDomain,
+                             "')"));
   }
   if (request.mechanism != "CURVE") {
     return Deny(absl::StrCat("mechanism ", request.mechanism,
@@ -70,8 +72,8 @@ ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
   return {true, "200", "OK", it->second, z85};
 }
 
-ZapHandler::ZapHandler(zmq::context_t* context, const control::CurveServerConfig& config,
-                       Logger logger)
+ZapHandler::ZapHandler(zmq::context_t* context,
+                       const control::CurveServerConfig& config, Logger logger)
     : socket_(*context, zmq::socket_type::rep),
       logger_(std::move(logger)),
       authorized_path_(config.authorized_path),

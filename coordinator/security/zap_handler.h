@@ -59,7 +59,8 @@ struct ZapDecision {
 StatusOr<ZapRequest> ParseZapRequest(const std::vector<std::string>& frames);
 
 // The pure decision for one request. Version must be "1.0", domain
-// control::kZapDomain, mechanism CURVE with one 32-byte credential in `allowed`.
+// control::kZapDomain, mechanism CURVE with one 32-byte credential in
+// `allowed`.
 ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed);
 
 class ZapHandler {

@@ -5,9 +5,9 @@
 // rejects(), answered with an InvalidArgument reply when addressable, and
 // never crash the loop. Owns its socket; run on one thread.
 //
-// With a control::CurveServerConfig the socket is a CURVE server (ZMTP CURVE, RFC 26)
-// and only allow-listed client keys get through the ZAP handler (RFC 27,
-// security/zap_handler.h); refused connections are counted in
+// With a control::CurveServerConfig the socket is a CURVE server (ZMTP CURVE,
+// RFC 26) and only allow-listed client keys get through the ZAP handler (RFC
+// 27, security/zap_handler.h); refused connections are counted in
 // rejects().unauthenticated. Without one it is plaintext (trusted networks).
 #pragma once
 
@@ -17,9 +17,9 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "common/clock.h"
 #include "control/codec.h"
 #include "control/curve_config.h"
 #include "coordinator/security/handshake_monitor.h"

@@ -108,7 +108,8 @@ StatusOr<double> MeasurePeerGbps(const std::string& host, int port,
   char ack = 0;
   ok = ok && ReadAll(fd, &ack, 1) && ack == 1;
   const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   close(fd);
   if (!ok) {
     return absl::UnavailableError(

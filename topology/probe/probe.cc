@@ -1,7 +1,7 @@
 #include "topology/probe/probe.h"
 
-#include <dlfcn.h>
 #include <cblas.h>
+#include <dlfcn.h>
 #include <hwloc.h>
 #include <unistd.h>
 
@@ -72,13 +72,15 @@ void ProbeGpus(control::NodeProbe* probe) {
   using CountFn = int (*)(unsigned*);
   using HandleFn = int (*)(unsigned, void**);
   using NameFn = int (*)(void*, char*, unsigned);
-  struct Memory { unsigned long long total, free, used; };
+  struct Memory {
+    unsigned long long total, free, used;
+  };
   using MemFn = int (*)(void*, Memory*);
   using LinkFn = int (*)(void*, unsigned, int*);
   auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
   auto count = reinterpret_cast<CountFn>(dlsym(lib, "nvmlDeviceGetCount_v2"));
-  auto handle = reinterpret_cast<HandleFn>(
-      dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto handle =
+      reinterpret_cast<HandleFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
   auto name = reinterpret_cast<NameFn>(dlsym(lib, "nvmlDeviceGetName"));
   auto mem = reinterpret_cast<MemFn>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
   auto link = reinterpret_cast<LinkFn>(dlsym(lib, "nvmlDeviceGetNvLinkState"));
@@ -99,7 +101,8 @@ void ProbeGpus(control::NodeProbe* probe) {
     // NVML_NVLINK_MAX_LINKS is 18 on Hopper.
     for (unsigned l = 0; link && l < 18; ++l) {
       int active = 0;
-      if (link(dev, l, &active) == 0 && active) g->set_nvlinks(g->nvlinks() + 1);
+      if (link(dev, l, &active) == 0 && active)
+        g->set_nvlinks(g->nvlinks() + 1);
     }
   }
   probe->set_gpus(probe->gpu_details_size());

@@ -41,15 +41,11 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   std::filesystem::remove(state + ".sock");
   std::string endpoint = "ipc://" + state + ".sock";
   std::vector<std::string> coord_args = {
-      dir + "/coordinator/strata-coordinator",
-      "--state-dir",
-      state,
-      "--listen",
+      dir + "/coordinator/strata-coordinator", "--state-dir", state, "--listen",
       endpoint,
       // 500 ms: a loaded CI machine must not make the worker look lost
       // (and fail the running job) while the coordinator restarts.
-      "--heartbeat-ms",
-      "500"};
+      "--heartbeat-ms", "500"};
   pid_t coord = Spawn(coord_args, state + ".coord.log");
   pid_t worker = Spawn({dir + "/worker/strata-worker", "--coordinator",
                         endpoint, "--node-name", "n0"});

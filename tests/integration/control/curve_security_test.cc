@@ -117,7 +117,8 @@ TEST_F(CurveSecurityTest, UnknownClientKeyIsRejectedAndCounted) {
 
 TEST_F(CurveSecurityTest, PlaintextClientIsRejectedAndCounted) {
   zmq::context_t ctx;
-  control::DealerClient client(&ctx, endpoint_);  // no CURVE: ZMTP NULL mechanism
+  control::DealerClient client(&ctx,
+                               endpoint_);  // no CURVE: ZMTP NULL mechanism
   auto reply = client.Call(Register("plain"), kRejectTimeoutMs);
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(WaitUnauthenticated(1));
@@ -142,7 +143,8 @@ TEST_F(CurveSecurityTest, KeyAuthorizedWhileRunningGetsIn) {
   auto keys = control::GenerateCurveKeyPair();
   ASSERT_TRUE(keys.ok());
   const std::string allow = curve_dir_ + "/authorized_keys/late.key";
-  ASSERT_TRUE(control::WritePublicKeyFile(allow, keys->public_key, "late").ok());
+  ASSERT_TRUE(
+      control::WritePublicKeyFile(allow, keys->public_key, "late").ok());
   auto late = AuthorizedClient();
   late.client = *keys;
   zmq::context_t ctx;

@@ -192,8 +192,8 @@ TEST(JobLifecycleTest, CoordinatorStoreSetGetWaitAdd) {
   EXPECT_EQ(*v, "10.0.0.1:5");
   EXPECT_EQ(*(*store)->Add("job-1/0/count", 2), 2);
   EXPECT_EQ(*(*store)->Add("job-1/0/count", 3), 5);
-  auto missing = (*store)->Wait({"job-1/0/addr", "nope"},
-                                std::chrono::milliseconds(200));
+  auto missing =
+      (*store)->Wait({"job-1/0/addr", "nope"}, std::chrono::milliseconds(200));
   EXPECT_EQ(missing.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(missing.message().find("nope"), std::string::npos);
   EXPECT_TRUE(*(*store)->Check("job-1/0/addr"));

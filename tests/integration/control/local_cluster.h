@@ -36,11 +36,11 @@ class LocalCluster {
     endpoint_ = "ipc://" + dir_ + "/coordinator.sock";
     StartCoordinator();
     for (int i = 0; i < workers; ++i) {
-      pid_t pid = Spawn({bin_ + "/worker/strata-worker", "--coordinator",
-                         endpoint_, "--node-name", "node-" + std::to_string(i),
-                         "--address", "127.0.0.1", "--work-dir",
-                         dir_ + "/node-" + std::to_string(i)},
-                        dir_ + "/worker-" + std::to_string(i) + ".log");
+      pid_t pid = Spawn(
+          {bin_ + "/worker/strata-worker", "--coordinator", endpoint_,
+           "--node-name", "node-" + std::to_string(i), "--address", "127.0.0.1",
+           "--work-dir", dir_ + "/node-" + std::to_string(i)},
+          dir_ + "/worker-" + std::to_string(i) + ".log");
       workers_.push_back(pid);
     }
     client_ = std::make_unique<control::DealerClient>(&ctx_, endpoint_);
@@ -52,11 +52,10 @@ class LocalCluster {
   }
 
   void StartCoordinator() {
-    coordinator_ =
-        Spawn({bin_ + "/coordinator/strata-coordinator", "--state-dir",
-               dir_ + "/state", "--listen", endpoint_, "--heartbeat-ms",
-               std::to_string(heartbeat_ms_)},
-              dir_ + "/coordinator.log");
+    coordinator_ = Spawn({bin_ + "/coordinator/strata-coordinator",
+                          "--state-dir", dir_ + "/state", "--listen", endpoint_,
+                          "--heartbeat-ms", std::to_string(heartbeat_ms_)},
+                         dir_ + "/coordinator.log");
   }
   void KillCoordinator() {
     KillAndReap(coordinator_);

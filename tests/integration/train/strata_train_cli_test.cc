@@ -49,7 +49,8 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
   for (const auto& c : cases) {
     RunResult r = RunTrain(c.args, c.env);
     EXPECT_EQ(r.code, 2) << c.args << " -> " << r.out;
-    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << " -> " << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos)
+        << c.args << " -> " << r.out;
   }
 }
 
@@ -69,24 +70,30 @@ TEST(StrataTrainCliTest, UnresolvableNodeAddressIsNamed) {
 }
 
 TEST(StrataTrainCliTest, TrainsResumesAndReadsText) {
-  const std::string dir = "/tmp/strata-train-cli-ckpt-" + std::to_string(getpid());
+  const std::string dir =
+      "/tmp/strata-train-cli-ckpt-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
-  RunResult a = RunTrain("--model tiny --steps 6 --ckpt-every 3 --ckpt file://" + dir);
+  RunResult a =
+      RunTrain("--model tiny --steps 6 --ckpt-every 3 --ckpt file://" + dir);
   ASSERT_EQ(a.code, 0) << a.out;
   EXPECT_NE(a.out.find("step=6 loss="), std::string::npos) << a.out;
-  RunResult b = RunTrain("--model tiny --steps 8 --resume --ckpt file://" + dir);
+  RunResult b =
+      RunTrain("--model tiny --steps 8 --resume --ckpt file://" + dir);
   ASSERT_EQ(b.code, 0) << b.out;
   EXPECT_NE(b.out.find("resumed step=6"), std::string::npos) << b.out;
   EXPECT_EQ(b.out.find("step=1 "), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("step=8 loss="), std::string::npos) << b.out;
   std::filesystem::remove_all(dir);
 
-  const std::string text = "/tmp/strata-train-cli-text-" + std::to_string(getpid());
+  const std::string text =
+      "/tmp/strata-train-cli-text-" + std::to_string(getpid());
   {
     std::ofstream f(text);
-    for (int i = 0; i < 200; ++i) f << "the quick brown fox jumps over the lazy dog. ";
+    for (int i = 0; i < 200; ++i)
+      f << "the quick brown fox jumps over the lazy dog. ";
   }
-  RunResult c = RunTrain("--model small --steps 2 --global-batch 2 --data " + text);
+  RunResult c =
+      RunTrain("--model small --steps 2 --global-batch 2 --data " + text);
   std::filesystem::remove(text);
   ASSERT_EQ(c.code, 0) << c.out;
   EXPECT_NE(c.out.find("step=2 loss="), std::string::npos) << c.out;

@@ -1,7 +1,7 @@
 // JobManager and the job services with a fake clock over a real RocksDB:
 // records survive a coordinator restart; placement waits for idle workers;
-// launch orders carry the docs/placement.md environment; a failed rank or a lost
-// worker restarts the job (re-planned on fewer nodes when allowed) up to
+// launch orders carry the docs/placement.md environment; a failed rank or a
+// lost worker restarts the job (re-planned on fewer nodes when allowed) up to
 // max_restarts; every step is an event.
 #include "coordinator/jobs/job_manager.h"
 
@@ -234,11 +234,10 @@ TEST_F(JobsTest, FailedRankRestartsAttemptUntilMaxRestarts) {
   Beat(w, held);
   EXPECT_EQ(Job(id).state(), control::FAILED);
   EXPECT_NE(Job(id).message().find("no restarts left"), std::string::npos);
-  EXPECT_EQ(EventKinds(id),
-            (std::vector<std::string>{"submitted", "launched", "rank_exited",
-                                      "attempt_failed", "restarting",
-                                      "launched", "rank_exited",
-                                      "attempt_failed", "failed"}));
+  EXPECT_EQ(EventKinds(id), (std::vector<std::string>{
+                                "submitted", "launched", "rank_exited",
+                                "attempt_failed", "restarting", "launched",
+                                "rank_exited", "attempt_failed", "failed"}));
 }
 
 TEST_F(JobsTest, LostWorkerRestartsOnFewerNodesReplanned) {

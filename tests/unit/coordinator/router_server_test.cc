@@ -53,7 +53,8 @@ TEST_F(RouterServerTest, CallsAndRejectsBadFrames) {
   raw.send(zmq::str_buffer("\xff\xff\xff\xff\xff"), zmq::send_flags::none);
   zmq::message_t msg;
   ASSERT_TRUE(raw.recv(msg));  // error reply, request id 0
-  auto err = control::DecodeReply(std::string_view(msg.data<char>(), msg.size()));
+  auto err =
+      control::DecodeReply(std::string_view(msg.data<char>(), msg.size()));
   ASSERT_TRUE(err.ok());
   EXPECT_EQ(err->status().code(),
             static_cast<int>(absl::StatusCode::kInvalidArgument));

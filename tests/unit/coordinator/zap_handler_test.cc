@@ -18,14 +18,16 @@ class ZapDecisionTest : public ::testing::Test {
     allowed_ = MakeAllowList({{key_.public_key, "node-a"}});
   }
   ZapRequest Curve(const std::string& raw_key) {
-    return {"1.0", "7", control::kZapDomain, "10.0.0.1", "", "CURVE", {raw_key}};
+    return {"1.0",   "7",      control::kZapDomain, "10.0.0.1", "",
+            "CURVE", {raw_key}};
   }
   control::CurveKeyPair key_;
   AllowList allowed_;
 };
 
 TEST_F(ZapDecisionTest, AcceptsAllowListedCurveKey) {
-  ZapDecision d = DecideZap(Curve(control::DecodeZ85Key(key_.public_key)), allowed_);
+  ZapDecision d =
+      DecideZap(Curve(control::DecodeZ85Key(key_.public_key)), allowed_);
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.status_code, "200");
   EXPECT_EQ(d.user_id, "node-a");

@@ -3,9 +3,9 @@
 #include <map>
 #include <set>
 
+#include "gtest/gtest.h"
 #include "planner/model.h"
 #include "planner/search.h"
-#include "gtest/gtest.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {

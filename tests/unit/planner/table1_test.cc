@@ -6,9 +6,9 @@
 // et al. Table 5 (sequence parallel + selective recompute, MFU).
 #include <cmath>
 
+#include "gtest/gtest.h"
 #include "planner/model.h"
 #include "planner/search.h"
-#include "gtest/gtest.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {

@@ -71,13 +71,15 @@ std::vector<Split> AllSplits() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllSplits, EquivalenceTest, ::testing::ValuesIn(AllSplits()),
-    [](const ::testing::TestParamInfo<Split>& info) {
-      const Split& s = info.param;
-      return "tp" + std::to_string(s.tp) + "_pp" + std::to_string(s.pp) +
-             "_dp" + std::to_string(s.dp) + (s.zero1 ? "_zero1" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(AllSplits, EquivalenceTest,
+                         ::testing::ValuesIn(AllSplits()),
+                         [](const ::testing::TestParamInfo<Split>& info) {
+                           const Split& s = info.param;
+                           return "tp" + std::to_string(s.tp) + "_pp" +
+                                  std::to_string(s.pp) + "_dp" +
+                                  std::to_string(s.dp) +
+                                  (s.zero1 ? "_zero1" : "");
+                         });
 
 TEST(EquivalenceTest, MicroBatchesOfTwoMatchToo) {
   TrainOptions o = Tiny();
