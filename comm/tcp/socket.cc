@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/net.h"
 
 namespace strata::comm::tcp {
 
@@ -54,24 +55,13 @@ void SetNoDelay(int fd) {
 }
 
 StatusOr<std::pair<int, int>> Listen(const std::string& addr, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoToStatus(errno, "socket");
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
-      listen(fd, 1024) != 0) {
-    Status st =
-        ErrnoToStatus(errno, absl::StrCat("bind/listen ", addr, ":", port));
+  ASSIGN_OR_RETURN(const int fd, net::ListenTcp(addr, port, /*backlog=*/1024));
+  auto bound = net::BoundPort(fd);
+  if (!bound.ok()) {
     close(fd);
-    return st;
+    return bound.status();
   }
-  socklen_t len = sizeof(sa);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  return std::make_pair(fd, static_cast<int>(ntohs(sa.sin_port)));
+  return std::make_pair(fd, *bound);
 }
 
 StatusOr<int> Connect(const std::string& host, int port, int timeout_ms) {
