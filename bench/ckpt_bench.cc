@@ -47,14 +47,14 @@
 namespace strata::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+using SteadyClock = std::chrono::steady_clock;
+double Since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
 // Runs a shell command and returns its wall time (or -1 on failure).
 double TimeCommand(const std::string& cmd) {
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   if (std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) != 0) return -1;
   return Since(t0);
 }
@@ -154,7 +154,7 @@ int CkptBench(int argc, char** argv) {
       copy[r].assign(state[r].size(), 0.f);  // pre-touched destination
     }
     const size_t state_bytes = rows * cols * 4;
-    auto t0 = Clock::now();
+    auto t0 = SteadyClock::now();
     for (int r = 0; r < kRanks; ++r)
       std::memcpy(copy[r].data(), state[r].data(), state[r].size() * 4);
     const double memcpy_s = Since(t0) / kRanks;
@@ -168,13 +168,13 @@ int CkptBench(int argc, char** argv) {
     for (int r = 0; r < kRanks; ++r)
       eager.push_back(NewCheckpointer(dir, r, kRanks, store, false));
     auto save_eager = [&](int64_t step, double* stall, double* sync) {
-      const auto s0 = Clock::now();
+      const auto s0 = SteadyClock::now();
       for (int r = 0; r < kRanks; ++r) {
         Check(eager[r]->SaveAsync(
             step, {Rows(state[r].data(), rows, cols, kRanks, r)}, {}));
       }
       *stall = Since(s0) / kRanks;
-      const auto p0 = Clock::now();
+      const auto p0 = SteadyClock::now();
       for (auto& c : eager) Check(c->Wait());
       *sync = Since(p0) + *stall;
     };
@@ -214,11 +214,11 @@ int CkptBench(int argc, char** argv) {
     for (int64_t step = 0; step <= kStallSaves; ++step) {
       double slowest = 0;
       for (int r = 0; r < kRanks; ++r) {
-        const auto s0 = Clock::now();
+        const auto s0 = SteadyClock::now();
         Check(deferred[r]->SaveAsync(step, shard(r), {}));
         const double save_s = Since(s0);
         std::this_thread::sleep_for(std::chrono::milliseconds(compute_ms));
-        const auto f0 = Clock::now();
+        const auto f0 = SteadyClock::now();
         deferred[r]->WaitSnapshot();
         slowest = std::max(slowest, save_s + Since(f0));
         Check(deferred[r]->Wait());
@@ -229,7 +229,7 @@ int CkptBench(int argc, char** argv) {
     // The copy itself, for the record: fenced at once.
     double snapshot_s = 0;
     for (int r = 0; r < kRanks; ++r) {
-      const auto s0 = Clock::now();
+      const auto s0 = SteadyClock::now();
       Check(deferred[r]->SaveAsync(kStallSaves + 1, shard(r), {}));
       deferred[r]->WaitSnapshot();
       snapshot_s = std::max(snapshot_s, Since(s0));
@@ -287,7 +287,7 @@ int CkptBench(int argc, char** argv) {
     auto load_once = [&] {
       DropCache(files);
       std::vector<checkpoint::LoadStats> stats(kRanks);
-      const auto l0 = Clock::now();
+      const auto l0 = SteadyClock::now();
       OnRanks(kRanks, [&](int q) {
         std::vector<checkpoint::ShardedTensor> targets = {
             Rows(quarters[q].data(), rows, cols, kRanks, q)};

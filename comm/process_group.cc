@@ -97,7 +97,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what,
       running_ = running_ || idle;
     }
     if (idle) {
-      Status st = Annotate(what, f(Clock::now() + timeout));
+      Status st = Annotate(what, f(SteadyClock::now() + timeout));
       bool queued;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -168,7 +168,7 @@ std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
   const auto timeout =
       opts.timeout.count() > 0 ? opts.timeout : options_.timeout;
   Op timed = [op = std::move(op), timeout, what, this](Deadline) {
-    return Annotate(what, op(Clock::now() + timeout));
+    return Annotate(what, op(SteadyClock::now() + timeout));
   };
   bool wake = true;
   {

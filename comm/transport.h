@@ -19,8 +19,10 @@
 
 namespace strata::comm {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
+// Deadlines of transport calls are points on the monotonic clock (not the
+// injectable strata::Clock: a transport waits on real sockets).
+using SteadyClock = std::chrono::steady_clock;
+using Deadline = SteadyClock::time_point;
 
 class Transport {
  public:

@@ -15,7 +15,7 @@ namespace {
 
 using comm::DataType;
 using comm::ReduceOp;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 int SizeOf(comm::Backend* b) { return b == nullptr ? 1 : b->size(); }
 
@@ -249,9 +249,9 @@ StatusOr<double> Trainer::ClipAndUpdate() {
     // The first write to parameters and moments since the last SaveAsync:
     // its deferred staging copy ran during this step's forward and
     // backward; whatever is left of it stalls training here.
-    const auto t0 = Clock::now();
+    const auto t0 = SteadyClock::now();
     ckpt_->WaitSnapshot();
-    stall_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
   }
   float* grads = o_.zero1 ? grad_shard_.data() : params_.g.data();
   const size_t off = shard_begin_, n = shard_size_;
@@ -292,7 +292,7 @@ StatusOr<double> Trainer::ClipAndUpdate() {
 }
 
 StatusOr<StepResult> Trainer::Step() {
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   std::fill(params_.g.begin(), params_.g.end(), 0.0f);
   std::vector<MicroBatch> mbs(micro_batches_);
   std::vector<std::shared_ptr<comm::Work>> dp_work;
@@ -361,7 +361,7 @@ StatusOr<StepResult> Trainer::Step() {
   if (ckpt_ != nullptr && o_.ckpt_every > 0 && step_ % o_.ckpt_every == 0) {
     RETURN_IF_ERROR(SaveCheckpoint());
   }
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return r;
 }
 
@@ -393,7 +393,7 @@ std::vector<checkpoint::ShardedTensor> Trainer::StateTensors(float* m,
 }
 
 Status Trainer::SaveCheckpoint() {
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   float* m = m_.data();
   float* v = v_.data();
   if (o_.zero1 && o_.par.dp > 1) {
@@ -416,7 +416,7 @@ Status Trainer::SaveCheckpoint() {
       {"seed", false, absl::StrCat(o_.seed)},
       {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
   Status s = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs).status();
-  stall_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return s;
 }
 

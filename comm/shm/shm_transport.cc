@@ -193,7 +193,7 @@ class ShmTransport final : public Transport {
           return absl::AbortedError("shm transport aborted");
         }
         const int peer = to_recv > 0 ? recv_peer : send_peer;
-        if (Clock::now() >= deadline) {
+        if (SteadyClock::now() >= deadline) {
           return absl::DeadlineExceededError(absl::StrCat(
               "rank ", rank_, ": timed out ",
               to_recv > 0 ? "receiving from" : "sending to", " rank ", peer));

@@ -20,7 +20,7 @@ namespace {
 
 int RemainingMs(Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - Clock::now());
+      deadline - SteadyClock::now());
   return static_cast<int>(
       std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
 }
@@ -177,7 +177,7 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
   }
   // Higher ranks connect to us.
   const int expected = (size - 1 - rank) * opts.streams;
-  const Deadline end = Clock::now() + opts.connect_timeout;
+  const Deadline end = SteadyClock::now() + opts.connect_timeout;
   for (int got = 0; got < expected;) {
     pollfd p{lfd, POLLIN, 0};
     if (poll(&p, 1, RemainingMs(end)) <= 0) {

@@ -15,15 +15,15 @@ namespace strata::coordinator {
 
 class LogLimiter {
  public:
-  using Clock = std::chrono::steady_clock;
+  using SteadyClock = std::chrono::steady_clock;
 
-  explicit LogLimiter(Clock::duration period = std::chrono::seconds(60),
+  explicit LogLimiter(SteadyClock::duration period = std::chrono::seconds(60),
                       size_t max_keys = 4096)
       : period_(period), max_keys_(max_keys) {}
 
   // True if a line about `key` may be logged at `now`; then `*suppressed` is
   // the number of refused calls for `key` since the last allowed one.
-  bool Allow(const std::string& key, Clock::time_point now,
+  bool Allow(const std::string& key, SteadyClock::time_point now,
              uint64_t* suppressed) {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
@@ -43,10 +43,10 @@ class LogLimiter {
 
  private:
   struct Entry {
-    Clock::time_point last;
+    SteadyClock::time_point last;
     uint64_t suppressed;
   };
-  Clock::duration period_;
+  SteadyClock::duration period_;
   size_t max_keys_;
   std::unordered_map<std::string, Entry> entries_;
 };

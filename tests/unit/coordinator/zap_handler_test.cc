@@ -127,7 +127,7 @@ TEST(ZapHandlerTest, AnswersRequestsOverInproc) {
 
 TEST(LogLimiterTest, OncePerKeyPerPeriod) {
   LogLimiter limiter(std::chrono::seconds(60), 2);
-  auto t0 = LogLimiter::Clock::time_point{} + std::chrono::hours(1);
+  auto t0 = LogLimiter::SteadyClock::time_point{} + std::chrono::hours(1);
   uint64_t suppressed = 99;
   EXPECT_TRUE(limiter.Allow("a", t0, &suppressed));
   EXPECT_EQ(suppressed, 0u);
