@@ -112,12 +112,7 @@ StatusOr<Plan> PlanForNodes(const std::vector<int>& node_of_rank, int tp,
         " is not divisible by tp*pp*cp = ", static_cast<int64_t>(tp) * pp * cp,
         " (tp ", tp, " pp ", pp, " cp ", cp, ")"));
   }
-  Plan plan;
-  plan.set_tp(c.tp);
-  plan.set_pp(c.pp);
-  plan.set_dp(c.dp);
-  plan.set_cp(c.cp);
-  plan.set_vpp(1);
+  Plan plan = planner::SizesPlan(c);
   Placement* pl = plan.mutable_placement();
   pl->set_order("tp-cp-dp-pp");
   std::map<int, int> next_local;  // node -> ranks seen so far

@@ -12,4 +12,14 @@ std::string Candidate::ToString() const {
                       sequence_parallel || tp == 1 ? "" : " sp=0");
 }
 
+Plan SizesPlan(const Candidate& c) {
+  Plan plan;
+  plan.set_tp(c.tp);
+  plan.set_pp(c.pp);
+  plan.set_dp(c.dp);
+  plan.set_cp(c.cp);
+  plan.set_vpp(c.vpp);
+  return plan;
+}
+
 }  // namespace strata::planner

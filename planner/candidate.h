@@ -30,4 +30,8 @@ struct Candidate {
   std::string ToString() const;
 };
 
+// A Plan holding only `c`'s parallel sizes (tp, pp, dp, cp, vpp): what a
+// launcher with fixed sizes starts from before it adds a placement.
+Plan SizesPlan(const Candidate& c);
+
 }  // namespace strata::planner

@@ -121,12 +121,7 @@ StatusOr<Plan> PlanAttempt(const JobSpec& spec,
   ASSIGN_OR_RETURN(auto infos, topology::SelectNodes(
                                    cluster, static_cast<int>(nodes.size())));
   planner::Network net(cluster, std::move(infos));
-  Plan plan;
-  plan.set_tp(c.tp);
-  plan.set_pp(c.pp);
-  plan.set_dp(c.dp);
-  plan.set_cp(c.cp);
-  plan.set_vpp(1);
+  Plan plan = planner::SizesPlan(c);
   plan.set_global_batch(spec.global_batch());
   *plan.mutable_placement() = planner::BuildPlacement(c, {}, net);
   return plan;
