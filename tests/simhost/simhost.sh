@@ -3,10 +3,11 @@
 #
 # A simulated host is a network namespace plus a holder process that keeps
 # its own UTS (hostname), IPC and mount namespaces alive; the mount namespace
-# has a private tmpfs on /dev/shm and an /etc/hosts (bind-mounted) listing
-# every host of the instance. Hosts sit on one bridge in the root namespace
-# (one address each, the bridge has .254), optionally with a tc token-bucket
-# rate limit on each host's link (both directions). Everything else (/tmp,
+# has a private tmpfs on /dev/shm, its own sysfs (its interfaces only) and
+# an /etc/hosts (bind-mounted) listing every host of the instance. Hosts sit
+# on one bridge in the root namespace (one address each, the bridge has
+# .254), optionally with a tc token-bucket rate limit on each host's link
+# (both directions). Everything else (/tmp,
 # the build tree) is the same file system, like a shared one on a cluster.
 #
 # Each instance takes a free id ID (1..250) under a lock, so concurrent
@@ -175,14 +176,21 @@ simhost_up() {
         return 1
       fi
     fi
-    # The holder: own hostname, IPC, mounts (/dev/shm, /etc/hosts).
+    # The holder: own hostname, IPC, mounts (/dev/shm, /etc/hosts, and a
+    # sysfs of its own network namespace, so /sys/class/net lists the
+    # host's interfaces, not the machine's; the machine's cgroup tree is
+    # moved onto the new sysfs, since slurmd needs /sys/fs/cgroup).
     rm -f "$SIMHOST_DIR/ready.$i"
+    mkdir -p "$SIMHOST_DIR/cgroup.$i"
     nsenter --net="/var/run/netns/$ns" \
       unshare --uts --ipc --mount --propagation private \
       sh -c 'hostname "$1" && mount -t tmpfs -o mode=1777 tmpfs /dev/shm &&
+             mount --rbind /sys/fs/cgroup "$5" &&
+             mount -t sysfs sysfs /sys && mount --move "$5" /sys/fs/cgroup &&
              mount --bind "$2" /etc/hosts && touch "$3" && exec sleep "$4"' \
       holder "${SIMHOST_NAME[i]}" "$SIMHOST_DIR/hosts" "$SIMHOST_DIR/ready.$i" \
-      "$SIMHOST_LIFETIME" < /dev/null > "$SIMHOST_DIR/holder-log.$i" 2>&1 &
+      "$SIMHOST_LIFETIME" "$SIMHOST_DIR/cgroup.$i" \
+      < /dev/null > "$SIMHOST_DIR/holder-log.$i" 2>&1 &
     SIMHOST_HOLDER[i]=$!
     disown "${SIMHOST_HOLDER[i]}"  # no job notice when teardown kills it
     echo "${SIMHOST_HOLDER[i]}" > "$SIMHOST_DIR/holder.$i"
