@@ -321,12 +321,7 @@ bool RunPass(const SearchSpace& space, const CostModel& cost,
 Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   const Candidate& c = s.c;
   const Evaluation& e = s.e;
-  Plan plan;
-  plan.set_tp(c.tp);
-  plan.set_pp(c.pp);
-  plan.set_dp(c.dp);
-  plan.set_cp(c.cp);
-  plan.set_vpp(c.vpp);
+  Plan plan = SizesPlan(c);
   plan.set_micro_batch(c.micro_batch);
   plan.set_zero_stage(c.zero_stage);
   plan.set_distributed_optimizer(c.distributed_optimizer);

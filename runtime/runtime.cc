@@ -85,9 +85,12 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
   comm::BackendOptions bo;
-  bo.name = !options.comm_backend.empty() ? options.comm_backend
-            : !i.comm_backend.empty()     ? i.comm_backend
-                                          : "hybrid";
+  // RuntimeOptions, else STRATA_COMM_BACKEND, else the factory's default.
+  if (!options.comm_backend.empty()) {
+    bo.name = options.comm_backend;
+  } else if (!i.comm_backend.empty()) {
+    bo.name = i.comm_backend;
+  }
   bo.rank = i.rank;
   ASSIGN_OR_RETURN(bo.node_of, placement::NodeOfRanks(i));
   bo.store = comm::NewPrefixStore("comm", rt->store_);
