@@ -1,7 +1,8 @@
-# strata_add_tests(DIR dir LIBS lib...): registers every *_test.cc under DIR as
-# its own gtest executable and ctest test (named after the file).
+# strata_add_tests(DIR dir LIBS lib... [LABELS label...]): registers every
+# *_test.cc under DIR as its own gtest executable and ctest test (named after
+# the file), with the given ctest labels.
 function(strata_add_tests)
-  cmake_parse_arguments(ARG "" "DIR" "LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "DIR" "LIBS;LABELS" ${ARGN})
   if(NOT STRATA_BUILD_TESTS)
     return()
   endif()
@@ -15,6 +16,9 @@ function(strata_add_tests)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES TIMEOUT 300
       ENVIRONMENT "STRATA_SOURCE_DIR=${CMAKE_SOURCE_DIR};STRATA_BINARY_DIR=${CMAKE_BINARY_DIR}")
+    if(ARG_LABELS)
+      set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+    endif()
   endforeach()
 endfunction()
 
