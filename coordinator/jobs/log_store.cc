@@ -82,8 +82,10 @@ StatusOr<control::LogsReply> LogStore::Read(
   int64_t offset = request.offset();
   if (offset < 0) offset = std::max<int64_t>(0, size + offset);
   offset = std::min(offset, size);
-  int64_t max =
-      request.max_bytes() > 0 ? request.max_bytes() : kDefaultReadBytes;
+  // Never more than the default: a reply must fit in one control frame.
+  int64_t max = request.max_bytes() > 0
+                    ? std::min<int64_t>(request.max_bytes(), kDefaultReadBytes)
+                    : kDefaultReadBytes;
   int64_t n = std::min(max, size - offset);
   std::string data(static_cast<size_t>(n), '\0');
   if (n > 0) {

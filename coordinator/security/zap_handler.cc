@@ -131,10 +131,17 @@ ZapDecision ZapHandler::Decide(const ZapRequest& request) {
   last_reload_ = now;
   auto keys = control::ReadAuthorizedKeys(authorized_path_);
   if (!keys.ok()) {
-    logger_->warn("ZAP: keeping the old allow-list, re-reading {} failed: {}",
-                  authorized_path_, std::string(keys.status().message()));
+    // E.g. the list became group/world-writable or foreign-owned: a key
+    // planted there must not get in. Logged when the reason changes.
+    std::string why(keys.status().message());
+    if (why != reload_error_) {
+      logger_->error("ZAP: keeping the last good allow-list; refusing {}: {}",
+                     authorized_path_, why);
+      reload_error_ = why;
+    }
     return d;
   }
+  reload_error_.clear();
   if (!keys->empty()) allowed_keys_ = MakeAllowList(*keys);
   return DecideZap(request, allowed_keys_);
 }

@@ -7,7 +7,9 @@
 // counted (denied()) and logged at warn, once per key and peer address per
 // minute (LogLimiter). An unknown key triggers a re-read of the allow-list
 // file/directory, at most once a second, so newly authorized clients get in
-// without a restart.
+// without a restart. A re-read that fails the trust checks of
+// control/curve_keys.h (group/world-writable, foreign-owned) is refused and
+// logged at error; the last good list stays in force.
 //
 // One handler per zmq context (the inproc endpoint is per context): Start()
 // fails with AlreadyExists if another one is bound.
@@ -92,6 +94,7 @@ class ZapHandler {
   std::string authorized_path_;
   AllowList allowed_keys_;  // the thread's once started
   std::chrono::steady_clock::time_point last_reload_{};
+  std::string reload_error_;  // why the last re-read was refused, if it was
   LogLimiter limiter_;  // the thread's
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> denied_{0};

@@ -128,7 +128,20 @@ bool RouterServer::PollOnce(int timeout_ms) {
     reply = service_->Handle(*request);
     ++handled_;
   }
+  const uint64_t reply_id = reply.request_id();
   std::string out = control::EncodeReply(std::move(reply));
+  if (out.size() > control::kMaxFrameBytes) {
+    // The peer's ZMQ_MAXMSGSIZE would drop it and leave it waiting: say why.
+    logger_->warn("reply to request {} is {} bytes, over the {} byte frame "
+                  "limit; answering ResourceExhausted",
+                  reply_id, out.size(), control::kMaxFrameBytes);
+    out = control::EncodeReply(control::MakeReply(
+        reply_id,
+        absl::ResourceExhaustedError(absl::StrCat(
+            "the reply would be ", out.size(),
+            " bytes, more than one control frame (", control::kMaxFrameBytes,
+            " bytes); ask for less (one job, fewer events)"))));
+  }
   try {
     socket_.send(parts[0], zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(out), zmq::send_flags::dontwait);

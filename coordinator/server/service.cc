@@ -14,7 +14,20 @@ Status Missing(const char* what) {
 Service::Service(const Clock* clock, RegistryOptions options, Services services)
     : clock_(clock), registry_(clock, options), s_(services) {}
 
+control::CoordinatorHealth Service::Health() const {
+  control::CoordinatorHealth h;
+  if (s_.store == nullptr) return h;
+  const StoreHealth& sh = s_.store->health();
+  h.set_state_dir(s_.store->dir());
+  if (sh.writable) return h;
+  h.set_state_error(sh.error);
+  h.set_since_unix_ms(sh.since_unix_ms);
+  h.set_refused_changes(sh.failed_writes);
+  return h;
+}
+
 void Service::Tick() {
+  if (s_.store != nullptr) s_.store->MaybeResume();
   for (const auto& id : registry_.CheckLiveness()) {
     if (s_.events != nullptr) {
       s_.events->Record("", 0, "worker_lost",
@@ -62,6 +75,7 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
     }
     case control::Request::kListWorkers:
       *reply.mutable_list_workers() = registry_.List();
+      *reply.mutable_list_workers()->mutable_health() = Health();
       return reply;
     case control::Request::kKvSet:
     case control::Request::kKvGet:
@@ -140,13 +154,14 @@ StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
   control::JobInfo info;
   switch (request.body_case()) {
     case control::Request::kSubmitJob: {
-      auto id = s_.jobs->Submit(request.submit_job().spec());
+      auto id = s_.jobs->Submit(request.submit_job().spec(), &registry_);
       if (!id.ok()) return id.status();
       reply.mutable_submit_job()->set_job_id(*id);
       return reply;
     }
     case control::Request::kListJobs:
       *reply.mutable_jobs() = s_.jobs->List();
+      *reply.mutable_jobs()->mutable_health() = Health();
       return reply;
     case control::Request::kJobStatus: {
       ASSIGN_OR_RETURN(info, s_.jobs->Get(request.job_status().job_id()));
@@ -158,6 +173,7 @@ StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
     }
   }
   *reply.mutable_jobs()->add_jobs() = std::move(info);
+  *reply.mutable_jobs()->mutable_health() = Health();
   return reply;
 }
 

@@ -22,6 +22,8 @@ struct Services {
   KvStore* kv = nullptr;
   EventLog* events = nullptr;
   LogStore* logs = nullptr;
+  // Resumed from Tick() when unwritable; its health is put in list replies.
+  StateStore* store = nullptr;
 };
 
 class Service {
@@ -31,8 +33,12 @@ class Service {
   // Never fails: errors are reported in reply.status.
   control::Reply Handle(const control::Request& request);
 
-  // Periodic work (liveness, placement, restarts); call from the event loop.
+  // Periodic work (store recovery, liveness, placement, restarts); call
+  // from the event loop.
   void Tick();
+
+  // The state store's health (writable when there is no store).
+  control::CoordinatorHealth Health() const;
 
   WorkerRegistry& registry() { return registry_; }
   // The clock the handlers read (and the event loop paces Tick() with).
