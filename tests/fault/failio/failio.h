@@ -25,6 +25,11 @@
 // preload cannot see; C++ streams, RocksDB's posix environment and plain
 // write/pwrite calls are all seen. Calls through io_uring are not seen.
 // The library is test tooling; it is never linked into strata.
+//
+// RocksDB under injection: a failed write of RocksDB's own LOG file aborts
+// the process (Debian's librocksdb is built with assertions), so every strata
+// database routes its info log through common/rocksdb_log.h instead; see
+// there also for how a database recovers once the fault ends.
 #ifndef STRATA_TESTS_FAULT_FAILIO_FAILIO_H_
 #define STRATA_TESTS_FAULT_FAILIO_FAILIO_H_
 #endif  // STRATA_TESTS_FAULT_FAILIO_FAILIO_H_
