@@ -103,6 +103,15 @@ Status JobManager::Recover() {
   return absl::OkStatus();
 }
 
+Status JobManager::Resync() {
+  std::vector<StateStore::Mutation> rows;
+  rows.emplace_back("meta/next_job_id", absl::StrCat(next_id_));
+  for (const auto& [id, job] : jobs_) {
+    rows.emplace_back(absl::StrCat("job/", id), job.SerializeAsString());
+  }
+  return store_->Write(rows);
+}
+
 Status JobManager::Persist(const control::JobInfo& info) {
   return store_->Put(absl::StrCat("job/", info.job_id()),
                      info.SerializeAsString());
@@ -137,7 +146,8 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
     // Placeable on at least one registered worker? (None registered yet:
     // checked again at placement.)
     Status fits = absl::OkStatus();
-    for (const auto& w : registry->List().workers()) {
+    const control::ListWorkersReply workers = registry->List();
+    for (const auto& w : workers.workers()) {
       fits = CheckNodeCapacity(l.ranks_per_node(), w, options_.limits);
       if (fits.ok()) break;
     }

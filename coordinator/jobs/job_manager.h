@@ -64,6 +64,10 @@ class JobManager {
   // reason) instead of being scheduled.
   Status Recover();
 
+  // Writes every job record again from memory (after the store was
+  // reopened: a write reported failed may have reached the disk anyway).
+  Status Resync();
+
   // Validates the spec against the limits and, when `registry` is given and
   // launch.ranks_per_node is set, against the registered workers' capacity;
   // stores it as a PENDING job ("job-<n>"). The store's error (nothing

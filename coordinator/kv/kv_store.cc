@@ -19,6 +19,18 @@ Status KvStore::Recover() {
   return absl::OkStatus();
 }
 
+Status KvStore::Resync() {
+  ASSIGN_OR_RETURN(auto rows, store_->Scan(kPrefix));
+  std::vector<StateStore::Mutation> writes;
+  for (const auto& [key, value] : rows) {
+    if (!values_.contains(key.substr(sizeof(kPrefix) - 1))) {
+      writes.emplace_back(key, std::nullopt);
+    }
+  }
+  for (const auto& [key, value] : values_) writes.emplace_back(kPrefix + key, value);
+  return store_->Write(writes, /*sync=*/false);
+}
+
 Status KvStore::Set(const std::string& key, const std::string& value) {
   if (key.empty() || key.size() > kMaxKeyBytes) {
     return absl::InvalidArgumentError(absl::StrCat(

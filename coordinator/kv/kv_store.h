@@ -39,6 +39,8 @@ class KvStore {
   // one atomic write; on error nothing is dropped.
   Status DeletePrefix(const std::string& prefix);
   size_t size() const { return values_.size(); }
+  // Makes the stored keys equal to memory again (after a store reopen).
+  Status Resync();
 
  private:
   StateStore* store_;

@@ -27,7 +27,17 @@ control::CoordinatorHealth Service::Health() const {
 }
 
 void Service::Tick() {
-  if (s_.store != nullptr) s_.store->MaybeResume();
+  if (s_.store != nullptr) {
+    s_.store->MaybeResume();
+    // After a reopen the disk may hold writes that were reported failed:
+    // put memory (what was acknowledged) back before anything else.
+    if (s_.store->generation() != synced_generation_ &&
+        s_.store->health().writable) {
+      Status s = s_.jobs != nullptr ? s_.jobs->Resync() : absl::OkStatus();
+      if (s.ok() && s_.kv != nullptr) s = s_.kv->Resync();
+      if (s.ok()) synced_generation_ = s_.store->generation();
+    }
+  }
   for (const auto& id : registry_.CheckLiveness()) {
     if (s_.events != nullptr) {
       s_.events->Record("", 0, "worker_lost",

@@ -52,6 +52,7 @@ class Service {
   const Clock* clock_;
   WorkerRegistry registry_;
   Services s_;
+  int64_t synced_generation_ = 0;  // store generation memory was written to
 };
 
 }  // namespace strata::coordinator

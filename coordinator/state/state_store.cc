@@ -1,6 +1,7 @@
 #include "coordinator/state/state_store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/rocksdb_log.h"
 
 namespace strata::coordinator {
 namespace {
@@ -17,6 +19,7 @@ namespace {
 constexpr int64_t kFirstBackoffMs = 100;
 constexpr int64_t kMaxBackoffMs = 2000;
 constexpr char kProbeKey[] = "meta/write_probe";
+constexpr size_t kProbeBytes = 256 << 10;
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
@@ -53,18 +56,32 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir,
     return absl::InternalError(
         absl::StrCat("cannot create state dir ", dir, ": ", ec.message()));
   }
-  rocksdb::Options options;
-  options.create_if_missing = true;
   rocksdb::DB* db = nullptr;
-  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(options, dir, &db),
+  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(DbOptions(), dir, &db),
                             absl::StrCat("open state db ", dir)));
   return std::unique_ptr<StateStore>(
       new StateStore(db, dir, clock != nullptr ? clock : &kSystemClock));
 }
 
+rocksdb::Options StateStore::DbOptions() {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  // A failed LOG append must not abort the process (common/rocksdb_log.h).
+  options.info_log = NewRocksDbLog(GetLogger("CTRL"));
+  // No preallocated WAL space: closing a preallocated WAL frees space, so a
+  // full disk would look recovered while nothing was freed by its owner.
+  options.allow_fallocate = false;
+  return options;
+}
+
 StateStore::StateStore(rocksdb::DB* db, std::string dir, const Clock* clock)
     : db_(db), dir_(std::move(dir)), clock_(clock), logger_(GetLogger("CTRL")) {}
 StateStore::~StateStore() = default;
+
+Status StateStore::Closed() const {
+  return absl::UnavailableError(absl::StrCat(
+      "the state db in ", dir_, " is being reopened after: ", health_.error));
+}
 
 void StateStore::MarkUnwritable(const Status& error) {
   if (health_.writable) {
@@ -113,11 +130,26 @@ void StateStore::MaybeResume() {
   if (now < next_resume_ms_) return;
   backoff_ms_ = std::min(backoff_ms_ * 2, kMaxBackoffMs);
   next_resume_ms_ = now + backoff_ms_;
-  rocksdb::Status s = db_->Resume();
+  rocksdb::Status s =
+      db_ != nullptr ? db_->Resume() : rocksdb::Status::Busy("closed");
+  if (!s.ok()) {
+    // RocksDB 7.8 does not resume after a failed WAL append (Busy); closing
+    // and reopening does, keeping every acknowledged write.
+    db_.reset();
+    rocksdb::DB* db = nullptr;
+    s = rocksdb::DB::Open(DbOptions(), dir_, &db);
+    if (s.ok()) {
+      db_.reset(db);
+      ++generation_;
+    }
+  }
   if (s.ok()) {
+    // A probe as large as a big job record: a few bytes still fitting in
+    // the last page of a full disk's WAL must not count as recovered.
     rocksdb::WriteOptions w;
     w.sync = true;
-    s = db_->Put(w, kProbeKey, std::to_string(clock_->NowMs()));
+    s = db_->Put(w, kProbeKey, std::string(kProbeBytes, '\0'));
+    if (s.ok()) s = db_->Delete(w, kProbeKey);
   }
   if (!s.ok()) {
     health_.error = absl::StrCat("cannot persist to the coordinator's state dir ",
@@ -169,6 +201,7 @@ Status StateStore::Write(const std::vector<Mutation>& mutations, bool sync) {
 }
 
 StatusOr<std::string> StateStore::Get(const std::string& key) {
+  if (db_ == nullptr) return Closed();
   std::string value;
   RETURN_IF_ERROR(FromRocks(db_->Get(rocksdb::ReadOptions(), key, &value),
                             absl::StrCat("get ", key)));
@@ -177,6 +210,7 @@ StatusOr<std::string> StateStore::Get(const std::string& key) {
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> StateStore::Scan(
     const std::string& prefix) {
+  if (db_ == nullptr) return Closed();
   std::vector<std::pair<std::string, std::string>> out;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions()));

@@ -8,10 +8,14 @@
 // (disk full, I/O error) the store turns unwritable: it logs one ERROR naming
 // the state dir and the errno, refuses further writes with the same error
 // (ResourceExhausted for ENOSPC, Unavailable for other I/O errors) and tries
-// rocksdb::DB::Resume() plus a probe write with backoff (100 ms doubling to
-// 2 s) from MaybeResume(), which the event loop calls every tick and every
-// write calls first. Once a probe write succeeds it is writable again
-// (logged), without a restart. health() tells clients which state it is in.
+// rocksdb::DB::Resume() - or, when RocksDB refuses to resume (7.8 after a
+// failed WAL append), closing and reopening the database - plus a 256 KiB
+// probe write, with backoff (100 ms doubling to 2 s), from MaybeResume(), which
+// the event loop calls every tick and every write calls first. Once a probe
+// write succeeds it is writable again (logged), without a restart. A reopen
+// bumps generation(): a write whose fsync failed may still have reached the
+// disk, so owners of in-memory state then write it again (Service::Tick).
+// health() tells clients which state the store is in.
 // Thread-compatible (event-loop thread only).
 #pragma once
 
@@ -28,6 +32,7 @@
 
 namespace rocksdb {
 class DB;
+struct Options;
 }
 
 namespace strata::coordinator {
@@ -66,10 +71,14 @@ class StateStore {
   // When unwritable and the backoff allows: DB::Resume() and a probe write.
   void MaybeResume();
   const StoreHealth& health() const { return health_; }
+  // Incremented by every reopen.
+  int64_t generation() const { return generation_; }
   const std::string& dir() const { return dir_; }
 
  private:
   StateStore(rocksdb::DB* db, std::string dir, const Clock* clock);
+  static rocksdb::Options DbOptions();
+  Status Closed() const;  // reads while a reopen has not succeeded yet
   // Runs `write` unless the store is unwritable (then returns its error);
   // a failed write makes it unwritable.
   template <typename WriteFn>
@@ -84,6 +93,7 @@ class StateStore {
   Status error_;  // the write error while unwritable
   int64_t next_resume_ms_ = 0;
   int64_t backoff_ms_ = 0;
+  int64_t generation_ = 0;
 };
 
 }  // namespace strata::coordinator
