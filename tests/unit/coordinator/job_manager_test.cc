@@ -135,6 +135,53 @@ TEST_F(JobsTest, RejectsBadSpecsAndUnknownJobs) {
   EXPECT_NE(Call(logs).status().code(), 0);
 }
 
+TEST_F(JobsTest, SizesOverTheLimitsAreRefusedNamingTheFlag) {
+  auto refused = [&](const JobSpec& spec, const std::string& flag) {
+    control::Request r;
+    *r.mutable_submit_job()->mutable_spec() = spec;
+    control::Reply reply = Call(r);
+    EXPECT_EQ(reply.status().code(),
+              static_cast<int>(absl::StatusCode::kInvalidArgument))
+        << flag;
+    EXPECT_NE(reply.status().message().find(flag), std::string::npos)
+        << reply.status().message();
+  };
+  refused(Spec("rpn", 1, 100000000), "--max-ranks-per-node");
+  refused(Spec("nodes", 5000, 1), "--max-nodes");
+  refused(Spec("world", 4096, 512), "--max-ranks");
+  JobSpec cmd = Spec("cmd");
+  cmd.mutable_launch()->add_command(std::string(70 << 10, 'x'));
+  refused(cmd, "--max-command-bytes");
+  JobSpec env = Spec("env");
+  (*env.mutable_launch()->mutable_env())["BIG"] = std::string(70 << 10, 'x');
+  refused(env, "--max-env-bytes");
+  // Registered workers have 8 cores: 4 x 8 = 32 ranks per node at most.
+  Register("n1");
+  refused(Spec("cores", 1, 33), "--max-ranks-per-core");
+  EXPECT_EQ(f_.jobs->List().jobs_size(), 0);
+  auto ok = f_.jobs->Submit(Spec("fits", 1, 32), &f_.service->registry());
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST_F(JobsTest, StoredJobOverTheLimitsIsFailedAtRecover) {
+  control::JobInfo job;
+  job.set_job_id("job-1");
+  *job.mutable_spec() = Spec("huge", 1, 100000000);
+  job.set_state(control::PENDING);
+  ASSERT_TRUE(f_.store->Put("job/job-1", job.SerializeAsString()).ok());
+  f_.Restart();
+  ASSERT_TRUE(f_.recovered.ok()) << f_.recovered;
+  auto got = f_.jobs->Get("job-1");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state(), control::FAILED);
+  EXPECT_NE(got->message().find("refused at coordinator start"),
+            std::string::npos)
+      << got->message();
+  Register("n1");
+  f_.service->Tick();  // nothing to place, nothing allocated
+  EXPECT_EQ(f_.jobs->Get("job-1")->state(), control::FAILED);
+}
+
 TEST_F(JobsTest, CorruptRecordIsDataLoss) {
   ASSERT_TRUE(f_.store->Put("job/job-1", "\xff\xff\xff").ok());
   f_.Restart();
