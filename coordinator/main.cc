@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
   sc::EventLog events(&clock, store->get());
   sc::LogStore logs(state_dir + "/logs");
   sc::KvStore kv(store->get());
-  sc::JobManager jobs(&clock, store->get(), &events, &logs, &kv,
-                      {.lost_after_ms = heartbeat_ms * missed, .limits = limits});
+  sc::JobManager jobs(
+      &clock, store->get(), &events, &logs, &kv,
+      {.lost_after_ms = heartbeat_ms * missed, .limits = limits});
   for (auto s : {events.Recover(), kv.Recover(), jobs.Recover()}) {
     if (!s.ok()) {
       std::cerr << "strata-coordinator: recovering state from " << state_dir
@@ -108,15 +109,14 @@ int main(int argc, char** argv) {
   }
   logger->info("recovered {} jobs, {} KV keys from {}", jobs.List().jobs_size(),
                kv.size(), state_dir);
-  sc::Service service(
-      &clock,
-      {.heartbeat_interval_ms = heartbeat_ms,
-       .lost_after_ms = heartbeat_ms * missed},
-      {.jobs = &jobs,
-       .kv = &kv,
-       .events = &events,
-       .logs = &logs,
-       .store = store->get()});
+  sc::Service service(&clock,
+                      {.heartbeat_interval_ms = heartbeat_ms,
+                       .lost_after_ms = heartbeat_ms * missed},
+                      {.jobs = &jobs,
+                       .kv = &kv,
+                       .events = &events,
+                       .logs = &logs,
+                       .store = store->get()});
   std::optional<strata::control::CurveServerConfig> curve;
   if (!curve_dir.empty()) {
     auto loaded = strata::control::LoadCurveServerConfig(curve_dir);

@@ -20,8 +20,9 @@ Status TooLarge(const char* field, int64_t value, int64_t limit,
                 const char* flag) {
   return absl::InvalidArgumentError(absl::StrCat(
       "job spec: ", field, " is ", value, "; this coordinator allows at most ",
-      limit, flag[0] != '\0' ? absl::StrCat(" (strata-coordinator ", flag, ")")
-                             : std::string()));
+      limit,
+      flag[0] != '\0' ? absl::StrCat(" (strata-coordinator ", flag, ")")
+                      : std::string()));
 }
 
 }  // namespace
@@ -59,11 +60,11 @@ Status CheckJobLimits(const JobSpec& spec, const JobLimits& limits) {
   }
   const int64_t world = static_cast<int64_t>(l.nodes()) * l.ranks_per_node();
   if (world > limits.max_ranks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job spec: launch.nodes x launch.ranks_per_node is ", l.nodes(), " x ",
-        l.ranks_per_node(), " = ", world,
-        " ranks; this coordinator allows at most ", limits.max_ranks,
-        " (strata-coordinator --max-ranks)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: launch.nodes x launch.ranks_per_node is ",
+                     l.nodes(), " x ", l.ranks_per_node(), " = ", world,
+                     " ranks; this coordinator allows at most ",
+                     limits.max_ranks, " (strata-coordinator --max-ranks)"));
   }
   if (l.max_restarts() > limits.max_restarts) {
     return TooLarge("launch.max_restarts", l.max_restarts(),
@@ -96,10 +97,10 @@ Status CheckJobLimits(const JobSpec& spec, const JobLimits& limits) {
     return TooLarge("launch.env (bytes of keys and values)", EnvBytes(l),
                     limits.max_env_bytes, "--max-env-bytes");
   }
-  for (auto [name, value] :
-       {std::pair{"name", &spec.name()}, {"launch.model", &l.model()},
-        {"launch.cluster", &l.cluster()},
-        {"launch.checkpoint_uri", &l.checkpoint_uri()}}) {
+  for (auto [name, value] : {std::pair{"name", &spec.name()},
+                             {"launch.model", &l.model()},
+                             {"launch.cluster", &l.cluster()},
+                             {"launch.checkpoint_uri", &l.checkpoint_uri()}}) {
     if (value->size() > kMaxTextFieldBytes) {
       return TooLarge(absl::StrCat(name, " (bytes)").c_str(), value->size(),
                       kMaxTextFieldBytes, "");

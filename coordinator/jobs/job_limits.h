@@ -19,9 +19,9 @@ namespace strata::coordinator {
 // Defaults sized for the largest documented job (16,384 ranks) with room to
 // spare; each is a strata-coordinator flag (named in the error messages).
 struct JobLimits {
-  int max_nodes = 4096;             // --max-nodes
-  int max_ranks_per_node = 512;     // --max-ranks-per-node
-  int64_t max_ranks = 65536;        // --max-ranks: nodes x ranks per node
+  int max_nodes = 4096;          // --max-nodes
+  int max_ranks_per_node = 512;  // --max-ranks-per-node
+  int64_t max_ranks = 65536;     // --max-ranks: nodes x ranks per node
   // Ranks one worker may run: this many per CPU core or GPU it reported
   // (the larger of the two); workers that report neither are not capped
   // beyond max_ranks_per_node. --max-ranks-per-core

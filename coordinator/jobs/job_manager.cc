@@ -80,9 +80,9 @@ Status JobManager::Recover() {
     if (!Active(job)) continue;
     Status limits = CheckJobLimits(job.spec(), options_.limits);
     if (limits.ok()) continue;
-    const std::string reason = absl::StrCat(
-        "refused at coordinator start: ", limits.message(),
-        " (stored before this limit applied)");
+    const std::string reason =
+        absl::StrCat("refused at coordinator start: ", limits.message(),
+                     " (stored before this limit applied)");
     logger_->error("{}: {}", id, reason);
     Status s = Finish(job, control::FAILED, reason);
     if (!s.ok()) {
@@ -157,8 +157,9 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
           " cannot be placed on any registered worker: ", fits.message()));
     }
   }
-  const int64_t active = std::count_if(
-      jobs_.begin(), jobs_.end(), [](const auto& j) { return Active(j.second); });
+  const int64_t active =
+      std::count_if(jobs_.begin(), jobs_.end(),
+                    [](const auto& j) { return Active(j.second); });
   if (active >= options_.limits.max_active_jobs) {
     return absl::ResourceExhaustedError(absl::StrCat(
         active, " jobs are pending or running; this coordinator keeps at most ",
@@ -172,9 +173,9 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
   info.set_state(control::PENDING);
   info.set_submit_unix_ms(clock_->NowMs());
   info.set_pending_since_unix_ms(clock_->NowMs());
-  RETURN_IF_ERROR(store_->Write(
-      {{"meta/next_job_id", absl::StrCat(next_id_ + 1)},
-       {absl::StrCat("job/", id), info.SerializeAsString()}}));
+  RETURN_IF_ERROR(
+      store_->Write({{"meta/next_job_id", absl::StrCat(next_id_ + 1)},
+                     {absl::StrCat("job/", id), info.SerializeAsString()}}));
   ++next_id_;
   jobs_[id] = info;
   events_->Record(
@@ -232,15 +233,15 @@ void JobManager::Ended(const control::JobInfo& job) {
                                                    : "failed";
   events_->Record(job.job_id(), job.attempt(), kind, job.message());
   Status s = kv_->DeletePrefix(job.job_id() + "/");
-  if (!s.ok()) logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
+  if (!s.ok())
+    logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
 }
 
 Status JobManager::FailAttempt(control::JobInfo& job,
                                const std::string& reason) {
   const int failed_attempt = job.attempt();
   control::JobInfo next = job;
-  const bool restart =
-      job.restart_count() < job.spec().launch().max_restarts();
+  const bool restart = job.restart_count() < job.spec().launch().max_restarts();
   if (!restart) {
     SetEnd(next, control::FAILED,
            absl::StrCat(reason, " (no restarts left: max_restarts=",
@@ -258,7 +259,8 @@ Status JobManager::FailAttempt(control::JobInfo& job,
   RETURN_IF_ERROR(Commit(job, std::move(next)));
   events_->Record(job.job_id(), failed_attempt, "attempt_failed", reason);
   Status s = kv_->DeletePrefix(AttemptKey(job.job_id(), failed_attempt) + "/");
-  if (!s.ok()) logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
+  if (!s.ok())
+    logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
   steps_.erase(job.job_id());
   if (!restart) {
     Ended(job);
@@ -344,9 +346,8 @@ void JobManager::TryPlace(control::JobInfo& job,
                  absl::StrCat("cannot be placed: ", too_small.message()));
     return;
   }
-  const int want = std::min(
-      l.nodes() > 0 ? l.nodes() : std::max(1, alive_free),
-      options_.limits.max_nodes);
+  const int want = std::min(l.nodes() > 0 ? l.nodes() : std::max(1, alive_free),
+                            options_.limits.max_nodes);
   const int min_nodes = l.min_nodes() > 0 ? l.min_nodes() : want;
   int take = 0;
   if (static_cast<int>(idle.size()) >= want) {
@@ -358,14 +359,14 @@ void JobManager::TryPlace(control::JobInfo& job,
     if (now - job.pending_since_unix_ms() > WaitMs(job)) {
       (void)Finish(
           job, control::FAILED,
-          absl::StrCat("needs ", want, " idle workers (at least ", min_nodes,
-                       " on restart) but has ", idle.size(), " idle of ",
-                       registry.AliveCount(), " alive after ",
-                       WaitMs(job) / 1000, " s",
-                       too_small.ok() ? std::string()
-                                      : absl::StrCat(" (", too_small_alive,
-                                                     " too small: ",
-                                                     too_small.message(), ")")));
+          absl::StrCat(
+              "needs ", want, " idle workers (at least ", min_nodes,
+              " on restart) but has ", idle.size(), " idle of ",
+              registry.AliveCount(), " alive after ", WaitMs(job) / 1000, " s",
+              too_small.ok()
+                  ? std::string()
+                  : absl::StrCat(" (", too_small_alive,
+                                 " too small: ", too_small.message(), ")")));
     }
     return;
   }
@@ -465,8 +466,9 @@ void JobManager::OnWorkerReport(
                                    DescribeExit(r)));
     }
     if (Failed(r)) {
-      Status s = FailAttempt(job, absl::StrCat("rank ", r.rank(), " on ",
-                                               worker_id, " ", DescribeExit(r)));
+      Status s =
+          FailAttempt(job, absl::StrCat("rank ", r.rank(), " on ", worker_id,
+                                        " ", DescribeExit(r)));
       if (!s.ok()) {
         *cur = before;  // seen again with the next report
         continue;

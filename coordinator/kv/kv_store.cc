@@ -27,7 +27,8 @@ Status KvStore::Resync() {
       writes.emplace_back(key, std::nullopt);
     }
   }
-  for (const auto& [key, value] : values_) writes.emplace_back(kPrefix + key, value);
+  for (const auto& [key, value] : values_)
+    writes.emplace_back(kPrefix + key, value);
   return store_->Write(writes, /*sync=*/false);
 }
 
@@ -42,12 +43,13 @@ Status KvStore::Set(const std::string& key, const std::string& value) {
                      " bytes; the limit is ", kMaxValueBytes));
   }
   auto it = values_.find(key);
-  const size_t old_bytes = it == values_.end() ? 0 : key.size() + it->second.size();
+  const size_t old_bytes =
+      it == values_.end() ? 0 : key.size() + it->second.size();
   const size_t new_total = total_bytes_ - old_bytes + key.size() + value.size();
   if (new_total > kMaxTotalBytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "kv: storing '", key, "' would make the store ", new_total,
-        " bytes; the limit is ", kMaxTotalBytes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("kv: storing '", key, "' would make the store ", new_total,
+                     " bytes; the limit is ", kMaxTotalBytes));
   }
   RETURN_IF_ERROR(store_->Put(kPrefix + key, value, /*sync=*/false));
   values_[key] = value;

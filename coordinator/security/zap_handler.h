@@ -95,7 +95,7 @@ class ZapHandler {
   AllowList allowed_keys_;  // the thread's once started
   std::chrono::steady_clock::time_point last_reload_{};
   std::string reload_error_;  // why the last re-read was refused, if it was
-  LogLimiter limiter_;  // the thread's
+  LogLimiter limiter_;        // the thread's
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> denied_{0};
   std::atomic<uint64_t> allowed_{0};

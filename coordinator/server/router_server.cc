@@ -132,9 +132,10 @@ bool RouterServer::PollOnce(int timeout_ms) {
   std::string out = control::EncodeReply(std::move(reply));
   if (out.size() > control::kMaxFrameBytes) {
     // The peer's ZMQ_MAXMSGSIZE would drop it and leave it waiting: say why.
-    logger_->warn("reply to request {} is {} bytes, over the {} byte frame "
-                  "limit; answering ResourceExhausted",
-                  reply_id, out.size(), control::kMaxFrameBytes);
+    logger_->warn(
+        "reply to request {} is {} bytes, over the {} byte frame "
+        "limit; answering ResourceExhausted",
+        reply_id, out.size(), control::kMaxFrameBytes);
     out = control::EncodeReply(control::MakeReply(
         reply_id,
         absl::ResourceExhaustedError(absl::StrCat(

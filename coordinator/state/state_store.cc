@@ -75,7 +75,10 @@ rocksdb::Options StateStore::DbOptions() {
 }
 
 StateStore::StateStore(rocksdb::DB* db, std::string dir, const Clock* clock)
-    : db_(db), dir_(std::move(dir)), clock_(clock), logger_(GetLogger("CTRL")) {}
+    : db_(db),
+      dir_(std::move(dir)),
+      clock_(clock),
+      logger_(GetLogger("CTRL")) {}
 StateStore::~StateStore() = default;
 
 Status StateStore::Closed() const {
@@ -115,8 +118,8 @@ Status StateStore::Mutate(const std::string& what, WriteFn write) {
   // every later write until DB::Resume().
   const std::string err = ErrnoName(s);
   std::string msg =
-      absl::StrCat("cannot persist to the coordinator's state dir ", dir_,
-                   " (", err, ": ", s.ToString(), ")");
+      absl::StrCat("cannot persist to the coordinator's state dir ", dir_, " (",
+                   err, ": ", s.ToString(), ")");
   Status error = err == "ENOSPC" || err == "EDQUOT"
                      ? absl::ResourceExhaustedError(msg)
                      : absl::UnavailableError(msg);
@@ -152,9 +155,9 @@ void StateStore::MaybeResume() {
     if (s.ok()) s = db_->Delete(w, kProbeKey);
   }
   if (!s.ok()) {
-    health_.error = absl::StrCat("cannot persist to the coordinator's state dir ",
-                                 dir_, " (", ErrnoName(s), ": ", s.ToString(),
-                                 ")");
+    health_.error =
+        absl::StrCat("cannot persist to the coordinator's state dir ", dir_,
+                     " (", ErrnoName(s), ": ", s.ToString(), ")");
     error_ = Status(error_.code(), health_.error);
     return;
   }

@@ -33,7 +33,7 @@
 namespace rocksdb {
 class DB;
 struct Options;
-}
+}  // namespace rocksdb
 
 namespace strata::coordinator {
 

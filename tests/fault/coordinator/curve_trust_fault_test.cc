@@ -99,9 +99,9 @@ TEST_F(CurveTrustFaultTest, KeyPlantedWhileRunningIsRefused) {
     got_in = attacker.Call(submit, 300).ok();
   }
   EXPECT_FALSE(got_in) << "a key planted by nobody was accepted";
-  EXPECT_NE(c_.Log().find("keeping the last good allow-list; refusing " +
-                          allow_),
-            std::string::npos)
+  EXPECT_NE(
+      c_.Log().find("keeping the last good allow-list; refusing " + allow_),
+      std::string::npos)
       << c_.Log();
   // The last good list still admits the real client.
   reply = good.Call(list, 2000);

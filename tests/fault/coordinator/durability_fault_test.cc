@@ -157,10 +157,10 @@ TEST_F(DurabilityFaultTest, InjectedEioRefusesCancelAndRecovers) {
     GTEST_SKIP() << "STRATA_FAILIO_LIB (libstrata_failio.so) not available";
   }
   const std::string trigger = c_.dir() + "/fail-now";
-  c_.Start({}, {absl::StrCat("LD_PRELOAD=", failio),
-                "STRATA_FAILIO_PATH=" + c_.state_dir(),
-                "STRATA_FAILIO_ERRNO=EIO", "STRATA_FAILIO_TRIGGER=" + trigger,
-                "STRATA_FAILIO_QUIET=1"});
+  c_.Start({},
+           {absl::StrCat("LD_PRELOAD=", failio),
+            "STRATA_FAILIO_PATH=" + c_.state_dir(), "STRATA_FAILIO_ERRNO=EIO",
+            "STRATA_FAILIO_TRIGGER=" + trigger, "STRATA_FAILIO_QUIET=1"});
   ASSERT_TRUE(c_.WaitUp()) << c_.Log();
   auto job = Submit(c_, WaitingJob());
   ASSERT_TRUE(job.ok()) << job.status();

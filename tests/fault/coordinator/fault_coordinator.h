@@ -94,11 +94,10 @@ class FaultCoordinator {
   bool Alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
 
   void StartWorker(const std::string& node) {
-    workers_.push_back(Spawn(
-        {bin_ + "/worker/strata-worker", "--coordinator", endpoint_,
-         "--node-name", node, "--address", "127.0.0.1", "--work-dir",
-         dir_ + "/" + node},
-        dir_ + "/" + node + ".log"));
+    workers_.push_back(Spawn({bin_ + "/worker/strata-worker", "--coordinator",
+                              endpoint_, "--node-name", node, "--address",
+                              "127.0.0.1", "--work-dir", dir_ + "/" + node},
+                             dir_ + "/" + node + ".log"));
   }
 
   // One call; retried while the coordinator starts (up to ~`tries` x 200 ms).

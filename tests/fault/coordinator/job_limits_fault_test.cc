@@ -43,8 +43,7 @@ TEST(JobLimitsFaultTest, HugeRanksPerNodeIsRefusedAtSubmit) {
                          "  nodes: 1\n  ranks_per_node: 100000000\n";
   RunResult r = c.Strata("submit " + file);
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("launch.ranks_per_node is 100000000"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("launch.ranks_per_node is 100000000"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("--max-ranks-per-node"), std::string::npos) << r.out;
   // Give a wrongly accepted job the time to be placed.
