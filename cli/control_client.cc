@@ -60,10 +60,11 @@ const std::string& ValidEndpointOrFail(const std::string& endpoint) {
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
     int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
-    if (rc != 0) {
+    // EAI_AGAIN (resolver unreachable for now) is left to ZeroMQ's retries.
+    if (rc != 0 && rc != EAI_AGAIN) {
       bad(absl::StrCat("cannot resolve host '", host, "': ", gai_strerror(rc)));
     }
-    freeaddrinfo(found);
+    if (found != nullptr) freeaddrinfo(found);
     return endpoint;
   }
   bad("expected tcp://HOST:PORT or ipc://PATH");
