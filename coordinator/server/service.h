@@ -34,6 +34,14 @@ class Service {
   // Periodic work (liveness, placement, restarts); call from the event loop.
   void Tick();
 
+  // The event loop reports the time since its previous tick before each
+  // Tick(). A gap longer than the heartbeat interval means the coordinator
+  // itself did not run (SIGSTOP, swapped out, a stalled disk) and heartbeats
+  // may be waiting unread: every worker gets a fresh liveness window
+  // (WorkerRegistry::GraceAfterPause) instead of being declared lost, and
+  // the pause is logged and recorded as a "coordinator_paused" event.
+  void NoteLoopGap(int64_t gap_ms);
+
   WorkerRegistry& registry() { return registry_; }
   // The clock the handlers read (and the event loop paces Tick() with).
   const Clock* clock() const { return clock_; }
@@ -44,6 +52,7 @@ class Service {
   StatusOr<control::Reply> HandleJob(const control::Request& request);
 
   const Clock* clock_;
+  const RegistryOptions options_;
   WorkerRegistry registry_;
   Services s_;
 };

@@ -153,6 +153,8 @@ class LocalCluster {
   const std::string& endpoint() const { return endpoint_; }
   const std::string& dir() const { return dir_; }
   const std::string& bin() const { return bin_; }
+  // -1 while it is not running.
+  pid_t coordinator_pid() const { return coordinator_; }
 
  private:
   std::string bin_, dir_, endpoint_;
