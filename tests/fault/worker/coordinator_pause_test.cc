@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/control/local_cluster.h"
@@ -27,7 +29,7 @@ const milliseconds kOutage = [] {
   return milliseconds(ms != nullptr ? std::atoi(ms) : 11000);
 }();
 
-JobSpec SleepJob(int seconds_to_run) {
+JobSpec SleepJob(int seconds_to_run, int max_restarts = 0) {
   JobSpec spec;
   spec.set_name("pause");
   auto* l = spec.mutable_launch();
@@ -39,12 +41,15 @@ JobSpec SleepJob(int seconds_to_run) {
   l->set_ranks_per_node(1);
   l->set_worker_wait_s(20);
   l->set_stop_grace_ms(500);
+  l->set_max_restarts(max_restarts);
   return spec;
 }
 
 // Runs the job until both ranks run; returns their PIDs.
-std::vector<int> StartJob(LocalCluster& cluster, std::string* id) {
-  auto submitted = cluster.Submit(SleepJob(kOutage.count() / 1000 + 4));
+std::vector<int> StartJob(
+    LocalCluster& cluster, std::string* id,
+    const JobSpec& spec = SleepJob(kOutage.count() / 1000 + 4)) {
+  auto submitted = cluster.Submit(spec);
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   if (!submitted.ok()) return {};
   *id = *submitted;
@@ -151,6 +156,51 @@ TEST(CoordinatorPauseTest, CoordinatorReplacedDuringAPauseReadoptsTheRanks) {
   EXPECT_GE(heard, 0) << "workers did not re-register";
   for (int r = 0; r < 2; ++r) EXPECT_EQ(kill(pids[r], 0), 0) << "rank " << r;
   ExpectSameRanksSucceeded(cluster, id, pids);
+}
+
+TEST(CoordinatorPauseTest, RanksStopOnlyAfterTheGraceAndWorkersStayUp) {
+  LocalCluster cluster(2, 500, {"--coordinator-grace-ms", "1500"});
+  std::string id;
+  const std::vector<int> pids = StartJob(cluster, &id, SleepJob(60, 1));
+  ASSERT_EQ(pids.size(), 2u);
+
+  ASSERT_EQ(kill(cluster.coordinator_pid(), SIGSTOP), 0);
+  std::this_thread::sleep_for(milliseconds(1000));
+  for (int r = 0; r < 2; ++r) {  // within the grace: still running
+    EXPECT_EQ(kill(pids[r], 0), 0) << "rank " << r << " stopped early";
+  }
+  bool gone = false;  // SIGTERM soon after the 1.5 s grace
+  for (int i = 0; i < 100 && !gone; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    gone = kill(pids[0], 0) != 0 && kill(pids[1], 0) != 0;
+  }
+  EXPECT_TRUE(gone) << "ranks still running after the grace";
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(kill(cluster.worker_pid(w), 0), 0) << "worker " << w << " quit";
+  }
+  std::ifstream log(cluster.dir() + "/worker-0.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("--coordinator-grace-ms): stopping"),
+            std::string::npos)
+      << text.str();
+  ASSERT_EQ(kill(cluster.coordinator_pid(), SIGCONT), 0);
+
+  // The coordinator learns the ranks were stopped and restarts the job on
+  // the same, still registered, workers.
+  auto restarted = cluster.WaitFor(
+      id,
+      [](const control::JobInfo& j) {
+        return j.attempt() == 1 && j.ranks_size() == 2 &&
+               j.ranks(0).state() == control::RANK_RUNNING &&
+               j.ranks(1).state() == control::RANK_RUNNING;
+      },
+      seconds(20));
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_NE(restarted->ranks(0).pid(), pids[0]);
+  control::Request cancel;
+  cancel.mutable_cancel_job()->set_job_id(id);
+  EXPECT_TRUE(cluster.Call(cancel).ok());
 }
 
 }  // namespace
