@@ -7,8 +7,6 @@
 // get/wait calls of one client never stall another. Frames above 64 MiB or
 // malformed frames close that connection, with a warning naming the peer,
 // rate-limited per peer address (common/log_limiter.h).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -58,19 +56,6 @@ StatusOr<std::vector<std::string>> ReadFrame(int fd, int timeout_ms) {
     RETURN_IF_ERROR(tcp::ReadAll(fd, p.data(), len, timeout_ms));
   }
   return parts;
-}
-
-// "a.b.c.d" of the connected peer, "unknown peer" if it is gone.
-std::string PeerAddress(int fd) {
-  sockaddr_in addr{};
-  socklen_t len = sizeof(addr);
-  char text[INET_ADDRSTRLEN] = {};
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      addr.sin_family != AF_INET ||
-      inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) == nullptr) {
-    return "unknown peer";
-  }
-  return text;
 }
 
 std::vector<std::string> Reply(const Status& st, std::string value = "") {
@@ -153,7 +138,7 @@ class Server final : public TcpStoreServer {
       auto req = ReadFrame(cfd, kIoTimeoutMs);
       if (!req.ok()) {
         if (req.status().code() == absl::StatusCode::kInvalidArgument) {
-          const std::string peer = PeerAddress(cfd);
+          const std::string peer = tcp::PeerAddress(cfd);
           limiter_.Warn(peer, "bad frame", "tcp store: dropping client {}: {}",
                         peer, std::string(req.status().message()));
         }

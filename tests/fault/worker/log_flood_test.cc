@@ -1,10 +1,10 @@
 // Remote parties cannot flood the logs. 50 connections sending garbage bytes
 // and 50 ZeroMQ connections sending garbage frames to a real
-// strata-coordinator, and 50 garbage connections to a TCP store server (the
-// listener ranks host), must produce a bounded number of log lines — the
-// first few per peer and kind, then "suppressed K similar messages from
-// PEER" summaries (at the latest when the coordinator stops) — and the
-// servers must still answer afterwards.
+// strata-coordinator, and 50 garbage connections to the listeners ranks
+// host (a TCP store server, a TCP transport's rendezvous port), must produce a
+// bounded number of log lines — the first few per peer and kind, then
+// "suppressed K similar messages from PEER" summaries (at the latest when the
+// coordinator stops) — and the servers must still answer afterwards.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -25,6 +26,7 @@
 #include <zmq.hpp>
 
 #include "comm/store.h"
+#include "comm/tcp/tcp_transport.h"
 #include "common/logging.h"
 #include "common/net.h"
 #include "control/dealer_client.h"
@@ -178,6 +180,42 @@ TEST(LogFloodTest, GarbageConnectionsToATcpStoreLogBoundedLines) {
   EXPECT_LE(static_cast<int>(lines.size()), kMaxStoreLines) << Join(lines, 20);
   EXPECT_NE(captured.str().find("127.0.0.1"), std::string::npos)
       << "the peer is named: " << Join(lines, 5);
+}
+
+// The transport's listener during rendezvous: garbage connections are
+// ignored with a rate-limited warning naming the peer, and the real peer
+// still gets in.
+TEST(LogFloodTest, GarbageConnectionsToATcpTransportLogBoundedLines) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  Logger comm = GetLogger("COMM");
+  comm->sinks().push_back(sink);
+  std::shared_ptr<comm::Store> store = comm::NewInMemoryStore();
+  comm::TcpOptions opts;
+  opts.streams = 1;
+  opts.connect_timeout = std::chrono::seconds(20);
+  StatusOr<std::unique_ptr<comm::Transport>> rank0 =
+      absl::UnavailableError("not run");
+  std::thread t0([&] { rank0 = comm::ConnectTcpTransport(store, 0, 2, opts); });
+  auto addr = store->Get("tcp/addr/0", std::chrono::seconds(10));
+  ASSERT_TRUE(addr.ok()) << addr.status();
+  const int port = std::stoi(addr->substr(addr->find(':') + 1));
+  for (int i = 0; i < kConnections; ++i) SendRaw(port, "GARBAGE!");
+  auto rank1 = comm::ConnectTcpTransport(store, 1, 2, opts);
+  t0.join();
+  comm->sinks().pop_back();
+  ASSERT_TRUE(rank0.ok()) << rank0.status();
+  ASSERT_TRUE(rank1.ok()) << rank1.status();
+
+  std::vector<std::string> lines;
+  std::istringstream in(captured.str());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::cerr << "tcp transport logged " << lines.size() << " lines for "
+            << kConnections << " garbage connections\n";
+  EXPECT_GE(lines.size(), 1u);  // the garbage is not silently ignored
+  EXPECT_LE(static_cast<int>(lines.size()), kMaxStoreLines) << Join(lines, 20);
+  EXPECT_NE(captured.str().find("from 127.0.0.1"), std::string::npos)
+      << Join(lines, 5);
 }
 
 }  // namespace
