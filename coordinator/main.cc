@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "coordinator/server/router_server.h"
 
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   auto logger = strata::GetLogger("CTRL");
+  strata::RouteProtobufLogs(logger);  // bad frames must not flood stderr
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) {
@@ -97,9 +99,8 @@ int main(int argc, char** argv) {
   sc::EventLog events(&clock, store->get());
   sc::LogStore logs(state_dir + "/logs");
   sc::KvStore kv(store->get());
-  sc::JobManager jobs(
-      &clock, store->get(), &events, &logs, &kv,
-      {.lost_after_ms = heartbeat_ms * missed, .limits = limits});
+  sc::JobManager jobs(&clock, store->get(), &events, &logs, &kv,
+                      {.limits = limits});
   for (auto s : {events.Recover(), kv.Recover(), jobs.Recover()}) {
     if (!s.ok()) {
       std::cerr << "strata-coordinator: recovering state from " << state_dir

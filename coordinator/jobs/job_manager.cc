@@ -52,8 +52,7 @@ JobManager::JobManager(const Clock* clock, StateStore* store, EventLog* events,
       logs_(logs),
       kv_(kv),
       options_(options),
-      logger_(GetLogger("CTRL")),
-      started_ms_(clock->NowMs()) {}
+      logger_(GetLogger("CTRL")) {}
 
 bool JobManager::Active(const control::JobInfo& job) {
   return job.state() == control::PENDING || job.state() == control::RUNNING;
@@ -99,7 +98,6 @@ Status JobManager::Recover() {
   } else if (!absl::IsNotFound(next.status())) {
     return next.status();
   }
-  started_ms_ = clock_->NowMs();
   return absl::OkStatus();
 }
 
@@ -285,8 +283,8 @@ void JobManager::Tick(const WorkerRegistry& registry) {
     if (job.state() == control::RUNNING) {
       for (const auto& node : job.node_info()) {
         const control::WorkerInfo* w = registry.Find(node.worker_id());
-        bool lost = w != nullptr ? !w->alive()
-                                 : now - started_ms_ > options_.lost_after_ms;
+        // Unknown: not re-registered since a coordinator restart.
+        bool lost = w != nullptr ? !w->alive() : !registry.Settling();
         if (lost) {
           events_->Record(id, job.attempt(), "worker_lost",
                           absl::StrCat(node.worker_id(), " (node ",
@@ -356,7 +354,10 @@ void JobManager::TryPlace(control::JobInfo& job,
              static_cast<int>(idle.size()) >= min_nodes) {
     take = static_cast<int>(idle.size());  // shrink: re-planned below
   } else {
-    if (now - job.pending_since_unix_ms() > WaitMs(job)) {
+    // Not while workers may still be re-registering after a restart or a
+    // pause of the coordinator.
+    if (!registry.Settling() &&
+        now - job.pending_since_unix_ms() > WaitMs(job)) {
       (void)Finish(
           job, control::FAILED,
           absl::StrCat(

@@ -45,9 +45,6 @@
 namespace strata::coordinator {
 
 struct JobOptions {
-  // After a coordinator (re)start, a node worker that has not re-registered
-  // within this window is declared lost.
-  int64_t lost_after_ms = 3000;
   int64_t default_worker_wait_ms = 60000;  // JobLaunch.worker_wait_s = 0
   int64_t default_grace_ms = 5000;         // JobLaunch.stop_grace_ms = 0
   JobLimits limits;
@@ -81,7 +78,10 @@ class JobManager {
   StatusOr<control::JobInfo> Cancel(const std::string& job_id);
   control::JobsReply List() const;
 
-  // Fails attempts whose workers are lost; places pending attempts.
+  // Fails attempts whose workers are lost; places pending attempts. While
+  // the registry is Settling() (just after a coordinator restart or pause)
+  // a worker it does not know yet is not lost and pending attempts do not
+  // time out.
   void Tick(const WorkerRegistry& registry);
 
   // Applies a worker's rank report (heartbeat or re-registration) and fills
@@ -127,7 +127,6 @@ class JobManager {
   KvStore* kv_;
   JobOptions options_;
   Logger logger_;
-  int64_t started_ms_;
   int64_t next_id_ = 1;
   bool losing_output_ = false;  // the last LogStore::Append failed
   std::map<std::string, control::JobInfo> jobs_;

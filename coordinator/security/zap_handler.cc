@@ -76,6 +76,7 @@ ZapHandler::ZapHandler(zmq::context_t* context,
                        const control::CurveServerConfig& config, Logger logger)
     : socket_(*context, zmq::socket_type::rep),
       logger_(std::move(logger)),
+      limiter_(logger_),
       authorized_path_(config.authorized_path),
       allowed_keys_(MakeAllowList(config.authorized)) {
   socket_.set(zmq::sockopt::linger, 0);
@@ -112,6 +113,7 @@ void ZapHandler::Loop() {
     try {
       zmq::poll(&item, 1, std::chrono::milliseconds(100));
       if ((item.revents & ZMQ_POLLIN) != 0) HandleOne();
+      limiter_.Flush();  // summaries of floods that stopped
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       if (e.num() != EINTR) logger_->error("ZAP handler: {}", e.what());
@@ -170,15 +172,11 @@ void ZapHandler::HandleOne() {
                    address);
   } else {
     ++denied_;
-    uint64_t suppressed = 0;
-    if (limiter_.Allow(d.status_text + "|" + address,
-                       std::chrono::steady_clock::now(), &suppressed)) {
-      logger_->warn(
-          "ZAP: denied connection from {}: {} ({} unauthenticated so far; "
-          "{} repeats suppressed)",
-          address.empty() ? "?" : address, d.status_text, denied_.load(),
-          suppressed);
-    }
+    limiter_.Warn(address.empty() ? "?" : address, d.status_text,
+                  "ZAP: denied connection from {}: {} ({} unauthenticated so "
+                  "far)",
+                  address.empty() ? "?" : address, d.status_text,
+                  denied_.load());
   }
   // RFC 27 "ZAP reply": version, request id, status code, status text,
   // user id, metadata. Sent even for unparsable requests so REP can go on.

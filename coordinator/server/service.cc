@@ -1,6 +1,7 @@
 #include "coordinator/server/service.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "control/codec.h"
 
 namespace strata::coordinator {
@@ -12,7 +13,21 @@ Status Missing(const char* what) {
 }  // namespace
 
 Service::Service(const Clock* clock, RegistryOptions options, Services services)
-    : clock_(clock), registry_(clock, options), s_(services) {}
+    : clock_(clock),
+      options_(options),
+      registry_(clock, options),
+      s_(services) {}
+
+void Service::NoteLoopGap(int64_t gap_ms) {
+  if (gap_ms <= options_.heartbeat_interval_ms) return;
+  registry_.GraceAfterPause();
+  const std::string what = absl::StrCat(
+      "the coordinator did not run for ", gap_ms, " ms (paused?); workers get ",
+      options_.lost_after_ms, " ms to report before any is declared lost");
+  GetLogger("CTRL")->warn("{}", what);
+  if (s_.events != nullptr)
+    s_.events->Record("", 0, "coordinator_paused", what);
+}
 
 control::CoordinatorHealth Service::Health() const {
   control::CoordinatorHealth h;

@@ -370,6 +370,58 @@ TEST_F(JobsTest, RunningJobIsReadoptedAfterCoordinatorRestart) {
   EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
 }
 
+// The coordinator itself was stopped for 30 s (SIGSTOP): on resume the event
+// loop reports the gap, and workers get a fresh window to report before any
+// is declared lost; the running attempt stays.
+TEST_F(JobsTest, PausedCoordinatorKeepsTheRunningAttempt) {
+  const std::string id = Submit(Spec("pause", 2, 1));
+  std::string w1 = Register("n1"), w2 = Register("n2");
+  f_.service->Tick();
+  std::vector<control::RankReport> held1, held2;
+  for (const auto& l : Launches(w1)) held1.push_back(Running(l));
+  for (const auto& l : Launches(w2)) held2.push_back(Running(l));
+  Beat(w1, held1);
+  Beat(w2, held2);
+  f_.clock.Advance(30000);  // paused: nothing ran
+  Beat(w1, held1);          // the first queued request is handled first
+  f_.service->NoteLoopGap(30000);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::RUNNING);
+  f_.clock.Advance(2500);  // w2's next report comes within the window
+  Beat(w1, held1);
+  Beat(w2, held2);
+  f_.service->Tick();
+  control::JobInfo job = Job(id);
+  EXPECT_EQ(job.state(), control::RUNNING) << job.message();
+  EXPECT_EQ(job.restart_count(), 0);
+  EXPECT_EQ(f_.service->registry().AliveCount(), 2);
+  // A worker that stays silent after the window is lost as usual.
+  f_.clock.Advance(1000);
+  Beat(w1, held1);
+  f_.clock.Advance(2600);
+  Beat(w1, held1);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).restart_count(), 1);
+  EXPECT_NE(Job(id).message().find("w-n2 lost"), std::string::npos);
+}
+
+// A short gap (the loop was merely busy) changes nothing; a wall-clock jump
+// (the date was set an hour ahead) loses nobody: liveness is steady time.
+TEST_F(JobsTest, WallClockJumpLosesNoWorker) {
+  const std::string id = Submit(Spec("jump", 1, 1));
+  std::string w = Register("n1");
+  f_.service->Tick();
+  std::vector<control::RankReport> held;
+  for (const auto& l : Launches(w)) held.push_back(Running(l));
+  Beat(w, held);
+  f_.clock.AdvanceWall(3600 * 1000);
+  f_.clock.Advance(500);
+  f_.service->NoteLoopGap(500);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::RUNNING);
+  EXPECT_EQ(f_.service->registry().AliveCount(), 1);
+}
+
 TEST_F(JobsTest, LogsAreStoredMergedAndPerRank) {
   const std::string id = Submit(Spec("logs", 1, 2));
   std::string w = Register("n1");
