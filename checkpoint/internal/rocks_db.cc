@@ -84,18 +84,9 @@ Status RocksDb::Write(rocksdb::WriteBatch& batch, bool sync,
   return st;
 }
 
-Status RocksDb::FlushAndCompact(const std::string& begin,
-                                const std::string& end,
-                                const std::string& what) {
+Status RocksDb::Flush(const std::string& what) {
   ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, Get());
   Status st = FromRocks(db->Flush(rocksdb::FlushOptions()), what);
-  if (st.ok() && begin < end) {
-    const rocksdb::Slice b(begin), e(end);
-    rocksdb::CompactRangeOptions co;
-    co.bottommost_level_compaction =
-        rocksdb::BottommostLevelCompaction::kForceOptimized;
-    st = FromRocks(db->CompactRange(co, &b, &e), what);
-  }
   if (!st.ok()) Broken(db);
   return st;
 }

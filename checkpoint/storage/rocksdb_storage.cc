@@ -73,9 +73,8 @@ class RocksSink final : public DataSink {
   // their own, which leave the disk once the step is deleted.
   Status Finish() override {
     RETURN_IF_ERROR(Flush(/*sync=*/true));
-    return db_->FlushAndCompact("", "",
-                                absl::StrCat("rocksdb ", db_->path(), " flush ",
-                                             name_, " of step ", step_));
+    return db_->Flush(absl::StrCat("rocksdb ", db_->path(), " flush ", name_,
+                                   " of step ", step_));
   }
   uint64_t size() const override { return size_; }
 
@@ -247,15 +246,25 @@ class RocksDbStorage final : public Storage {
     std::set<int64_t> keep(committed.begin(), committed.end());
     keep.insert(current);
     ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, own_->Get());
+    // The steps with entries of ours, data streams (a save that failed
+    // before its index) included: one seek per step, skipping its keys.
     std::set<int64_t> mine;
     std::unique_ptr<rocksdb::Iterator> it(
         db->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/");
-         it->Next()) {
-      int64_t step = 0;
-      if (absl::SimpleAtoi(it->key().ToString().substr(2, 12), &step))
+    for (const std::string prefix : {"m/", "d/"}) {
+      for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);) {
+        const std::string key = it->key().ToString();
+        int64_t step = 0;
+        if (key.size() < 2 + 12 ||
+            !absl::SimpleAtoi(key.substr(2, 12), &step)) {
+          break;  // "m/root/..." and beyond
+        }
         mine.insert(step);
+        it->Seek(prefix + key.substr(2, 12) + "0");  // past this step
+      }
     }
+    RETURN_IF_ERROR(FromRocks(it->status(), "rocksdb scan " + DbPath(rank_)));
+    it.reset();
     for (int64_t s : mine) {
       if (!keep.count(s)) RETURN_IF_ERROR(DeleteOwn(s));
     }
@@ -332,9 +341,9 @@ class RocksDbStorage final : public Storage {
     const std::string what =
         absl::StrCat("rocksdb ", DbPath(rank_), " delete step ", step);
     RETURN_IF_ERROR(own_->Write(batch, /*sync=*/true, what));
-    // Frees the disk: without it the deleted values stay in the WAL and
-    // blob files until some later compaction.
-    return own_->FlushAndCompact("d/" + s + "/", "d/" + s + "0", what);
+    // Frees the disk: without a flush the deleted values stay in the WAL
+    // (and the memtable) until 64 MiB of later writes fill it.
+    return own_->Flush(what);
   }
 
   const std::string dir_;
