@@ -3,6 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "checkpoint/internal/file_util.h"
 #include "common/logging.h"
 #include "rocksdb/env.h"
 
@@ -51,6 +52,8 @@ rocksdb::Options SafeOptions(rocksdb::Options o) {
 
 StatusOr<std::unique_ptr<RocksDb>> RocksDb::Open(const rocksdb::Options& o,
                                                  const std::string& path) {
+  // RocksDB logs an error when it creates a missing directory itself.
+  if (o.create_if_missing) RETURN_IF_ERROR(MakeDirs(path));
   std::unique_ptr<RocksDb> db(new RocksDb(SafeOptions(o), path));
   std::lock_guard<std::mutex> lock(db->mu_);
   RETURN_IF_ERROR(db->OpenLocked());
