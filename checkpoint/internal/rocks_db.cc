@@ -1,39 +1,10 @@
 #include "checkpoint/internal/rocks_db.h"
 
-#include <cstdarg>
-#include <cstdio>
-
 #include "checkpoint/internal/file_util.h"
 #include "common/logging.h"
-#include "rocksdb/env.h"
+#include "common/rocksdb_log.h"
 
 namespace strata::checkpoint::internal {
-namespace {
-
-// RocksDB's info log, sent to spdlog: never a file on the (maybe full)
-// checkpoint disk.
-class SpdlogRocksLogger final : public rocksdb::Logger {
- public:
-  SpdlogRocksLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char* format, va_list ap) override {
-    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
-  }
-  void Logv(const rocksdb::InfoLogLevel level, const char* format,
-            va_list ap) override {
-    if (level < GetInfoLogLevel()) return;
-    char buf[1024];
-    std::vsnprintf(buf, sizeof(buf), format, ap);
-    if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
-      GetLogger("ROCKSDB")->error("{}", buf);
-    } else {
-      GetLogger("ROCKSDB")->warn("{}", buf);
-    }
-  }
-};
-
-}  // namespace
-
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
   const std::string msg = what + ": " + s.ToString();
@@ -45,7 +16,7 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
 }
 
 rocksdb::Options SafeOptions(rocksdb::Options o) {
-  o.info_log = std::make_shared<SpdlogRocksLogger>();
+  o.info_log = NewRocksDbLog(GetLogger("ROCKSDB"));
   o.allow_fallocate = false;
   return o;
 }

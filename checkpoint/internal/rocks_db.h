@@ -4,7 +4,7 @@
 // RocksDB 7.8.3 (Debian 12) behaves badly on a full disk in two ways this
 // class contains: its info LOG file, once a write to it failed, aborts the
 // process on the next log line (assertion `sync_without_flush_called_`), so
-// the instance logs through spdlog instead of a LOG file; and an instance
+// the instance logs through spdlog (common/rocksdb_log.h); and an instance
 // whose WAL write failed refuses every later write ("Resource busy" from
 // DB::Resume while its recovery is stuck), so after a failed write the next
 // use closes it and opens it again, which replays the WAL and fails
@@ -28,7 +28,7 @@ namespace strata::checkpoint::internal {
 Status FromRocks(const rocksdb::Status& s, const std::string& what);
 
 // `o` made safe on a full disk: the info log goes to spdlog (logger
-// "ROCKSDB", warnings and up), never to a LOG file, and files are not
+// "ROCKSDB", common/rocksdb_log.h), never to a LOG file, and files are not
 // preallocated (RocksDB fallocates a WAL of 1.1 write buffers, 70 MiB by
 // default, which took most of a small disk's space before any data).
 rocksdb::Options SafeOptions(rocksdb::Options o);
