@@ -33,6 +33,12 @@ using internal::FromRocks;
 using internal::RocksDb;
 
 constexpr size_t kPiece = 1 << 20;
+// A read-only instance opened while the owner flushes can miss what the
+// flush moved (it read the version before the flush and finds the WAL
+// gone) or fail to open: reads that find nothing, and failed opens, are
+// tried again with fresh instances this many times in all. Each save
+// flushes (RocksSink::Finish), so concurrent readers do meet this.
+constexpr int kReadOnlyRetries = 4;
 
 std::string StepKey(int64_t step) {
   return step < 0 ? std::string("root") : absl::StrFormat("%012d", step);
@@ -123,11 +129,14 @@ class RocksDbStorage final : public Storage {
 
   Status ReadData(int64_t step, const std::string& name, uint64_t offset,
                   void* buf, size_t n) override {
-    // A reader opened before this step was written does not see it: one
-    // retry with a fresh instance.
+    // A reader opened before this step was written does not see it, nor
+    // one opened while the owner flushed: retries with fresh instances.
     Status s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/false);
-    if (s.ok() || (writable_ && OwnerOf(name) == rank_)) return s;
-    return ReadDataOnce(step, name, offset, buf, n, /*fresh=*/true);
+    for (int attempt = 1; attempt < kReadOnlyRetries; ++attempt) {
+      if (s.ok() || (writable_ && OwnerOf(name) == rank_)) return s;
+      s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/true);
+    }
+    return s;
   }
 
   Status ReadDataOnce(int64_t step, const std::string& name, uint64_t offset,
@@ -167,11 +176,16 @@ class RocksDbStorage final : public Storage {
 
   StatusOr<std::string> GetMeta(int64_t step,
                                 const std::string& name) override {
-    // A fresh read-only instance sees every synced write of the owner.
-    ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
-                     Db(OwnerOf(name), /*fresh=*/true));
+    // A fresh read-only instance sees every synced write of the owner —
+    // unless the owner flushed while it opened (kReadOnlyRetries).
+    rocksdb::Status s;
     std::string value;
-    auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+    for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
+      ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
+                       Db(OwnerOf(name), /*fresh=*/true));
+      s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+      if (!s.IsNotFound() || (writable_ && OwnerOf(name) == rank_)) break;
+    }
     if (s.IsNotFound())
       return absl::NotFoundError(Where(step, name) + " is missing");
     RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
@@ -324,9 +338,12 @@ class RocksDbStorage final : public Storage {
     o.create_if_missing = false;
     o.max_open_files = -1;  // hold every file: the primary may delete them
     rocksdb::DB* db = nullptr;
-    RETURN_IF_ERROR(
-        FromRocks(rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db),
-                  "open rocksdb " + DbPath(rank)));
+    rocksdb::Status s;
+    for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
+      s = rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db);
+      if (s.ok() || !s.IsIOError()) break;  // e.g. a WAL the owner dropped
+    }
+    RETURN_IF_ERROR(FromRocks(s, "open rocksdb " + DbPath(rank)));
     std::shared_ptr<rocksdb::DB> shared(db);
     readers_[rank] = shared;
     return shared;
