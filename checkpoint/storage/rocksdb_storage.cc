@@ -38,7 +38,7 @@ constexpr size_t kPiece = 1 << 20;
 // gone) or fail to open: reads that find nothing, and failed opens, are
 // tried again with fresh instances this many times in all. Each save
 // flushes (RocksSink::Finish), so concurrent readers do meet this.
-constexpr int kReadOnlyRetries = 4;
+constexpr int kReadOnlyRetries = 8;
 
 std::string StepKey(int64_t step) {
   return step < 0 ? std::string("root") : absl::StrFormat("%012d", step);
@@ -341,7 +341,9 @@ class RocksDbStorage final : public Storage {
     rocksdb::Status s;
     for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
       s = rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db);
-      if (s.ok() || !s.IsIOError()) break;  // e.g. a WAL the owner dropped
+      // A WAL or table the owner's flush or compaction dropped meanwhile
+      // reads as IOError or Corruption ("Can't access ...sst").
+      if (s.ok() || !(s.IsIOError() || s.IsCorruption())) break;
     }
     RETURN_IF_ERROR(FromRocks(s, "open rocksdb " + DbPath(rank)));
     std::shared_ptr<rocksdb::DB> shared(db);
