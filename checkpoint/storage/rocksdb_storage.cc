@@ -58,6 +58,24 @@ int OwnerOf(const std::string& name) {
   return 0;
 }
 
+// db->Get(key), falling back to an iterator positioned at `key` when Get
+// answers NotFound: RocksDB 7.8.3 with blob files sometimes answered
+// NotFound to a Get of a live key after compactions, while iterators still
+// returned it with its value (about 1 in 20 runs of ckpt_enospc_test's 30
+// saves with retention; the blob files were intact).
+rocksdb::Status GetValue(rocksdb::DB& db, const std::string& key,
+                         std::string* value) {
+  rocksdb::Status s = db.Get(rocksdb::ReadOptions(), key, value);
+  if (!s.IsNotFound()) return s;
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+  it->Seek(key);
+  if (it->Valid() && it->key() == key) {
+    value->assign(it->value().data(), it->value().size());
+    return rocksdb::Status::OK();
+  }
+  return it->status().ok() ? s : it->status();
+}
+
 class RocksSink final : public DataSink {
  public:
   RocksSink(RocksDb* db, int64_t step, std::string name)
@@ -143,12 +161,10 @@ class RocksDbStorage final : public Storage {
                       void* buf, size_t n, bool fresh) {
     ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, Db(OwnerOf(name), fresh));
     char* out = static_cast<char*>(buf);
-    rocksdb::PinnableSlice value;
+    std::string value;
     for (uint64_t pos = offset; pos < offset + n;) {
       const uint64_t piece = pos / kPiece, within = pos % kPiece;
-      value.Reset();
-      auto s = db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(),
-                       DataKey(step, name, piece), &value);
+      auto s = GetValue(*db, DataKey(step, name, piece), &value);
       if (!s.ok()) {
         return absl::DataLossError(absl::StrCat(Where(step, name), " piece ",
                                                 piece, " is missing (",
@@ -183,7 +199,7 @@ class RocksDbStorage final : public Storage {
     for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
       ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
                        Db(OwnerOf(name), /*fresh=*/true));
-      s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+      s = GetValue(*db, MetaKey(step, name), &value);
       if (!s.IsNotFound() || (writable_ && OwnerOf(name) == rank_)) break;
     }
     if (s.IsNotFound())
