@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace strata::comm {
 namespace {
@@ -308,9 +310,27 @@ StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
   if (opts.ring_bytes == 0 || (opts.ring_bytes & (opts.ring_bytes - 1)) != 0) {
     return absl::InvalidArgumentError("shm ring_bytes must be a power of two");
   }
+  // Every rank checks (they share /dev/shm), so none waits for a segment
+  // that will never come. Writing past what tmpfs can hold raises SIGBUS
+  // later, so a segment that does not fit is an error now.
+  if (opts.ring_bytes > (size_t{1} << 30) || size > (1 << 16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shm transport: ", size, " ranks with ", opts.ring_bytes,
+        "-byte rings is beyond any node"));
+  }
+  const size_t pairs = static_cast<size_t>(size) * size;
   const size_t len = HeaderBytes(size) + sizeof(Doorbell) * size +
-                     sizeof(RingHeader) * size * size +
-                     opts.ring_bytes * size * size;
+                     sizeof(RingHeader) * pairs + opts.ring_bytes * pairs;
+  if (struct statvfs fs; statvfs("/dev/shm", &fs) == 0) {
+    const double free_bytes = static_cast<double>(fs.f_bavail) * fs.f_frsize;
+    if (static_cast<double>(len) > free_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "shm transport: %d ranks on this node need a %.1f MiB segment "
+          "(a %zu KiB ring per ordered pair) but /dev/shm has %.1f MiB free",
+          size, len / 1048576.0, opts.ring_bytes >> 10,
+          free_bytes / 1048576.0));
+    }
+  }
   std::string name;
   int fd = -1;
   if (rank == 0) {

@@ -104,5 +104,19 @@ TEST(ShmTransportTest, StreamsLargerThanTheRingBothWays) {
   EXPECT_EQ(in[1], out[0]);
 }
 
+TEST(ShmTransportTest, ASegmentLargerThanDevShmIsRefusedUpFront) {
+  // 1,024 ranks x 1,024 rings of 64 MiB: 64 TiB, more than any /dev/shm.
+  ShmOptions o;
+  o.ring_bytes = 64 << 20;
+  o.connect_timeout = std::chrono::seconds(30);
+  const auto t0 = SteadyClock::now();
+  auto t = ConnectShmTransport(NewInMemoryStore(), 3, 1024, o);
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(1));  // no wait
+  ASSERT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted)
+      << t.status();
+  EXPECT_NE(t.status().message().find("/dev/shm has"), std::string::npos)
+      << t.status();
+}
+
 }  // namespace
 }  // namespace strata::comm
