@@ -48,8 +48,7 @@ Status Catalog::RecordCommit(const std::string& job, const std::string& uri,
   if (!latest.ok() || *latest < manifest.step()) {
     batch.Put(LatestKey(job), std::to_string(manifest.step()));
   }
-  return db_->Write(batch, /*sync=*/true,
-                    "catalog " + db_->path() + " write");
+  return db_->Write(batch, /*sync=*/true, "catalog " + db_->path() + " write");
 }
 
 Status Catalog::RecordRemoval(const std::string& job, int64_t step) {
@@ -70,8 +69,7 @@ Status Catalog::RecordRemoval(const std::string& job, int64_t step) {
       break;
     }
   }
-  return db_->Write(batch, /*sync=*/true,
-                    "catalog " + db_->path() + " write");
+  return db_->Write(batch, /*sync=*/true, "catalog " + db_->path() + " write");
 }
 
 Status Catalog::Reconcile(const std::string& job, const std::string& uri,
@@ -113,8 +111,7 @@ Status Catalog::Reconcile(const std::string& job, const std::string& uri,
   } else {
     batch.Put(LatestKey(job), std::to_string(recorded.back()));
   }
-  return db_->Write(batch, /*sync=*/true,
-                    "catalog " + db_->path() + " write");
+  return db_->Write(batch, /*sync=*/true, "catalog " + db_->path() + " write");
 }
 
 StatusOr<Catalog::Entry> Catalog::Get(const std::string& job, int64_t step) {

@@ -272,29 +272,31 @@ StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step) {
   const std::string where = storage.Where(step, "manifest.pb");
   Manifest m;
   if (bytes->empty() || !m.ParseFromString(*bytes)) {
-    return absl::DataLossError(absl::StrCat(
-        "corrupt manifest ", where, bytes->empty() ? " (empty)" : ""));
+    return absl::DataLossError(absl::StrCat("corrupt manifest ", where,
+                                            bytes->empty() ? " (empty)" : ""));
   }
   if (m.tensors_size() == 0) {
     return absl::DataLossError("corrupt manifest " + where +
                                ": it holds no tensor");
   }
   if (m.step() != step) {
-    return absl::DataLossError(absl::StrCat("corrupt manifest ", where,
-                                            ": it is step ", m.step()));
+    return absl::DataLossError(
+        absl::StrCat("corrupt manifest ", where, ": it is step ", m.step()));
   }
   auto bad_file = [&](const std::string& file, const std::string& of) {
-    return absl::DataLossError(absl::StrCat(
-        "corrupt manifest ", where, ": ", of, " names data file '", file,
-        "', not a file of the step directory"));
+    return absl::DataLossError(
+        absl::StrCat("corrupt manifest ", where, ": ", of, " names data file '",
+                     file, "', not a file of the step directory"));
   };
   for (const TensorMeta& t : m.tensors()) {
     for (const ChunkMeta& c : t.chunks()) {
-      if (!ValidName(c.file())) return bad_file(c.file(), "tensor '" + t.name() + "'");
+      if (!ValidName(c.file()))
+        return bad_file(c.file(), "tensor '" + t.name() + "'");
     }
   }
   for (const BlobMeta& b : m.blobs()) {
-    if (!ValidName(b.file())) return bad_file(b.file(), "blob '" + b.name() + "'");
+    if (!ValidName(b.file()))
+      return bad_file(b.file(), "blob '" + b.name() + "'");
   }
   return m;
 }
@@ -314,9 +316,8 @@ Status CheckStep(Storage& storage, int64_t step) {
       Status st = storage.ReadData(step, c.file(), c.offset() + c.length() - 1,
                                    &last, 1);
       if (!st.ok()) {
-        return absl::DataLossError(absl::StrCat("tensor '", t.name(),
-                                                "' chunk ", ci, ": ",
-                                                st.message()));
+        return absl::DataLossError(absl::StrCat(
+            "tensor '", t.name(), "' chunk ", ci, ": ", st.message()));
       }
     }
   }
@@ -342,8 +343,10 @@ StatusOr<int64_t> NewestUsableStep(Storage& storage) {
                             std::string(st.message()));
     skipped.push_back(absl::StrCat("step ", *it, ": ", st.message()));
   }
-  std::string msg = "no usable committed checkpoint in " + storage.Where(-1, "");
-  if (!skipped.empty()) absl::StrAppend(&msg, " (", absl::StrJoin(skipped, "; "), ")");
+  std::string msg =
+      "no usable committed checkpoint in " + storage.Where(-1, "");
+  if (!skipped.empty())
+    absl::StrAppend(&msg, " (", absl::StrJoin(skipped, "; "), ")");
   return absl::NotFoundError(msg);
 }
 

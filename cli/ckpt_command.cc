@@ -43,12 +43,12 @@ namespace {
 // `usable`: the newest that passes checkpoint::CheckStep, newer ones
 // skipped with a warning — what export and a resume use; inspect and
 // verify look at the newest as it is, to report its damage).
-checkpoint::PinnedStep Open(const std::string& uri, int64_t step,
-                            bool usable) {
+checkpoint::PinnedStep Open(const std::string& uri, int64_t step, bool usable) {
   if (step < 0 && !usable) {
     auto steps = checkpoint::ListSteps(uri);
     if (!steps.ok()) Fail(steps.status());
-    if (steps->empty()) Fail(kExitBadInput, "no committed checkpoint in " + uri);
+    if (steps->empty())
+      Fail(kExitBadInput, "no committed checkpoint in " + uri);
     step = steps->back();
   }
   auto p = checkpoint::OpenStep(uri, step);
@@ -213,8 +213,8 @@ void AddCkptCommand(CLI::App* app) {
   exp->add_option("--format", *format)->check(CLI::IsMember({"safetensors"}));
   exp->add_option("--out", *out, "output file")->required();
   exp->callback([=] { Export(*uri, *step, *format, *out); });
-  CLI::App* gc = ckpt->add_subcommand(
-      "gc", "delete all but the newest steps that verify");
+  CLI::App* gc =
+      ckpt->add_subcommand("gc", "delete all but the newest steps that verify");
   add_uri(gc);
   gc->add_option("--keep", *keep, "steps to keep")->check(CLI::PositiveNumber);
   gc->callback([=] { Gc(*uri, *keep); });

@@ -85,8 +85,7 @@ Status ReadAt(int fd, const std::string& path, uint64_t offset, void* buf,
 StatusOr<std::string> ReadFileNoFollow(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0 && errno == ELOOP) {
-    return absl::FailedPreconditionError(path +
-                                         " is a symlink; not followed");
+    return absl::FailedPreconditionError(path + " is a symlink; not followed");
   }
   if (fd < 0) return ErrnoToStatus(errno, "open " + path);
   std::string out;
@@ -119,8 +118,7 @@ class FlockPin final : public StepPin {
 
 int OpenLockFile(const std::string& path, bool create) {
   return open(path.c_str(),
-              O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
-              0644);
+              O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
 }
 
 }  // namespace

@@ -157,8 +157,8 @@ Status PublishCommit(Storage& storage, Catalog* catalog, const std::string& job,
                      const std::string& uri, const Manifest& manifest) {
   const int64_t step = manifest.step();
   if (manifest.tensors_size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "step ", step, " not committed: no rank saved a tensor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", step, " not committed: no rank saved a tensor"));
   }
   RETURN_IF_ERROR(
       storage.PutMeta(step, "manifest.pb", manifest.SerializeAsString()));

@@ -138,7 +138,8 @@ class FileStorage final : public Storage {
     if (!S_ISDIR(st.st_mode)) {
       // A symlink (or file) where a step belongs: drop the entry itself,
       // never what it points to.
-      if (unlink(path.c_str()) != 0) return ErrnoToStatus(errno, "unlink " + path);
+      if (unlink(path.c_str()) != 0)
+        return ErrnoToStatus(errno, "unlink " + path);
       return absl::OkStatus();
     }
     // Uncommit first, holding the exclusive lock: fails while pinned.

@@ -107,10 +107,10 @@ class RocksSink final : public DataSink {
     if (!piece_.empty() || sync) {
       rocksdb::WriteBatch batch;
       batch.Put(DataKey(step_, name_, next_), piece_);
-      RETURN_IF_ERROR(db_->Write(
-          batch, sync,
-          absl::StrCat("rocksdb ", db_->path(), " put ", name_, " piece ",
-                       next_, " of step ", step_)));
+      RETURN_IF_ERROR(
+          db_->Write(batch, sync,
+                     absl::StrCat("rocksdb ", db_->path(), " put ", name_,
+                                  " piece ", next_, " of step ", step_)));
       ++next_;
     }
     piece_.clear();
@@ -187,7 +187,8 @@ class RocksDbStorage final : public Storage {
     RETURN_IF_ERROR(CheckWritable(name));
     rocksdb::WriteBatch batch;
     batch.Put(MetaKey(step, name), bytes);
-    return own_->Write(batch, /*sync=*/true, "rocksdb put " + Where(step, name));
+    return own_->Write(batch, /*sync=*/true,
+                       "rocksdb put " + Where(step, name));
   }
 
   StatusOr<std::string> GetMeta(int64_t step,
@@ -256,9 +257,9 @@ class RocksDbStorage final : public Storage {
 
   Status RemoveStep(int64_t step) override {
     if (rank_ == 0 && writable_) {
-      ASSIGN_OR_RETURN(int lock, internal::LockExclusive(
-                                     PinPath(step), /*create=*/true,
-                                     absl::StrFormat("step %d", step)));
+      ASSIGN_OR_RETURN(
+          int lock, internal::LockExclusive(PinPath(step), /*create=*/true,
+                                            absl::StrFormat("step %d", step)));
       rocksdb::WriteBatch batch;
       batch.Delete(MetaKey(step, "manifest.pb"));
       Status st = own_->Write(batch, /*sync=*/true,

@@ -32,8 +32,14 @@ class EnospcTest : public ::testing::TestWithParam<std::string> {
   }
   Status Save(Checkpointer& ckpt, int64_t step, size_t floats) {
     w_.assign(floats, static_cast<float>(step));
-    ShardedTensor t{"w", DType::kF32, {static_cast<int64_t>(floats)},
-                    {static_cast<int64_t>(floats)}, {0}, 0, 1, w_.data()};
+    ShardedTensor t{"w",
+                    DType::kF32,
+                    {static_cast<int64_t>(floats)},
+                    {static_cast<int64_t>(floats)},
+                    {0},
+                    0,
+                    1,
+                    w_.data()};
     ASSIGN_OR_RETURN(SaveHandle h, ckpt.SaveAsync(step, {t}, {}));
     return h.Wait();
   }
@@ -125,9 +131,8 @@ TEST_P(EnospcTest, RetentionFreesTheSpaceOfRemovedSteps) {
 INSTANTIATE_TEST_SUITE_P(Backends, EnospcTest,
                          ::testing::Values("file://", "rocksdb://"),
                          [](const auto& info) {
-                           return std::string(info.param == "file://"
-                                                  ? "File"
-                                                  : "RocksDb");
+                           return std::string(
+                               info.param == "file://" ? "File" : "RocksDb");
                          });
 
 }  // namespace

@@ -55,8 +55,7 @@ TEST_F(HostileDataTest, EmptyManifestIsNotACheckpoint) {
   std::ofstream(StepPath(2) + "/manifest.pb", std::ios::trunc).close();
   // Resume falls back to the newest step that checks out.
   EXPECT_EQ(*LatestStep(dir_), 1);
-  EXPECT_EQ(ReadManifest(dir_, 2).status().code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReadManifest(dir_, 2).status().code(), absl::StatusCode::kDataLoss);
   RunResult verify = RunStrata("ckpt verify " + dir_ + " --step 2");
   EXPECT_EQ(verify.code, 2) << verify.out;
   EXPECT_NE(verify.out.find("empty"), std::string::npos) << verify.out;
@@ -112,8 +111,7 @@ TEST_F(HostileDataTest, ManifestNamesNeverLeaveTheStepDirectory) {
       "../../outside/secret.data");
   std::ofstream(StepPath(2) + "/manifest.pb", std::ios::trunc)
       << m->SerializeAsString();
-  EXPECT_EQ(ReadManifest(dir_, 2).status().code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReadManifest(dir_, 2).status().code(), absl::StatusCode::kDataLoss);
   RunResult verify = RunStrata("ckpt verify " + dir_ + " --step 2");
   EXPECT_EQ(verify.code, 2) << verify.out;
   EXPECT_NE(verify.out.find("not a file of the step directory"),
@@ -164,7 +162,8 @@ TEST_F(HostileDataTest, ExitCodesAreConsistent) {
   EXPECT_EQ(RunStrata("ckpt gc " + root_ + "/nonexistent").code, 2);
   // The operation failing (the output cannot replace a directory) is 1.
   fs::create_directories(root_ + "/taken/sub");
-  RunResult exp = RunStrata("ckpt export " + dir_ + " --out " + root_ + "/taken");
+  RunResult exp =
+      RunStrata("ckpt export " + dir_ + " --out " + root_ + "/taken");
   EXPECT_EQ(exp.code, 1) << exp.out;
   EXPECT_FALSE(fs::exists(root_ + "/taken.tmp"));
 }

@@ -44,8 +44,8 @@ TEST_P(PinTest, ExportOfALiveCheckpointSucceeds) {
     std::vector<float> w(2 << 20);  // 8 MiB
     for (int64_t step = 1; !stop; ++step) {
       std::fill(w.begin(), w.begin() + 1024, static_cast<float>(step));
-      ShardedTensor t{"w", DType::kF32, {2 << 20}, {2 << 20}, {0}, 0, 1,
-                      w.data()};
+      ShardedTensor t{"w", DType::kF32, {2 << 20}, {2 << 20},
+                      {0}, 0,           1,         w.data()};
       auto h = ckpt.SaveAsync(step, {t}, {});
       ASSERT_TRUE(h.ok());
       Status st = h->Wait();
@@ -65,7 +65,7 @@ TEST_P(PinTest, ExportOfALiveCheckpointSucceeds) {
   stop = true;
   trainer.join();
   EXPECT_EQ(ok, 10);
-  EXPECT_GT(steps_during, 3);  // the trainer really saved meanwhile
+  EXPECT_GT(steps_during, 3);              // the trainer really saved meanwhile
   EXPECT_EQ(ListSteps(uri_)->size(), 1u);  // retention caught up
 }
 
@@ -108,9 +108,8 @@ TEST_P(PinTest, APinDiesWithItsProcess) {
 INSTANTIATE_TEST_SUITE_P(Backends, PinTest,
                          ::testing::Values("file://", "rocksdb://"),
                          [](const auto& info) {
-                           return std::string(info.param == "file://"
-                                                  ? "File"
-                                                  : "RocksDb");
+                           return std::string(
+                               info.param == "file://" ? "File" : "RocksDb");
                          });
 
 }  // namespace

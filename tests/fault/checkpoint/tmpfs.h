@@ -37,14 +37,14 @@ class SmallTmpfs {
   const std::string& dir() const { return dir_; }
 
   uint64_t FreeBytes() const {
-    struct statvfs s{};
+    struct statvfs s {};
     statvfs(dir_.c_str(), &s);
     return static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
   }
   // Writes filler until at most `leave` bytes are free.
   void Fill(uint64_t leave) {
-    const int fd = open((dir_ + "/filler").c_str(),
-                        O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int fd =
+        open((dir_ + "/filler").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     std::vector<char> block(4096, 'x');
     while (FreeBytes() > leave) {
       if (write(fd, block.data(), block.size()) <= 0) break;
