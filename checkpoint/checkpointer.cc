@@ -15,6 +15,7 @@
 #include "checkpoint/internal/persist.h"
 #include "checkpoint/internal/save_state.h"
 #include "checkpoint/internal/staging.h"
+#include "checkpoint/reader.h"
 #include "common/logging.h"
 
 namespace strata::checkpoint {
@@ -54,14 +55,19 @@ class Checkpointer::Impl {
       const std::vector<Blob>& blobs);
   void WaitSnapshot();
   Status Wait();
+  Status Poll();
+  int consecutive_failures();
   StatusOr<int64_t> Latest();
 
  private:
   Status EnsureStorage();
   // Waits for a free in-flight slot and takes a reusable Staged.
   Staged AcquireSlot();
+  // Records the result of a save that ran (for Wait, Poll and
+  // consecutive_failures), before its handle reports it.
+  void RecordResult(const Status& st);
   // Gives back a slot (and the save's buffers) once the save has ended.
-  void ReleaseSlot(Staged staged, const Status& st);
+  void ReleaseSlot(Staged staged);
   void StageFront(std::unique_lock<std::mutex>& lock);
   Status Persist(const Staged& s);
   void Loop();
@@ -79,7 +85,8 @@ class Checkpointer::Impl {
   std::vector<Staged> pool_;          // free buffer sets
   int in_flight_ = 0;                 // queued + persisting
   bool stopping_ = false;
-  Status last_;  // first failure since the last Wait
+  Status last_;  // first failure since the last Wait or Poll
+  int consecutive_failures_ = 0;
   std::thread worker_;
   std::thread snapshotter_;  // with deferred_snapshot only
 };
@@ -138,22 +145,38 @@ Status Checkpointer::Impl::Wait() {
   return st;
 }
 
+Status Checkpointer::Impl::Poll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status st = last_;
+  last_ = absl::OkStatus();
+  return st;
+}
+
+int Checkpointer::Impl::consecutive_failures() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return consecutive_failures_;
+}
+
 Status Checkpointer::Impl::EnsureStorage() {
   if (!storage_) storage_ = opts_.storage;
-  if (!storage_) {
-    ASSIGN_OR_RETURN(storage_,
-                     OpenStorage(opts_.uri, opts_.rank, /*writable=*/true));
+  if (storage_) return absl::OkStatus();
+  ASSIGN_OR_RETURN(storage_,
+                   OpenStorage(opts_.uri, opts_.rank, /*writable=*/true));
+  if (opts_.catalog != nullptr) {
+    // The manifests are the truth: repair what an earlier run's failed
+    // catalog writes missed. Not fatal: the next commit tries again.
+    Status st = opts_.catalog->Reconcile(opts_.job, opts_.uri, *storage_);
+    if (!st.ok()) {
+      GetLogger("CKPT")->warn("checkpoint catalog not reconciled: {}",
+                              std::string(st.message()));
+    }
   }
   return absl::OkStatus();
 }
 
 StatusOr<int64_t> Checkpointer::Impl::Latest() {
   RETURN_IF_ERROR(EnsureStorage());
-  ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage_->Steps());
-  if (steps.empty()) {
-    return absl::NotFoundError("no committed checkpoint in " + opts_.uri);
-  }
-  return steps.back();
+  return NewestUsableStep(*storage_);
 }
 
 Staged Checkpointer::Impl::AcquireSlot() {
@@ -168,9 +191,14 @@ Staged Checkpointer::Impl::AcquireSlot() {
   return staged;
 }
 
-void Checkpointer::Impl::ReleaseSlot(Staged staged, const Status& st) {
+void Checkpointer::Impl::RecordResult(const Status& st) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!st.ok() && last_.ok()) last_ = st;
+  consecutive_failures_ = st.ok() ? 0 : consecutive_failures_ + 1;
+}
+
+void Checkpointer::Impl::ReleaseSlot(Staged staged) {
+  std::lock_guard<std::mutex> lock(mu_);
   pool_.push_back(std::move(staged));
   --in_flight_;
   cv_.notify_all();
@@ -187,7 +215,7 @@ StatusOr<std::shared_ptr<SaveState>> Checkpointer::Impl::SaveAsync(
   Staged staged = AcquireSlot();
   if (Status opened = EnsureStorage(); !opened.ok()) {
     // Not a failed save: the caller gets the error, Wait() does not.
-    ReleaseSlot(std::move(staged), absl::OkStatus());
+    ReleaseSlot(std::move(staged));
     return opened;
   }
   staged.step = step;
@@ -266,12 +294,13 @@ void Checkpointer::Impl::Loop() {
     lock.unlock();
     Status st = Persist(staged);
     if (!st.ok()) {
-      GetLogger("CKPT")->error("checkpoint {}: {}", staged.step,
-                               std::string(st.message()));
+      st = internal::DescribeSaveFailure(st, staged.step, opts_.uri);
+      GetLogger("CKPT")->error("{}", std::string(st.message()));
     }
+    RecordResult(st);
     staged.handle->Finish(st);
     staged.handle.reset();
-    ReleaseSlot(std::move(staged), st);
+    ReleaseSlot(std::move(staged));
     lock.lock();
   }
 }
@@ -315,6 +344,12 @@ void Checkpointer::WaitSnapshot() { impl_->WaitSnapshot(); }
 
 Status Checkpointer::Wait() { return impl_->Wait(); }
 
+Status Checkpointer::Poll() { return impl_->Poll(); }
+
+int Checkpointer::consecutive_failures() const {
+  return impl_->consecutive_failures();
+}
+
 StatusOr<int64_t> Checkpointer::Latest() { return impl_->Latest(); }
 
 int64_t SaveHandle::step() const { return state_ ? state_->step() : -1; }
@@ -331,10 +366,8 @@ StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri) {
 }
 
 StatusOr<int64_t> LatestStep(const std::string& uri) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListSteps(uri));
-  if (steps.empty())
-    return absl::NotFoundError("no committed checkpoint in " + uri);
-  return steps.back();
+  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
+  return NewestUsableStep(*storage);
 }
 
 }  // namespace strata::checkpoint

@@ -100,8 +100,14 @@ class SaveHandle {
 // of a copy.
 //
 // Failure: a failed save never commits its step and never harms earlier
-// ones; its handle and the next Wait() return the error, and later saves
-// proceed.
+// ones; later saves proceed. Its error reaches the caller three ways: the
+// save's own SaveHandle::Wait(), the next Wait() (blocking) or the next
+// Poll() (non-blocking; a trainer calls it between steps), and
+// consecutive_failures() counts failed saves since the last success. The
+// message starts "checkpoint step N at <URI>:" and names the file or
+// RocksDB instance that failed; a full disk (ENOSPC, also RocksDB's "No
+// space") is ResourceExhausted and ends with the bytes free on the
+// checkpoint's file system.
 class Checkpointer {
  public:
   // Opens the storage lazily (first SaveAsync or Latest); with
@@ -131,10 +137,19 @@ class Checkpointer {
   // when the fence comes). Returns at once without deferred_snapshot.
   void WaitSnapshot();
   // Blocks until every save in flight is committed or failed; returns the
-  // first failure since the last Wait.
+  // first failure since the last Wait or Poll (then forgets it).
   Status Wait();
-  // The newest committed step in this checkpointer's storage (saves still
-  // in flight do not count); NotFound when there is none.
+  // Non-blocking: the first failure among the saves that ended since the
+  // last Wait or Poll (then forgotten); OK when none failed. Saves still in
+  // flight are not waited for. Thread-safe.
+  Status Poll();
+  // Saves that failed in a row, counted when each ends: 0 after a save
+  // that succeeded. Thread-safe.
+  int consecutive_failures() const;
+  // The newest usable committed step in this checkpointer's storage
+  // (reader.h NewestUsableStep: newer steps with an empty or corrupt
+  // manifest or truncated data are skipped and logged; saves still in
+  // flight do not count); NotFound when there is none.
   StatusOr<int64_t> Latest();
 
  private:
@@ -148,8 +163,11 @@ std::string DefaultCatalogPath(const std::string& uri);
 // Committed steps (those with a manifest) of the checkpoint at `uri`,
 // ascending; the storage's error when it cannot be opened or listed.
 StatusOr<std::vector<int64_t>> ListSteps(const std::string& uri);
-// The newest committed step (LATEST is a convenience for people and
-// scripts, not consulted); NotFound when there is none.
+// The newest usable committed step (reader.h NewestUsableStep: what a
+// resume should load — newer steps whose manifest is empty or corrupt or
+// whose data is truncated are skipped, each logged with its reason; LATEST
+// is a convenience for people and scripts, not consulted); NotFound when
+// there is none.
 StatusOr<int64_t> LatestStep(const std::string& uri);
 
 }  // namespace strata::checkpoint

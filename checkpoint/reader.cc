@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/internal/box.h"
+#include "common/logging.h"
 
 namespace strata::checkpoint {
 namespace {
@@ -268,17 +269,101 @@ StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step) {
         absl::StrCat("no committed checkpoint at step ", step, " (",
                      storage.Where(step, "manifest.pb"), " missing)"));
   }
+  const std::string where = storage.Where(step, "manifest.pb");
   Manifest m;
-  if (!m.ParseFromString(*bytes)) {
-    return absl::DataLossError("corrupt manifest " +
-                               storage.Where(step, "manifest.pb"));
+  if (bytes->empty() || !m.ParseFromString(*bytes)) {
+    return absl::DataLossError(absl::StrCat(
+        "corrupt manifest ", where, bytes->empty() ? " (empty)" : ""));
+  }
+  if (m.tensors_size() == 0) {
+    return absl::DataLossError("corrupt manifest " + where +
+                               ": it holds no tensor");
+  }
+  if (m.step() != step) {
+    return absl::DataLossError(absl::StrCat("corrupt manifest ", where,
+                                            ": it is step ", m.step()));
+  }
+  auto bad_file = [&](const std::string& file, const std::string& of) {
+    return absl::DataLossError(absl::StrCat(
+        "corrupt manifest ", where, ": ", of, " names data file '", file,
+        "', not a file of the step directory"));
+  };
+  for (const TensorMeta& t : m.tensors()) {
+    for (const ChunkMeta& c : t.chunks()) {
+      if (!ValidName(c.file())) return bad_file(c.file(), "tensor '" + t.name() + "'");
+    }
+  }
+  for (const BlobMeta& b : m.blobs()) {
+    if (!ValidName(b.file())) return bad_file(b.file(), "blob '" + b.name() + "'");
   }
   return m;
 }
 
 StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step) {
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
-  return ReadManifest(*storage, step);
+  ASSIGN_OR_RETURN(PinnedStep p, OpenStep(uri, step));
+  return ReadManifest(*p.storage, step);
+}
+
+Status CheckStep(Storage& storage, int64_t step) {
+  ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
+  char last = 0;
+  for (const TensorMeta& t : m.tensors()) {
+    for (int ci = 0; ci < t.chunks_size(); ++ci) {
+      const ChunkMeta& c = t.chunks(ci);
+      if (c.length() == 0) continue;
+      Status st = storage.ReadData(step, c.file(), c.offset() + c.length() - 1,
+                                   &last, 1);
+      if (!st.ok()) {
+        return absl::DataLossError(absl::StrCat("tensor '", t.name(),
+                                                "' chunk ", ci, ": ",
+                                                st.message()));
+      }
+    }
+  }
+  for (const BlobMeta& b : m.blobs()) {
+    if (b.length() == 0) continue;
+    Status st =
+        storage.ReadData(step, b.file(), b.offset() + b.length() - 1, &last, 1);
+    if (!st.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("blob '", b.name(), "': ", st.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<int64_t> NewestUsableStep(Storage& storage) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage.Steps());
+  std::vector<std::string> skipped;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    Status st = CheckStep(storage, *it);
+    if (st.ok()) return *it;
+    GetLogger("CKPT")->warn("skipping checkpoint step {}: {}", *it,
+                            std::string(st.message()));
+    skipped.push_back(absl::StrCat("step ", *it, ": ", st.message()));
+  }
+  std::string msg = "no usable committed checkpoint in " + storage.Where(-1, "");
+  if (!skipped.empty()) absl::StrAppend(&msg, " (", absl::StrJoin(skipped, "; "), ")");
+  return absl::NotFoundError(msg);
+}
+
+StatusOr<PinnedStep> OpenStep(const std::string& uri, int64_t step) {
+  PinnedStep p;
+  ASSIGN_OR_RETURN(p.storage, OpenStorage(uri));
+  for (int attempt = 0;; ++attempt) {
+    p.step = step;
+    if (step < 0) {
+      ASSIGN_OR_RETURN(p.step, NewestUsableStep(*p.storage));
+    }
+    auto pin = p.storage->PinStep(p.step);
+    if (pin.ok()) {
+      p.pin = std::move(*pin);
+      return p;
+    }
+    // Retention removed the newest step between choosing and pinning it.
+    if (step >= 0 || !absl::IsNotFound(pin.status()) || attempt == 10)
+      return pin.status();
+  }
 }
 
 Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,
@@ -339,19 +424,19 @@ Status Verify(Storage& storage, int64_t step) {
 
 Status Load(const std::string& uri, int64_t step,
             std::vector<ShardedTensor>& targets, LoadStats* stats) {
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
-  return Load(*storage, step, targets, stats);
+  ASSIGN_OR_RETURN(PinnedStep p, OpenStep(uri, step));
+  return Load(*p.storage, step, targets, stats);
 }
 
 StatusOr<std::string> LoadBlob(const std::string& uri, int64_t step,
                                const std::string& name) {
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
-  return LoadBlob(*storage, step, name);
+  ASSIGN_OR_RETURN(PinnedStep p, OpenStep(uri, step));
+  return LoadBlob(*p.storage, step, name);
 }
 
 Status Verify(const std::string& uri, int64_t step) {
-  ASSIGN_OR_RETURN(auto storage, OpenStorage(uri));
-  return Verify(*storage, step);
+  ASSIGN_OR_RETURN(PinnedStep p, OpenStep(uri, step));
+  return Verify(*p.storage, step);
 }
 
 }  // namespace strata::checkpoint

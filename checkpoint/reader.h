@@ -5,9 +5,11 @@
 // the checksum blocks that overlap it are read, verified before use.
 //
 // Every function takes either a URI (file:///path, a plain path or
-// rocksdb:///path, opened read-only for the call) or an open Storage.
-// Reads only committed steps (those with a manifest). Thread-safe: calls
-// share no state; concurrent loads of one Storage are fine.
+// rocksdb:///path, opened read-only and the step pinned for the call, so
+// retention cannot remove it mid-read) or an open Storage (the caller pins
+// if it wants, e.g. with OpenStep). Reads only committed steps (those with
+// a manifest). Thread-safe: calls share no state; concurrent loads of one
+// Storage are fine.
 //
 // Errors: NotFound for a missing step, tensor or blob; InvalidArgument for a
 // target whose dtype or global shape differ from the saved tensor's;
@@ -28,9 +30,33 @@
 namespace strata::checkpoint {
 
 // The manifest of committed step `step`: NotFound when the step has none
-// (never committed, or removed), DataLoss when it does not parse.
+// (never committed, or removed); DataLoss naming the manifest when it does
+// not parse, is empty or holds no tensor, names a different step, or names
+// a data file that is not one path component (ValidName).
 StatusOr<Manifest> ReadManifest(const std::string& uri, int64_t step);
 StatusOr<Manifest> ReadManifest(Storage& storage, int64_t step);
+
+// A cheap completeness check of committed step `step`, without checksums:
+// the manifest reads (ReadManifest) and the last byte of every chunk and
+// blob is there (nothing truncated or missing). DataLoss/NotFound naming
+// what is wrong. Verify is the full check.
+Status CheckStep(Storage& storage, int64_t step);
+
+// The newest committed step that passes CheckStep, logging every newer
+// step skipped and why; NotFound when none does (naming the skipped ones).
+StatusOr<int64_t> NewestUsableStep(Storage& storage);
+
+// A committed step opened for reading and pinned (StepPin) until this is
+// destroyed.
+struct PinnedStep {
+  std::shared_ptr<Storage> storage;
+  int64_t step = -1;
+  std::unique_ptr<StepPin> pin;
+};
+// Opens `uri` read-only and pins `step`; with step < 0, the newest usable
+// step (NewestUsableStep), chosen again when retention removes it before
+// the pin takes hold. The storage's error; NotFound for a missing step.
+StatusOr<PinnedStep> OpenStep(const std::string& uri, int64_t step);
 
 // What a Load read, for measuring read amplification
 // (bytes_read / bytes_needed; 1.0 for row splits).

@@ -5,8 +5,11 @@
 //
 // Names: data streams are "rank-<5 digits>.data"; metadata entries are
 // "rank-<5 digits>.index" and "manifest.pb" per step, and "LATEST" at the
-// root (step < 0). A step is committed iff its "manifest.pb" exists.
-// Thread-safe.
+// root (step < 0). A step is committed iff its "manifest.pb" exists. Every
+// name is one path component (ValidName); others are InvalidArgument. The
+// file:// backend never follows a symlink below its root: a symlinked step
+// directory or file is not a step and is never read through or deleted
+// through. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,18 @@ class DataSink {
   virtual uint64_t size() const = 0;
 };
 
+// A reader's hold on a committed step (Storage::PinStep): while it lives,
+// RemoveStep of that step fails with FailedPrecondition, so retention and
+// `strata ckpt gc` leave the step alone. Released when destroyed, or when
+// the holding process dies (it is an flock).
+class StepPin {
+ public:
+  StepPin() = default;
+  StepPin(const StepPin&) = delete;
+  StepPin& operator=(const StepPin&) = delete;
+  virtual ~StepPin() = default;
+};
+
 // Implementations: storage/file_storage.cc, storage/rocksdb_storage.cc;
 // wrappers derive from StorageWrapper below.
 class Storage {
@@ -62,12 +77,17 @@ class Storage {
                                         const std::string& name) = 0;
   // Committed steps (with a manifest), ascending.
   virtual StatusOr<std::vector<int64_t>> Steps() = 0;
+  // Pins committed step `step` for reading (StepPin); NotFound when it is
+  // not committed (never, or removed before the pin took hold).
+  virtual StatusOr<std::unique_ptr<StepPin>> PinStep(int64_t step) = 0;
   // Uncommits (manifest first), then deletes what this process may delete
   // of a step (file: the whole step directory; rocksdb: the manifest and
-  // this rank's entries).
+  // this rank's entries). FailedPrecondition, deleting nothing, while a
+  // reader pins the step.
   virtual Status RemoveStep(int64_t step) = 0;
   // Deletes this rank's entries of steps that are neither committed nor
-  // `current` (failed attempts, and steps whose manifest retention removed).
+  // `current` (failed attempts, and steps whose manifest retention
+  // removed), so a failed save's partial data does not keep a disk full.
   virtual Status CollectGarbage(int64_t current) = 0;
   // Human-readable location of an entry, for error messages.
   virtual std::string Where(int64_t step, const std::string& name) const = 0;
@@ -100,6 +120,9 @@ class StorageWrapper : public Storage {
     return target_->GetMeta(step, name);
   }
   StatusOr<std::vector<int64_t>> Steps() override { return target_->Steps(); }
+  StatusOr<std::unique_ptr<StepPin>> PinStep(int64_t step) override {
+    return target_->PinStep(step);
+  }
   Status RemoveStep(int64_t step) override { return target_->RemoveStep(step); }
   Status CollectGarbage(int64_t current) override {
     return target_->CollectGarbage(current);
@@ -111,6 +134,10 @@ class StorageWrapper : public Storage {
  private:
   const std::shared_ptr<Storage> target_;
 };
+
+// True when `name` (a data stream or metadata entry named by a manifest or
+// index) is one path component: not empty, no '/', no NUL, not "." or "..".
+bool ValidName(const std::string& name);
 
 // The step directory of a file:// checkpoint, e.g. DIR/step-000000000120.
 std::string StepDir(const std::string& dir, int64_t step);

@@ -16,10 +16,14 @@ namespace strata::checkpoint::internal {
 StatusOr<std::unique_ptr<DirectReader>> DirectReader::Open(
     const std::string& path) {
   bool direct = true;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
   if (fd < 0 && errno == EINVAL) {
     direct = false;
-    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  }
+  if (fd < 0 && errno == ELOOP) {
+    return absl::DataLossError("checkpoint data file " + path +
+                               " is a symlink; not followed");
   }
   if (fd < 0 && errno == ENOENT) {
     return absl::DataLossError("checkpoint data file " + path + " is missing");

@@ -13,10 +13,12 @@ StatusOr<std::unique_ptr<DirectWriter>> DirectWriter::Create(
     const std::string& path) {
   bool direct = true;
   int fd = open(path.c_str(),
-                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_DIRECT,
+                0644);
   if (fd < 0 && errno == EINVAL) {
     direct = false;
-    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+              0644);
   }
   if (fd < 0) return ErrnoToStatus(errno, "open " + path);
   auto w = std::unique_ptr<DirectWriter>(new DirectWriter(path, fd, direct));

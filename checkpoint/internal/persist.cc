@@ -1,5 +1,6 @@
 #include "checkpoint/internal/persist.h"
 
+#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/checkpointer.h"
+#include "common/logging.h"
 
 namespace strata::checkpoint::internal {
 namespace {
@@ -153,11 +156,17 @@ StatusOr<Manifest> MergeRankIndexes(Storage& storage, int64_t step,
 Status PublishCommit(Storage& storage, Catalog* catalog, const std::string& job,
                      const std::string& uri, const Manifest& manifest) {
   const int64_t step = manifest.step();
+  if (manifest.tensors_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step ", step, " not committed: no rank saved a tensor"));
+  }
   RETURN_IF_ERROR(
       storage.PutMeta(step, "manifest.pb", manifest.SerializeAsString()));
   RETURN_IF_ERROR(storage.PutMeta(-1, "LATEST", std::to_string(step)));
   if (catalog != nullptr) {
     RETURN_IF_ERROR(catalog->RecordCommit(job, uri, manifest));
+    // Repairs what earlier failed catalog writes missed.
+    RETURN_IF_ERROR(catalog->Reconcile(job, uri, storage));
   }
   return absl::OkStatus();
 }
@@ -173,10 +182,41 @@ Status ApplyRetention(Storage& storage, Catalog* catalog,
   for (size_t i = 0; i + keep_last < steps->size(); ++i) {
     const int64_t s = (*steps)[i];
     if (keep_every > 0 && s % keep_every == 0) continue;
-    RETURN_IF_ERROR(storage.RemoveStep(s));
+    Status removed = storage.RemoveStep(s);
+    if (absl::IsFailedPrecondition(removed)) {  // pinned by a reader
+      GetLogger("CKPT")->info("retention keeps step {} for now: {}", s,
+                              std::string(removed.message()));
+      continue;
+    }
+    RETURN_IF_ERROR(removed);
     if (catalog != nullptr) RETURN_IF_ERROR(catalog->RecordRemoval(job, s));
   }
   return absl::OkStatus();
+}
+
+Status DescribeSaveFailure(const Status& st, int64_t step,
+                           const std::string& uri) {
+  std::string msg =
+      absl::StrCat("checkpoint step ", step, " at ", uri, ": ", st.message());
+  if (absl::IsResourceExhausted(st)) {
+    // DefaultCatalogPath strips the scheme; its parent is the directory.
+    std::string dir = DefaultCatalogPath(uri);
+    dir.resize(dir.size() - std::string("/catalog.rocksdb").size());
+    struct statvfs fs {};
+    while (!dir.empty() && statvfs(dir.c_str(), &fs) != 0) {
+      const size_t slash = dir.find_last_of('/');
+      dir = slash == std::string::npos || slash == 0 ? std::string("/")
+                                                     : dir.substr(0, slash);
+      if (dir == "/") {
+        statvfs("/", &fs);
+        break;
+      }
+    }
+    absl::StrAppend(&msg, "; ",
+                    static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize,
+                    " bytes free on ", dir);
+  }
+  return Status(st.code(), msg);
 }
 
 }  // namespace strata::checkpoint::internal

@@ -69,7 +69,9 @@ StatusOr<Manifest> MergeRankIndexes(Storage& storage, int64_t step,
 
 // Rank 0: commits the step of `manifest`: writes "manifest.pb" atomically
 // and durably (the commit point), then "LATEST", then, with a `catalog`
-// (may be null), the catalog entry for `job` and `uri`. When the manifest
+// (may be null), the catalog entry for `job` and `uri`, reconciling the
+// catalog with the storage's steps (Catalog::Reconcile). InvalidArgument,
+// committing nothing, for a manifest without tensors. When the manifest
 // write fails the step is not committed; when a later write fails the step
 // is committed and loadable, and the error is still returned (the save
 // reports it).
@@ -80,11 +82,20 @@ Status PublishCommit(Storage& storage, Catalog* catalog, const std::string& job,
 // every step divisible by `keep_every` (when > 0) and removes the rest,
 // oldest first, each uncommitted before its data goes (Storage::RemoveStep)
 // and marked removed in `catalog` (may be null). Other ranks drop their
-// part at their next save (Storage::CollectGarbage). Does nothing when
+// part at their next save (Storage::CollectGarbage). A step a reader pins
+// (Storage::PinStep) is skipped and logged, removed by a later retention.
+// Does nothing when
 // keep_last <= 0 or the committed steps cannot be listed; otherwise stops
 // at, and returns, the first failing removal.
 Status ApplyRetention(Storage& storage, Catalog* catalog,
                       const std::string& job, int keep_last,
                       int64_t keep_every);
+
+// The error of a failed save of `step` to `uri` as its caller sees it:
+// "checkpoint step <step> at <uri>: <st's message>", same code; for
+// ResourceExhausted (a full disk) followed by "; <n> bytes free on <dir>"
+// (statvfs of the checkpoint directory or its nearest existing parent).
+Status DescribeSaveFailure(const Status& st, int64_t step,
+                           const std::string& uri);
 
 }  // namespace strata::checkpoint::internal

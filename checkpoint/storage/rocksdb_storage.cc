@@ -19,6 +19,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/internal/file_util.h"
+#include "checkpoint/internal/rocks_db.h"
 #include "checkpoint/storage/storages.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -27,14 +29,10 @@
 namespace strata::checkpoint {
 namespace {
 
-constexpr size_t kPiece = 1 << 20;
+using internal::FromRocks;
+using internal::RocksDb;
 
-Status FromRocks(const rocksdb::Status& s, const std::string& what) {
-  if (s.ok()) return absl::OkStatus();
-  if (s.IsNotFound()) return absl::NotFoundError(what + ": " + s.ToString());
-  if (s.IsCorruption()) return absl::DataLossError(what + ": " + s.ToString());
-  return absl::UnavailableError(what + ": " + s.ToString());
-}
+constexpr size_t kPiece = 1 << 20;
 
 std::string StepKey(int64_t step) {
   return step < 0 ? std::string("root") : absl::StrFormat("%012d", step);
@@ -56,7 +54,7 @@ int OwnerOf(const std::string& name) {
 
 class RocksSink final : public DataSink {
  public:
-  RocksSink(rocksdb::DB* db, int64_t step, std::string name)
+  RocksSink(RocksDb* db, int64_t step, std::string name)
       : db_(db), step_(step), name_(std::move(name)) {
     piece_.reserve(kPiece);
   }
@@ -71,21 +69,31 @@ class RocksSink final : public DataSink {
     }
     return absl::OkStatus();
   }
-  Status Finish() override { return Flush(/*sync=*/true); }  // syncs the WAL
+  // Syncs the WAL, then flushes: the stream's values land in blob files of
+  // their own, which leave the disk once the step is deleted.
+  Status Finish() override {
+    RETURN_IF_ERROR(Flush(/*sync=*/true));
+    return db_->FlushAndCompact("", "",
+                                absl::StrCat("rocksdb ", db_->path(), " flush ",
+                                             name_, " of step ", step_));
+  }
   uint64_t size() const override { return size_; }
 
  private:
   Status Flush(bool sync) {
-    rocksdb::WriteOptions wo;
-    wo.sync = sync;
     if (!piece_.empty() || sync) {
-      RETURN_IF_ERROR(FromRocks(
-          db_->Put(wo, DataKey(step_, name_, next_++), piece_), "rocksdb put"));
+      rocksdb::WriteBatch batch;
+      batch.Put(DataKey(step_, name_, next_), piece_);
+      RETURN_IF_ERROR(db_->Write(
+          batch, sync,
+          absl::StrCat("rocksdb ", db_->path(), " put ", name_, " piece ",
+                       next_, " of step ", step_)));
+      ++next_;
     }
     piece_.clear();
     return absl::OkStatus();
   }
-  rocksdb::DB* db_;
+  RocksDb* db_;
   int64_t step_;
   std::string name_;
   std::string piece_;
@@ -99,23 +107,19 @@ class RocksDbStorage final : public Storage {
   ~RocksDbStorage() override {
     std::lock_guard<std::mutex> lock(mu_);
     readers_.clear();
-    delete own_;
   }
 
   Status Init() {
     if (!writable_) return absl::OkStatus();
-    rocksdb::DB* db = nullptr;
-    RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(Options(), DbPath(rank_), &db),
-                              "open rocksdb " + DbPath(rank_)));
-    own_ = db;
+    ASSIGN_OR_RETURN(own_, RocksDb::Open(Options(), DbPath(rank_)));
     return absl::OkStatus();
   }
 
   StatusOr<std::unique_ptr<DataSink>> CreateData(
       int64_t step, const std::string& name) override {
-    ASSIGN_OR_RETURN(rocksdb::DB * db, Writable(name));
+    RETURN_IF_ERROR(CheckWritable(name));
     return std::unique_ptr<DataSink>(
-        std::make_unique<RocksSink>(db, step, name));
+        std::make_unique<RocksSink>(own_.get(), step, name));
   }
 
   Status ReadData(int64_t step, const std::string& name, uint64_t offset,
@@ -156,11 +160,10 @@ class RocksDbStorage final : public Storage {
 
   Status PutMeta(int64_t step, const std::string& name,
                  const std::string& bytes) override {
-    ASSIGN_OR_RETURN(rocksdb::DB * db, Writable(name));
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    return FromRocks(db->Put(wo, MetaKey(step, name), bytes),
-                     "rocksdb put " + Where(step, name));
+    RETURN_IF_ERROR(CheckWritable(name));
+    rocksdb::WriteBatch batch;
+    batch.Put(MetaKey(step, name), bytes);
+    return own_->Write(batch, /*sync=*/true, "rocksdb put " + Where(step, name));
   }
 
   StatusOr<std::string> GetMeta(int64_t step,
@@ -198,12 +201,42 @@ class RocksDbStorage final : public Storage {
     return steps;
   }
 
+  // The pin of a step is an flock on DIR/step-<12 digits>.pin (created by
+  // the first reader, removed with the step).
+  StatusOr<std::unique_ptr<StepPin>> PinStep(int64_t step) override {
+    auto pin = internal::PinFile(PinPath(step), /*create=*/true);
+    if (!pin.ok()) {
+      if (!absl::IsPermissionDenied(pin.status())) return pin.status();
+      // A read-only checkpoint directory: nobody can remove the step.
+      pin = std::make_unique<StepPin>();
+    }
+    auto manifest = GetMeta(step, "manifest.pb");
+    if (manifest.ok()) return pin;
+    pin->reset();
+    if (auto fd = internal::LockExclusive(PinPath(step), false, ""); fd.ok()) {
+      unlink(PinPath(step).c_str());
+      close(*fd);
+    }
+    if (absl::IsNotFound(manifest.status())) {
+      return absl::NotFoundError(
+          absl::StrFormat("no committed checkpoint at step %d (%s missing)",
+                          step, Where(step, "manifest.pb")));
+    }
+    return manifest.status();
+  }
+
   Status RemoveStep(int64_t step) override {
     if (rank_ == 0 && writable_) {
-      rocksdb::WriteOptions wo;
-      wo.sync = true;
-      RETURN_IF_ERROR(FromRocks(own_->Delete(wo, MetaKey(step, "manifest.pb")),
-                                "rocksdb delete"));
+      ASSIGN_OR_RETURN(int lock, internal::LockExclusive(
+                                     PinPath(step), /*create=*/true,
+                                     absl::StrFormat("step %d", step)));
+      rocksdb::WriteBatch batch;
+      batch.Delete(MetaKey(step, "manifest.pb"));
+      Status st = own_->Write(batch, /*sync=*/true,
+                              "rocksdb delete " + Where(step, "manifest.pb"));
+      unlink(PinPath(step).c_str());
+      close(lock);
+      RETURN_IF_ERROR(st);
     }
     return DeleteOwn(step);
   }
@@ -213,7 +246,7 @@ class RocksDbStorage final : public Storage {
     ASSIGN_OR_RETURN(std::vector<int64_t> committed, Steps());
     std::set<int64_t> keep(committed.begin(), committed.end());
     keep.insert(current);
-    rocksdb::DB* db = own_;
+    ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, own_->Get());
     std::set<int64_t> mine;
     std::unique_ptr<rocksdb::Iterator> it(
         db->NewIterator(rocksdb::ReadOptions()));
@@ -248,18 +281,21 @@ class RocksDbStorage final : public Storage {
     o.blob_file_size = 256 << 20;
     o.compression = rocksdb::kNoCompression;  // tensors do not compress
     o.blob_compression_type = rocksdb::kNoCompression;
-    return o;
+    return internal::SafeOptions(o);  // no LOG file: see rocks_db.h
+  }
+  std::string PinPath(int64_t step) const {
+    return StepDir(dir_, step) + ".pin";
   }
   std::string DbPath(int rank) const {
     return absl::StrFormat("%s/rank-%05d.rocksdb", dir_, rank);
   }
 
-  StatusOr<rocksdb::DB*> Writable(const std::string& name) {
+  Status CheckWritable(const std::string& name) const {
     if (!writable_ || OwnerOf(name) != rank_) {
       return absl::FailedPreconditionError("rank " + std::to_string(rank_) +
                                            " cannot write " + name);
     }
-    return own_;
+    return absl::OkStatus();
   }
 
   // The instance of `rank`: ours (the primary), or a read-only instance of
@@ -267,9 +303,7 @@ class RocksDbStorage final : public Storage {
   // was when opened (WAL included); `fresh` reopens it to see later writes.
   // Callers share ownership, so a reopen never frees an instance in use.
   StatusOr<std::shared_ptr<rocksdb::DB>> Db(int rank, bool fresh) {
-    if (writable_ && rank == rank_) {
-      return std::shared_ptr<rocksdb::DB>(own_, [](rocksdb::DB*) {});
-    }
+    if (writable_ && rank == rank_) return own_->Get();
     std::lock_guard<std::mutex> lock(mu_);
     auto it = readers_.find(rank);
     if (it != readers_.end() && !fresh) return it->second;
@@ -291,22 +325,22 @@ class RocksDbStorage final : public Storage {
 
   Status DeleteOwn(int64_t step) {
     if (!writable_) return absl::OkStatus();
-    rocksdb::DB* db = own_;
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
     const std::string s = StepKey(step);
-    RETURN_IF_ERROR(FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(),
-                                              "d/" + s + "/", "d/" + s + "0"),
-                              "rocksdb delete"));
-    return FromRocks(db->DeleteRange(wo, db->DefaultColumnFamily(),
-                                     "m/" + s + "/", "m/" + s + "0"),
-                     "rocksdb delete");
+    rocksdb::WriteBatch batch;
+    batch.DeleteRange("d/" + s + "/", "d/" + s + "0");
+    batch.DeleteRange("m/" + s + "/", "m/" + s + "0");
+    const std::string what =
+        absl::StrCat("rocksdb ", DbPath(rank_), " delete step ", step);
+    RETURN_IF_ERROR(own_->Write(batch, /*sync=*/true, what));
+    // Frees the disk: without it the deleted values stay in the WAL and
+    // blob files until some later compaction.
+    return own_->FlushAndCompact("d/" + s + "/", "d/" + s + "0", what);
   }
 
   const std::string dir_;
   const int rank_;
   const bool writable_;
-  rocksdb::DB* own_ = nullptr;  // this rank's instance when writable
+  std::unique_ptr<RocksDb> own_;  // this rank's instance when writable
   std::mutex mu_;
   // Read-only instances of other ranks' databases; guarded by mu_.
   std::map<int, std::shared_ptr<rocksdb::DB>> readers_;
@@ -330,13 +364,13 @@ StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri, int rank,
                                                bool writable) {
   if (uri.rfind("rocksdb://", 0) == 0)
     return NewRocksDbStorage(uri.substr(10), rank, writable);
-  if (uri.rfind("file://", 0) == 0) return NewFileStorage(uri.substr(7));
+  if (uri.rfind("file://", 0) == 0) return NewFileStorage(uri.substr(7), rank);
   if (uri.find("://") != std::string::npos) {
     return absl::InvalidArgumentError(
         "unsupported checkpoint URI '" + uri +
         "' (use file:///path or rocksdb:///path)");
   }
-  return NewFileStorage(uri);
+  return NewFileStorage(uri, rank);
 }
 
 }  // namespace strata::checkpoint

@@ -8,7 +8,7 @@
 
 namespace strata::checkpoint {
 
-std::shared_ptr<Storage> NewFileStorage(const std::string& dir);
+std::shared_ptr<Storage> NewFileStorage(const std::string& dir, int rank);
 StatusOr<std::shared_ptr<Storage>> NewRocksDbStorage(const std::string& dir,
                                                      int rank, bool writable);
 
