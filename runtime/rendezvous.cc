@@ -16,8 +16,17 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr auto kProgressEvery = std::chrono::seconds(5);
 
+// A launcher's tcp:// or file:// store serves one job: the keys leave the
+// job id out, so ranks that disagree on it meet and say so. The
+// coordinator's store (strata://, ipc://) serves every job of the cluster:
+// there the keys live in the attempt's namespace, which the coordinator
+// deletes when the attempt ends.
 std::string Prefix(const placement::RankEnv& info) {
-  return absl::StrCat("rendezvous/", info.restart_count, "/");
+  const bool shared = info.store_uri.starts_with("strata://") ||
+                      info.store_uri.starts_with("ipc://");
+  return shared ? absl::StrCat(info.job_id, "/", info.restart_count,
+                               "/rendezvous/")
+                : absl::StrCat("rendezvous/", info.restart_count, "/");
 }
 
 std::string Describe(const placement::RankEnv& info) {
@@ -45,11 +54,12 @@ class Join {
         info_(info),
         name_(store_name),
         prefix_(Prefix(info)),
+        me_(Describe(info)),
         start_(SteadyClock::now()),
         deadline_(start_ + timeout) {}
 
   Status Run() {
-    const std::string me = Describe(info_);
+    const std::string& me = me_;
     ASSIGN_OR_RETURN(int64_t n, store_.Add(Key("claims/", info_.rank), 1));
     RETURN_IF_ERROR(store_.Set(Key("rank/", info_.rank, "/", n), me));
     if (n > 1) {
@@ -85,20 +95,28 @@ class Join {
     return absl::InvalidArgumentError(reason);
   }
 
+  // Named in rank order, so both sides of a mismatch say the same.
   Status Compare(const std::string& peer) {
-    auto f = Fields(peer);
-    const std::string who = absl::StrCat("rank ", f["rank"], " (", f["host"],
-                                         " pid ", f["pid"], ")");
-    if (f["world_size"] != std::to_string(info_.world_size)) {
-      return Fail(absl::StrCat("WORLD_SIZE mismatch: rank ", info_.rank,
-                               " has WORLD_SIZE=", info_.world_size, ", ", who,
-                               " has WORLD_SIZE=", f["world_size"]));
+    auto theirs = Fields(peer), mine = Fields(me_);
+    auto mismatch = [&](const std::string& what, const std::string& field) {
+      auto* lo = &mine;
+      auto* hi = &theirs;
+      int their_rank = 0;
+      if (absl::SimpleAtoi(theirs["rank"], &their_rank) &&
+          their_rank < info_.rank) {
+        std::swap(lo, hi);
+      }
+      auto side = [&](std::map<std::string, std::string>& f) {
+        return absl::StrCat("rank ", f["rank"], " (", f["host"], " pid ",
+                            f["pid"], ") has ", what, "=", f[field]);
+      };
+      return Fail(absl::StrCat(what, " mismatch: ", side(*lo), ", ",
+                               side(*hi)));
+    };
+    if (theirs["world_size"] != mine["world_size"]) {
+      return mismatch("WORLD_SIZE", "world_size");
     }
-    if (f["job"] != info_.job_id) {
-      return Fail(absl::StrCat("job id mismatch: rank ", info_.rank,
-                               " is in job '", info_.job_id, "', ", who,
-                               " in job '", f["job"], "'"));
-    }
+    if (theirs["job"] != mine["job"]) return mismatch("STRATA_JOB_ID", "job");
     return absl::OkStatus();
   }
 
@@ -144,7 +162,7 @@ class Join {
 
   comm::Store& store_;
   const placement::RankEnv& info_;
-  const std::string name_, prefix_;
+  const std::string name_, prefix_, me_;
   const SteadyClock::time_point start_, deadline_;
 };
 

@@ -3,8 +3,12 @@
 // is and checks that the others agree, so a launch mistake fails within
 // seconds with a message naming it instead of a connect timeout.
 //
-// Keys live in the base store (not the job's prefix, so ranks that
-// disagree on the job id still meet) under "rendezvous/<restart_count>/":
+// Keys live in the base store under "rendezvous/<restart_count>/" for a
+// launcher's tcp:// or file:// store, which serves one job (so ranks that
+// disagree on the job id still meet and say so), and under
+// "<job id>/<restart_count>/rendezvous/" (the attempt's namespace) for the
+// coordinator's strata:// store, which every job of the cluster shares
+// (there the job id cannot be checked; the worker sets it):
 //   claims/R       Add counter: how many processes say they are rank R
 //   rank/R/N       "rank=R world_size=W job=J host=H pid=P" of the N-th
 //   ready          set by rank 0 once ranks 1..W-1 joined and agree
@@ -12,7 +16,7 @@
 // Rank 0 checks every rank's entry; every other rank checks rank 0's. A
 // mismatch of WORLD_SIZE or job id, or a rank claimed twice, is published
 // as abort and returned; a rank that waits sees an abort within
-// kPollInterval and returns "rank R failed: reason". Waits log progress
+// kRendezvousPollInterval and returns "rank R failed: reason". Waits log progress
 // ("waiting for rank 1 to join the rendezvous at STORE, 10s of 120").
 //
 // Keys are per attempt: a restarted attempt (restart_count + 1) starts
