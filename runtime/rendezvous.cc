@@ -110,8 +110,8 @@ class Join {
         return absl::StrCat("rank ", f["rank"], " (", f["host"], " pid ",
                             f["pid"], ") has ", what, "=", f[field]);
       };
-      return Fail(absl::StrCat(what, " mismatch: ", side(*lo), ", ",
-                               side(*hi)));
+      return Fail(
+          absl::StrCat(what, " mismatch: ", side(*lo), ", ", side(*hi)));
     };
     if (theirs["world_size"] != mine["world_size"]) {
       return mismatch("WORLD_SIZE", "world_size");
@@ -126,8 +126,9 @@ class Join {
     for (;;) {
       ASSIGN_OR_RETURN(bool aborted, store_.Check(Key("abort")));
       if (aborted) {
-        ASSIGN_OR_RETURN(std::string why,
-                         store_.Get(Key("abort"), std::chrono::milliseconds(0)));
+        ASSIGN_OR_RETURN(
+            std::string why,
+            store_.Get(Key("abort"), std::chrono::milliseconds(0)));
         std::pair<std::string, std::string> p =
             absl::StrSplit(why, absl::MaxSplits(": ", 1));
         return absl::AbortedError(

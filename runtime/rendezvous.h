@@ -16,7 +16,8 @@
 // Rank 0 checks every rank's entry; every other rank checks rank 0's. A
 // mismatch of WORLD_SIZE or job id, or a rank claimed twice, is published
 // as abort and returned; a rank that waits sees an abort within
-// kRendezvousPollInterval and returns "rank R failed: reason". Waits log progress
+// kRendezvousPollInterval and returns "rank R failed: reason". Waits log
+// progress
 // ("waiting for rank 1 to join the rendezvous at STORE, 10s of 120").
 //
 // Keys are per attempt: a restarted attempt (restart_count + 1) starts

@@ -67,10 +67,10 @@ std::string FreeSpace(const std::string& dir) {
     p = p.parent_path();
   }
   const double mib = 1024.0 * 1024.0;
-  return absl::StrFormat(
-      "%.1f MiB free of %.1f MiB on %s",
-      static_cast<double>(vfs.f_bavail) * vfs.f_frsize / mib,
-      static_cast<double>(vfs.f_blocks) * vfs.f_frsize / mib, p.string());
+  return absl::StrFormat("%.1f MiB free of %.1f MiB on %s",
+                         static_cast<double>(vfs.f_bavail) * vfs.f_frsize / mib,
+                         static_cast<double>(vfs.f_blocks) * vfs.f_frsize / mib,
+                         p.string());
 }
 
 }  // namespace strata::train

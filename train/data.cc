@@ -19,9 +19,9 @@ constexpr int64_t kTextStride = 997;  // prime, spreads samples over the file
 Status DataSource::Check(const std::string& text_file, int vocab, int seq) {
   if (text_file.empty()) return absl::OkStatus();
   if (vocab < 256) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data needs byte tokens: the model's vocabulary is ", vocab,
-        ", at least 256 is required"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data needs byte tokens: the model's vocabulary is ",
+                     vocab, ", at least 256 is required"));
   }
   struct stat st;
   if (stat(text_file.c_str(), &st) != 0) {
@@ -29,10 +29,10 @@ Status DataSource::Check(const std::string& text_file, int vocab, int seq) {
         "cannot open --data ", text_file, ": ", std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data ", text_file, " is ",
-        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file",
-        "; give a text file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data ", text_file, " is ",
+                     S_ISDIR(st.st_mode) ? "a directory" : "not a regular file",
+                     "; give a text file"));
   }
   if (access(text_file.c_str(), R_OK) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -67,16 +67,16 @@ StatusOr<DataSource> DataSource::Open(const std::string& text_file, int vocab,
     if (n < 0) {
       const int err = errno;
       close(fd);
-      return absl::UnavailableError(absl::StrCat(
-          "reading --data ", text_file, ": ", std::strerror(err)));
+      return absl::UnavailableError(
+          absl::StrCat("reading --data ", text_file, ": ", std::strerror(err)));
     }
     d.text_.append(buf, static_cast<size_t>(n));
   }
   close(fd);
   if (static_cast<int64_t>(d.text_.size()) < seq + 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data ", text_file, " has ", d.text_.size(),
-        " bytes; a sample needs ", seq + 2));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data ", text_file, " has ", d.text_.size(),
+                     " bytes; a sample needs ", seq + 2));
   }
   return d;
 }
@@ -90,7 +90,8 @@ void DataSource::Sample(int64_t index, int32_t* out) const {
     }
     return;
   }
-  const uint64_t key = SplitMix64(seed_ ^ SplitMix64(static_cast<uint64_t>(index)));
+  const uint64_t key =
+      SplitMix64(seed_ ^ SplitMix64(static_cast<uint64_t>(index)));
   const int64_t a0 = static_cast<int64_t>(key % vocab_);
   const int64_t d = 1 + static_cast<int64_t>((key >> 32) % 7);
   for (int t = 0; t <= seq_; ++t) {

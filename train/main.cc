@@ -61,15 +61,17 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
   }
   const bool rollback = f.on_nonfinite == "rollback";
   const char* where = f.ckpt.empty() ? "STRATA_CKPT_URI" : "--ckpt";
-  const char* none = "no checkpoint location: give --ckpt URI or set "
-                     "STRATA_CKPT_URI";
+  const char* none =
+      "no checkpoint location: give --ckpt URI or set "
+      "STRATA_CKPT_URI";
   if (f.ckpt_every > 0 && uri.empty()) {
     return bad("--ckpt-every ", f.ckpt_every, " but ", none);
   }
   if (f.resume && uri.empty()) return bad("--resume but ", none);
   if (rollback && (uri.empty() || f.ckpt_every == 0)) {
-    return bad("--on-nonfinite=rollback needs checkpoints to roll back to: "
-               "--ckpt-every K and a checkpoint location");
+    return bad(
+        "--on-nonfinite=rollback needs checkpoints to roll back to: "
+        "--ckpt-every K and a checkpoint location");
   }
   if (!f.ckpt.empty() && f.ckpt_every == 0 && !f.resume) {
     return bad("--ckpt ", f.ckpt,
@@ -167,10 +169,11 @@ int Run(const Flags& f) {
     }
     if (r->rolled_back_from > 0) {
       if (printer) {
-        std::printf("rollback: step %lld loss=%g grad_norm=%g not finite, "
-                    "rolled back to step %lld\n",
-                    static_cast<long long>(r->rolled_back_from), r->loss,
-                    r->grad_norm, static_cast<long long>(r->step));
+        std::printf(
+            "rollback: step %lld loss=%g grad_norm=%g not finite, "
+            "rolled back to step %lld\n",
+            static_cast<long long>(r->rolled_back_from), r->loss, r->grad_norm,
+            static_cast<long long>(r->step));
         std::fflush(stdout);
       }
       continue;

@@ -71,11 +71,11 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   }
   if (o.ckpt_every < 0 || o.keep_last < 1 || o.max_save_failures < 1 ||
       o.max_rollbacks < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint options out of range: ckpt_every ", o.ckpt_every,
-        " (>= 0), keep_last ", o.keep_last, " (>= 1), max_save_failures ",
-        o.max_save_failures, " (>= 1), max_rollbacks ", o.max_rollbacks,
-        " (>= 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint options out of range: ckpt_every ",
+                     o.ckpt_every, " (>= 0), keep_last ", o.keep_last,
+                     " (>= 1), max_save_failures ", o.max_save_failures,
+                     " (>= 1), max_rollbacks ", o.max_rollbacks, " (>= 0)"));
   }
   if (o.ckpt_uri.empty() &&
       (o.ckpt_every > 0 ||
@@ -430,12 +430,12 @@ std::vector<checkpoint::ShardedTensor> Trainer::StateTensors(float* m,
 }
 
 StatusOr<StepResult> Trainer::HandleNonFinite(int64_t step, double loss,
-                                               double norm) {
+                                              double norm) {
   const bool values = std::isfinite(loss) && std::isfinite(norm);
   const std::string what = absl::StrCat(
       "step ", step, " is not finite: loss ", loss, ", gradient norm ", norm,
-      values ? ", but an updated parameter is NaN or Inf (learning rate "
-             : "", values ? absl::StrCat(o_.lr, " too high?)") : "");
+      values ? ", but an updated parameter is NaN or Inf (learning rate " : "",
+      values ? absl::StrCat(o_.lr, " too high?)") : "");
   if (o_.on_nonfinite == TrainOptions::OnNonFinite::kStop) {
     return absl::FailedPreconditionError(absl::StrCat(
         what, "; stopping (--on-nonfinite=stop); nothing of it was saved"));
@@ -453,8 +453,9 @@ StatusOr<StepResult> Trainer::HandleNonFinite(int64_t step, double loss,
   RETURN_IF_ERROR(AnyRank(&none));  // a barrier: rank 0 has committed
   auto latest = checkpoint::LatestStep(o_.ckpt_uri);
   if (absl::IsNotFound(latest.status())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, "; no committed checkpoint at ", o_.ckpt_uri, " to roll back to"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, "; no committed checkpoint at ", o_.ckpt_uri,
+                     " to roll back to"));
   }
   RETURN_IF_ERROR(latest.status());
   ASSIGN_OR_RETURN(int64_t resumed, Resume());
@@ -470,7 +471,7 @@ StatusOr<StepResult> Trainer::HandleNonFinite(int64_t step, double loss,
 
 Status Trainer::CheckLastSave() {
   if (last_save_.step() < 0 && last_save_error_.ok()) return absl::OkStatus();
-  const int64_t step = last_save_.step();
+  const int64_t step = last_save_step_;
   Status mine = last_save_error_.ok() ? last_save_.Wait() : last_save_error_;
   last_save_ = checkpoint::SaveHandle();
   last_save_error_ = absl::OkStatus();
@@ -481,22 +482,22 @@ Status Trainer::CheckLastSave() {
     return absl::OkStatus();
   }
   ++save_failures_;
-  const std::string error =
-      mine.ok() ? std::string("the save failed on another rank")
-                : std::string(mine.message());
-  const std::string where = absl::StrCat(
-      o_.ckpt_uri, " (", FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")),
-      ")");
+  const std::string error = mine.ok()
+                                ? std::string("the save failed on another rank")
+                                : std::string(mine.message());
+  const std::string where =
+      absl::StrCat(o_.ckpt_uri, " (",
+                   FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")), ")");
   if (save_failures_ >= o_.max_save_failures) {
-    return Status(mine.ok() ? absl::StatusCode::kAborted : mine.code(),
-                  absl::StrCat(save_failures_,
-                               " checkpoint saves in a row failed at ", where,
-                               " (--ckpt-max-failures ", o_.max_save_failures,
-                               "); the last: ", error));
+    return Status(
+        mine.ok() ? absl::StatusCode::kAborted : mine.code(),
+        absl::StrCat(save_failures_, " checkpoint saves in a row failed at ",
+                     where, " (--ckpt-max-failures ", o_.max_save_failures,
+                     "); the last: ", error));
   }
   GetLogger("TRAIN")->warn(
-      "checkpoint step {} failed at {} ({} in a row, stopping at {}): {}",
-      step, where, save_failures_, o_.max_save_failures, error);
+      "checkpoint step {} failed at {} ({} in a row, stopping at {}): {}", step,
+      where, save_failures_, o_.max_save_failures, error);
   return absl::OkStatus();
 }
 
@@ -527,6 +528,7 @@ Status Trainer::SaveCheckpoint() {
   auto handle = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs);
   stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
   // Counted, like a failure in the background, at the next save.
+  last_save_step_ = step_;
   if (handle.ok()) {
     last_save_ = *handle;
   } else {
@@ -576,10 +578,10 @@ Status Trainer::Finish() {
   last_save_error_ = absl::OkStatus();
   (void)ckpt_->Wait();  // earlier failures were counted by CheckLastSave
   if (last.ok()) return last;
-  return Status(last.code(),
-                absl::StrCat(last.message(), " (",
-                             FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")),
-                             ")"));
+  return Status(
+      last.code(),
+      absl::StrCat(last.message(), " (",
+                   FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")), ")"));
 }
 
 }  // namespace strata::train

@@ -149,7 +149,8 @@ class Trainer {
   double stall_s_ = 0;
   std::unique_ptr<checkpoint::Checkpointer> ckpt_;
   checkpoint::SaveHandle last_save_;
-  Status last_save_error_;  // SaveAsync's own error for last_save_
+  int64_t last_save_step_ = 0;
+  Status last_save_error_;  // SaveAsync's own error for last_save_step_
   int save_failures_ = 0;   // consecutive
   int rollbacks_ = 0;
 };

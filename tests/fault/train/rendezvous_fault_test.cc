@@ -45,12 +45,12 @@ class RendezvousFaultTest : public ::testing::Test {
                                         const std::string& args1,
                                         const std::string& env1) {
     auto a = std::async(std::launch::async, [&] {
-      return RunTrainFor("--model tiny --steps 2 " + args0,
-                         store_ + " " + env0, LimitS());
+      return RunTrainFor("--model tiny --steps 2 " + args0, store_ + " " + env0,
+                         LimitS());
     });
     auto b = std::async(std::launch::async, [&] {
-      return RunTrainFor("--model tiny --steps 2 " + args1,
-                         store_ + " " + env1, LimitS());
+      return RunTrainFor("--model tiny --steps 2 " + args1, store_ + " " + env1,
+                         LimitS());
     });
     std::pair<TrainRun, TrainRun> out{a.get(), b.get()};
     std::printf("  ranks ended after %.2f s (exit %d) and %.2f s (exit %d)\n",
@@ -72,10 +72,10 @@ TEST_F(RendezvousFaultTest, TwoRanksStartAndTrain) {
 TEST(RendezvousNoStoreTest, NothingListeningIsReportedWithinSeconds) {
   const int port = strata::testing::UnusedPort();
   // Killed after 6 s: whatever it said by then is its first output.
-  TrainRun r = RunTrainFor(
-      "--model tiny --steps 1",
-      "RANK=0 WORLD_SIZE=2 STRATA_STORE=tcp://127.0.0.1:" + std::to_string(port),
-      6);
+  TrainRun r = RunTrainFor("--model tiny --steps 1",
+                           "RANK=0 WORLD_SIZE=2 STRATA_STORE=tcp://127.0.0.1:" +
+                               std::to_string(port),
+                           6);
   EXPECT_NE(r.out.find("waiting for store 127.0.0.1:" + std::to_string(port) +
                        " (Connection refused), "),
             std::string::npos)
@@ -127,8 +127,8 @@ TEST_F(RendezvousFaultTest, DuplicateRankIsNamed) {
 }
 
 TEST_F(RendezvousFaultTest, RankFailingAtStartStopsTheOther) {
-  auto [r0, r1] = RunPair("", "RANK=0 WORLD_SIZE=2", "--data /tmp --model small",
-                          "RANK=1 WORLD_SIZE=2");
+  auto [r0, r1] = RunPair("", "RANK=0 WORLD_SIZE=2",
+                          "--data /tmp --model small", "RANK=1 WORLD_SIZE=2");
   EXPECT_EQ(r1.code, 2) << r1.out;
   EXPECT_NE(r0.code, 0) << r0.out;
   EXPECT_NE(r0.code, 124) << r0.out;
@@ -139,8 +139,8 @@ TEST_F(RendezvousFaultTest, RankFailingAtStartStopsTheOther) {
 }
 
 TEST_F(RendezvousFaultTest, RankWithBadFlagStopsTheOther) {
-  auto [r0, r1] = RunPair("", "RANK=0 WORLD_SIZE=2", "--steps nope",
-                          "RANK=1 WORLD_SIZE=2");
+  auto [r0, r1] =
+      RunPair("", "RANK=0 WORLD_SIZE=2", "--steps nope", "RANK=1 WORLD_SIZE=2");
   EXPECT_EQ(r1.code, 2) << r1.out;
   EXPECT_LT(r0.seconds, kBoundS) << r0.out;
   EXPECT_NE(r0.out.find("rank 1 failed: "), std::string::npos) << r0.out;

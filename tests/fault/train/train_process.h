@@ -3,8 +3,8 @@
 // STRATA_TRAIN overrides the binary (to run a test against another build).
 #pragma once
 
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -31,15 +31,15 @@ inline std::string TrainBinary() {
 inline TrainRun RunTrainFor(const std::string& args, const std::string& env,
                             int limit_s) {
   const auto t0 = std::chrono::steady_clock::now();
-  RunResult r = RunCommand("env " + env + " timeout " +
-                           std::to_string(limit_s) + " " + TrainBinary() +
-                           " " + args);
+  RunResult r =
+      RunCommand("env " + env + " timeout " + std::to_string(limit_s) + " " +
+                 TrainBinary() + " " + args);
   TrainRun out;
   out.code = r.code;
   out.out = std::move(r.out);
-  out.seconds = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count();
+  out.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   return out;
 }
 

@@ -62,8 +62,7 @@ TEST(RendezvousTest, WorldSizeMismatchIsNamedOnBothSides) {
 
 TEST(RendezvousTest, JobIdMismatchIsNamed) {
   auto store = comm::NewInMemoryStore();
-  for (const Status& st :
-       JoinAll(*store, {Rank(0, 2, "a"), Rank(1, 2, "b")})) {
+  for (const Status& st : JoinAll(*store, {Rank(0, 2, "a"), Rank(1, 2, "b")})) {
     EXPECT_NE(st.message().find("STRATA_JOB_ID mismatch: rank 0 ("),
               std::string::npos)
         << st;
@@ -98,9 +97,8 @@ TEST(RendezvousTest, MissingRankTimesOutNamingIt) {
       JoinRendezvous(*store, Rank(0, 3), "test-store", milliseconds(300));
   // Rank 0 waits for rank 1 first.
   EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
-  EXPECT_NE(
-      s.message().find("for rank 1 to join the rendezvous at test-store"),
-      std::string::npos)
+  EXPECT_NE(s.message().find("for rank 1 to join the rendezvous at test-store"),
+            std::string::npos)
       << s;
 }
 
