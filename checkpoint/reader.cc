@@ -353,7 +353,10 @@ StatusOr<PinnedStep> OpenStep(const std::string& uri, int64_t step) {
   for (int attempt = 0;; ++attempt) {
     p.step = step;
     if (step < 0) {
-      ASSIGN_OR_RETURN(p.step, NewestUsableStep(*p.storage));
+      // The listing may be stale: retention removed the steps it named.
+      auto newest = NewestUsableStep(*p.storage);
+      if (absl::IsNotFound(newest.status()) && attempt < 10) continue;
+      ASSIGN_OR_RETURN(p.step, std::move(newest));
     }
     auto pin = p.storage->PinStep(p.step);
     if (pin.ok()) {

@@ -27,11 +27,42 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+// Writes the header and every tensor, loaded whole, to `f`.
+Status WriteTensors(Storage& storage, int64_t step, const Manifest& m,
+                    const std::string& header, std::ofstream& f) {
+  const uint64_t n = header.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+  f.write(reinterpret_cast<const char*>(len), 8);
+  f << header;
+  std::vector<char> buf;
+  for (const TensorMeta& t : m.tensors()) {
+    ShardedTensor full;
+    full.name = t.name();
+    ASSIGN_OR_RETURN(full.dtype, ParseDType(t.dtype()));
+    full.global_shape.assign(t.global_shape().begin(), t.global_shape().end());
+    full.local_shape = full.global_shape;
+    full.global_offset.assign(full.global_shape.size(), 0);
+    buf.resize(full.Bytes());
+    full.data = buf.data();
+    std::vector<ShardedTensor> targets = {full};
+    RETURN_IF_ERROR(Load(storage, step, targets));
+    f.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-Status ExportSafetensors(const std::string& dir, int64_t step,
+Status ExportSafetensors(const std::string& uri, int64_t step,
                          const std::string& out) {
-  ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir, step));
+  ASSIGN_OR_RETURN(PinnedStep p, OpenStep(uri, step));
+  return ExportSafetensors(*p.storage, step, out);
+}
+
+Status ExportSafetensors(Storage& storage, int64_t step,
+                         const std::string& out) {
+  ASSIGN_OR_RETURN(Manifest m, ReadManifest(storage, step));
   // Header: offsets follow the manifest's tensor order.
   std::vector<std::string> entries;
   uint64_t offset = 0;
@@ -52,30 +83,13 @@ Status ExportSafetensors(const std::string& dir, int64_t step,
   const std::string tmp = out + ".tmp";
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   if (!f) return ErrnoToStatus(errno, "open " + tmp);
-  const uint64_t n = header.size();
-  unsigned char len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-  f.write(reinterpret_cast<const char*>(len), 8);
-  f << header;
-  std::vector<char> buf;
-  for (const TensorMeta& t : m.tensors()) {
-    ShardedTensor full;
-    full.name = t.name();
-    ASSIGN_OR_RETURN(full.dtype, ParseDType(t.dtype()));
-    full.global_shape.assign(t.global_shape().begin(), t.global_shape().end());
-    full.local_shape = full.global_shape;
-    full.global_offset.assign(full.global_shape.size(), 0);
-    buf.resize(full.Bytes());
-    full.data = buf.data();
-    std::vector<ShardedTensor> targets = {full};
-    RETURN_IF_ERROR(Load(dir, step, targets));
-    f.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-  }
+  Status st = WriteTensors(storage, step, m, header, f);
   f.close();
-  if (!f) return absl::UnavailableError("write failed: " + tmp);
-  if (std::rename(tmp.c_str(), out.c_str()) != 0)
-    return ErrnoToStatus(errno, "rename " + tmp);
-  return absl::OkStatus();
+  if (st.ok() && !f) st = absl::UnavailableError("write failed: " + tmp);
+  if (st.ok() && std::rename(tmp.c_str(), out.c_str()) != 0)
+    st = ErrnoToStatus(errno, "rename " + tmp);
+  if (!st.ok()) std::remove(tmp.c_str());
+  return st;
 }
 
 }  // namespace strata::checkpoint

@@ -1,38 +1,10 @@
 #include "checkpoint/internal/rocks_db.h"
 
-#include <cstdarg>
-#include <cstdio>
-
+#include "checkpoint/internal/file_util.h"
 #include "common/logging.h"
-#include "rocksdb/env.h"
+#include "common/rocksdb_log.h"
 
 namespace strata::checkpoint::internal {
-namespace {
-
-// RocksDB's info log, sent to spdlog: never a file on the (maybe full)
-// checkpoint disk.
-class SpdlogRocksLogger final : public rocksdb::Logger {
- public:
-  SpdlogRocksLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char* format, va_list ap) override {
-    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
-  }
-  void Logv(const rocksdb::InfoLogLevel level, const char* format,
-            va_list ap) override {
-    if (level < GetInfoLogLevel()) return;
-    char buf[1024];
-    std::vsnprintf(buf, sizeof(buf), format, ap);
-    if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
-      GetLogger("ROCKSDB")->error("{}", buf);
-    } else {
-      GetLogger("ROCKSDB")->warn("{}", buf);
-    }
-  }
-};
-
-}  // namespace
-
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
   const std::string msg = what + ": " + s.ToString();
@@ -44,13 +16,15 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
 }
 
 rocksdb::Options SafeOptions(rocksdb::Options o) {
-  o.info_log = std::make_shared<SpdlogRocksLogger>();
+  o.info_log = NewRocksDbLog(GetLogger("ROCKSDB"));
   o.allow_fallocate = false;
   return o;
 }
 
 StatusOr<std::unique_ptr<RocksDb>> RocksDb::Open(const rocksdb::Options& o,
                                                  const std::string& path) {
+  // RocksDB logs an error when it creates a missing directory itself.
+  if (o.create_if_missing) RETURN_IF_ERROR(MakeDirs(path));
   std::unique_ptr<RocksDb> db(new RocksDb(SafeOptions(o), path));
   std::lock_guard<std::mutex> lock(db->mu_);
   RETURN_IF_ERROR(db->OpenLocked());
@@ -84,18 +58,9 @@ Status RocksDb::Write(rocksdb::WriteBatch& batch, bool sync,
   return st;
 }
 
-Status RocksDb::FlushAndCompact(const std::string& begin,
-                                const std::string& end,
-                                const std::string& what) {
+Status RocksDb::Flush(const std::string& what) {
   ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, Get());
   Status st = FromRocks(db->Flush(rocksdb::FlushOptions()), what);
-  if (st.ok() && begin < end) {
-    const rocksdb::Slice b(begin), e(end);
-    rocksdb::CompactRangeOptions co;
-    co.bottommost_level_compaction =
-        rocksdb::BottommostLevelCompaction::kForceOptimized;
-    st = FromRocks(db->CompactRange(co, &b, &e), what);
-  }
   if (!st.ok()) Broken(db);
   return st;
 }

@@ -4,7 +4,7 @@
 // RocksDB 7.8.3 (Debian 12) behaves badly on a full disk in two ways this
 // class contains: its info LOG file, once a write to it failed, aborts the
 // process on the next log line (assertion `sync_without_flush_called_`), so
-// the instance logs through spdlog instead of a LOG file; and an instance
+// the instance logs through spdlog (common/rocksdb_log.h); and an instance
 // whose WAL write failed refuses every later write ("Resource busy" from
 // DB::Resume while its recovery is stuck), so after a failed write the next
 // use closes it and opens it again, which replays the WAL and fails
@@ -28,7 +28,7 @@ namespace strata::checkpoint::internal {
 Status FromRocks(const rocksdb::Status& s, const std::string& what);
 
 // `o` made safe on a full disk: the info log goes to spdlog (logger
-// "ROCKSDB", warnings and up), never to a LOG file, and files are not
+// "ROCKSDB", common/rocksdb_log.h), never to a LOG file, and files are not
 // preallocated (RocksDB fallocates a WAL of 1.1 write buffers, 70 MiB by
 // default, which took most of a small disk's space before any data).
 rocksdb::Options SafeOptions(rocksdb::Options o);
@@ -49,12 +49,13 @@ class RocksDb {
   // Applies `batch` atomically (synced when `sync`); on failure the
   // instance is reopened at its next use.
   Status Write(rocksdb::WriteBatch& batch, bool sync, const std::string& what);
-  // Flushes the memtable (its large values go to fresh blob files), then,
-  // when `begin` < `end`, compacts keys [begin, end) so deleted values
-  // leave the disk (a blob file goes once no table refers to it). On
-  // failure the instance is reopened at its next use.
-  Status FlushAndCompact(const std::string& begin, const std::string& end,
-                         const std::string& what);
+  // Flushes the memtable: its large values go to fresh blob files, its
+  // WAL is dropped, and the automatic compactions that follow (L0 trigger)
+  // drop deleted values and the blob files no table refers to any more.
+  // (An explicit CompactRange with kForceOptimized made later Gets of live
+  // keys return NotFound in RocksDB 7.8.3 with blob files, while iterators
+  // still saw them.) On failure the instance is reopened at its next use.
+  Status Flush(const std::string& what);
   const std::string& path() const { return path_; }
 
  private:

@@ -33,6 +33,12 @@ using internal::FromRocks;
 using internal::RocksDb;
 
 constexpr size_t kPiece = 1 << 20;
+// A read-only instance opened while the owner flushes can miss what the
+// flush moved (it read the version before the flush and finds the WAL
+// gone) or fail to open: reads that find nothing, and failed opens, are
+// tried again with fresh instances this many times in all. Each save
+// flushes (RocksSink::Finish), so concurrent readers do meet this.
+constexpr int kReadOnlyRetries = 8;
 
 std::string StepKey(int64_t step) {
   return step < 0 ? std::string("root") : absl::StrFormat("%012d", step);
@@ -73,9 +79,8 @@ class RocksSink final : public DataSink {
   // their own, which leave the disk once the step is deleted.
   Status Finish() override {
     RETURN_IF_ERROR(Flush(/*sync=*/true));
-    return db_->FlushAndCompact("", "",
-                                absl::StrCat("rocksdb ", db_->path(), " flush ",
-                                             name_, " of step ", step_));
+    return db_->Flush(absl::StrCat("rocksdb ", db_->path(), " flush ", name_,
+                                   " of step ", step_));
   }
   uint64_t size() const override { return size_; }
 
@@ -124,11 +129,14 @@ class RocksDbStorage final : public Storage {
 
   Status ReadData(int64_t step, const std::string& name, uint64_t offset,
                   void* buf, size_t n) override {
-    // A reader opened before this step was written does not see it: one
-    // retry with a fresh instance.
+    // A reader opened before this step was written does not see it, nor
+    // one opened while the owner flushed: retries with fresh instances.
     Status s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/false);
-    if (s.ok() || (writable_ && OwnerOf(name) == rank_)) return s;
-    return ReadDataOnce(step, name, offset, buf, n, /*fresh=*/true);
+    for (int attempt = 1; attempt < kReadOnlyRetries; ++attempt) {
+      if (s.ok() || (writable_ && OwnerOf(name) == rank_)) return s;
+      s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/true);
+    }
+    return s;
   }
 
   Status ReadDataOnce(int64_t step, const std::string& name, uint64_t offset,
@@ -168,11 +176,16 @@ class RocksDbStorage final : public Storage {
 
   StatusOr<std::string> GetMeta(int64_t step,
                                 const std::string& name) override {
-    // A fresh read-only instance sees every synced write of the owner.
-    ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
-                     Db(OwnerOf(name), /*fresh=*/true));
+    // A fresh read-only instance sees every synced write of the owner —
+    // unless the owner flushed while it opened (kReadOnlyRetries).
+    rocksdb::Status s;
     std::string value;
-    auto s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+    for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
+      ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
+                       Db(OwnerOf(name), /*fresh=*/true));
+      s = db->Get(rocksdb::ReadOptions(), MetaKey(step, name), &value);
+      if (!s.IsNotFound() || (writable_ && OwnerOf(name) == rank_)) break;
+    }
     if (s.IsNotFound())
       return absl::NotFoundError(Where(step, name) + " is missing");
     RETURN_IF_ERROR(FromRocks(s, "rocksdb get " + Where(step, name)));
@@ -247,15 +260,25 @@ class RocksDbStorage final : public Storage {
     std::set<int64_t> keep(committed.begin(), committed.end());
     keep.insert(current);
     ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db, own_->Get());
+    // The steps with entries of ours, data streams (a save that failed
+    // before its index) included: one seek per step, skipping its keys.
     std::set<int64_t> mine;
     std::unique_ptr<rocksdb::Iterator> it(
         db->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/");
-         it->Next()) {
-      int64_t step = 0;
-      if (absl::SimpleAtoi(it->key().ToString().substr(2, 12), &step))
+    for (const std::string prefix : {"m/", "d/"}) {
+      for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);) {
+        const std::string key = it->key().ToString();
+        int64_t step = 0;
+        if (key.size() < 2 + 12 ||
+            !absl::SimpleAtoi(key.substr(2, 12), &step)) {
+          break;  // "m/root/..." and beyond
+        }
         mine.insert(step);
+        it->Seek(prefix + key.substr(2, 12) + "0");  // past this step
+      }
     }
+    RETURN_IF_ERROR(FromRocks(it->status(), "rocksdb scan " + DbPath(rank_)));
+    it.reset();
     for (int64_t s : mine) {
       if (!keep.count(s)) RETURN_IF_ERROR(DeleteOwn(s));
     }
@@ -315,9 +338,14 @@ class RocksDbStorage final : public Storage {
     o.create_if_missing = false;
     o.max_open_files = -1;  // hold every file: the primary may delete them
     rocksdb::DB* db = nullptr;
-    RETURN_IF_ERROR(
-        FromRocks(rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db),
-                  "open rocksdb " + DbPath(rank)));
+    rocksdb::Status s;
+    for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
+      s = rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db);
+      // A WAL or table the owner's flush or compaction dropped meanwhile
+      // reads as IOError or Corruption ("Can't access ...sst").
+      if (s.ok() || !(s.IsIOError() || s.IsCorruption())) break;
+    }
+    RETURN_IF_ERROR(FromRocks(s, "open rocksdb " + DbPath(rank)));
     std::shared_ptr<rocksdb::DB> shared(db);
     readers_[rank] = shared;
     return shared;
@@ -332,9 +360,9 @@ class RocksDbStorage final : public Storage {
     const std::string what =
         absl::StrCat("rocksdb ", DbPath(rank_), " delete step ", step);
     RETURN_IF_ERROR(own_->Write(batch, /*sync=*/true, what));
-    // Frees the disk: without it the deleted values stay in the WAL and
-    // blob files until some later compaction.
-    return own_->FlushAndCompact("d/" + s + "/", "d/" + s + "0", what);
+    // Frees the disk: without a flush the deleted values stay in the WAL
+    // (and the memtable) until 64 MiB of later writes fill it.
+    return own_->Flush(what);
   }
 
   const std::string dir_;

@@ -116,6 +116,10 @@ TEST_P(EnospcTest, RetentionFreesTheSpaceOfRemovedSteps) {
   }
   EXPECT_EQ(*ListSteps(uri_), (std::vector<int64_t>{29, 30}));
   EXPECT_GT(fs_->FreeBytes(), 3u << 20);
+  for (int64_t step : {29, 30}) {
+    Status verified = Verify(uri_, step);
+    EXPECT_TRUE(verified.ok()) << verified;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EnospcTest,

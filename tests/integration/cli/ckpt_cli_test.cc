@@ -88,7 +88,7 @@ TEST(CkptCliTest, CorruptionAndBadInputExitNonZero) {
     f.put('\x7f');
   }
   RunResult verify = RunCommand(Strata() + " ckpt verify " + dir);
-  EXPECT_EQ(verify.code, 1) << verify.out;
+  EXPECT_EQ(verify.code, 2) << verify.out;
   EXPECT_NE(verify.out.find("checksum mismatch"), std::string::npos)
       << verify.out;
   RunResult bad = RunCommand(Strata() + " ckpt ls s3://bucket/x");
@@ -97,7 +97,7 @@ TEST(CkptCliTest, CorruptionAndBadInputExitNonZero) {
       << bad.out;
   RunResult missing =
       RunCommand(Strata() + " ckpt inspect " + dir + " --step 99");
-  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_EQ(missing.code, 2) << missing.out;
   EXPECT_NE(missing.out.find("step 99"), std::string::npos) << missing.out;
 }
 
