@@ -68,6 +68,10 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
     return bad("--ckpt-every ", f.ckpt_every, " but ", none);
   }
   if (f.resume && uri.empty()) return bad("--resume but ", none);
+  if (f.ckpt_every > f.steps) {
+    return bad("--ckpt-every ", f.ckpt_every, " is more than --steps ", f.steps,
+               ": no checkpoint would be written");
+  }
   if (rollback && (uri.empty() || f.ckpt_every == 0)) {
     return bad(
         "--on-nonfinite=rollback needs checkpoints to roll back to: "

@@ -40,6 +40,8 @@ TEST(TrainFlagsFaultTest, BadFlagsExitTwoBeforeTraining) {
        "STRATA_CKPT_URI file://" + file + "/ckpt: checkpoint location"},
       {"--ckpt-every 1 --ckpt s3://bucket/x", "", "--ckpt: checkpoint URI"},
       {"--ckpt file:///tmp/x", "", "--ckpt file:///tmp/x is not used"},
+      {"--ckpt-every 4 --ckpt /tmp/x", "",
+       "--ckpt-every 4 is more than --steps 3: no checkpoint would be"},
       {"--lr nan", "", "--lr nan must be a finite number > 0"},
       {"--lr -1", "", "--lr"},
       {"--lr 1e40", "", "--lr inf must be a finite number > 0"},
