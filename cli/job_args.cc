@@ -2,12 +2,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "control/codec.h"
 
 namespace strata::cli {
+namespace {
+constexpr uintmax_t kMaxJobFileBytes = 4 * control::kMaxFrameBytes;
+}  // namespace
 
 void AddJobOptions(CLI::App* cmd, JobArgs* a) {
   cmd->add_option("job", a->file, "JobSpec YAML/JSON file (optional with --)");
@@ -37,6 +42,19 @@ void AddJobOptions(CLI::App* cmd, JobArgs* a) {
 JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   JobSpec spec;
   if (!a.file.empty()) {
+    // A file this large cannot encode into one request: refuse it before
+    // spending seconds parsing it. (Comments and YAML syntax make a file
+    // larger than its encoding, hence the margin.)
+    std::error_code ec;
+    const uintmax_t file_bytes = std::filesystem::file_size(a.file, ec);
+    if (!ec && file_bytes > kMaxJobFileBytes) {
+      Fail(what, kExitBadInput,
+           absl::StrCat("job file ", a.file, " is too large: ", file_bytes,
+                        " bytes; a job file may be at most ", kMaxJobFileBytes,
+                        " bytes and must encode to at most ",
+                        control::kMaxFrameBytes,
+                        " bytes (one control request)"));
+    }
     Status s = LoadConfigFile(a.file, &spec);
     if (!s.ok()) Fail(what, kExitBadInput, std::string(s.message()));
   }
@@ -68,6 +86,21 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
            absl::StrCat("--env expects KEY=VALUE, got '", kv, "'"));
     }
     (*l->mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  // The submit request must fit in one control frame, or the coordinator
+  // drops it unanswered.
+  control::Request request;
+  *request.mutable_submit_job()->mutable_spec() = spec;
+  const size_t encoded = control::EncodeRequest(request).size();
+  if (encoded > control::kMaxFrameBytes) {
+    Fail(what, kExitBadInput,
+         absl::StrCat(a.file.empty() ? "the job" : "job file " + a.file,
+                      " is too large: it encodes to ", encoded,
+                      " bytes; one control request holds at most ",
+                      control::kMaxFrameBytes,
+                      " bytes (launch.command and launch.env are limited "
+                      "further by the coordinator, see strata-coordinator "
+                      "--help)"));
   }
   return spec;
 }
