@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include <sys/stat.h>
+
 #include <string_view>
 #include <tuple>
 
@@ -8,6 +10,7 @@
 #include "common/net.h"
 #include "control/kv_client.h"
 #include "placement/layout.h"
+#include "runtime/rendezvous.h"
 
 namespace strata {
 namespace {
@@ -73,18 +76,36 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   std::unique_ptr<Runtime> rt(new Runtime());
   ASSIGN_OR_RETURN(rt->info_, ReadRankEnv(options));
   const RankInfo& i = rt->info_;
+  comm::BackendOptions bo;
+  Placement pl;
+  // What this rank works out alone comes first; when it fails, the other
+  // ranks learn why through the store instead of timing out.
+  Status local = [&]() -> Status {
+    if (!options.build_groups) return absl::OkStatus();
+    ASSIGN_OR_RETURN(bo.node_of, placement::NodeOfRanks(i));
+    ASSIGN_OR_RETURN(bo.tcp.bind, BindAddress(i));
+    ASSIGN_OR_RETURN(pl, placement::GroupPlacement(i));
+    return absl::OkStatus();
+  }();
   std::shared_ptr<comm::Store> base;
   if (i.store_uri.empty()) {
     base = comm::NewInMemoryStore();  // a single process
   } else {
     ASSIGN_OR_RETURN(base, ConnectStore(i.store_uri, options.connect_timeout));
   }
+  if (!local.ok()) {
+    PublishStartFailure(*base, i, std::string(local.message()));
+    return local;
+  }
+  if (!i.store_uri.empty()) {
+    RETURN_IF_ERROR(
+        JoinRendezvous(*base, i, i.store_uri, options.connect_timeout));
+  }
   // A restarted attempt never sees the keys of the previous one.
   rt->store_ =
       comm::NewPrefixStore(absl::StrCat(i.job_id, "/", i.restart_count), base);
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
-  comm::BackendOptions bo;
   // RuntimeOptions, else STRATA_COMM_BACKEND, else the factory's default.
   if (!options.comm_backend.empty()) {
     bo.name = options.comm_backend;
@@ -92,14 +113,21 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     bo.name = i.comm_backend;
   }
   bo.rank = i.rank;
-  ASSIGN_OR_RETURN(bo.node_of, placement::NodeOfRanks(i));
   bo.store = comm::NewPrefixStore("comm", rt->store_);
-  ASSIGN_OR_RETURN(bo.tcp.bind, BindAddress(i));
   bo.tcp.connect_timeout = options.connect_timeout;
   bo.shm.connect_timeout = options.connect_timeout;
-  ASSIGN_OR_RETURN(Placement pl, placement::GroupPlacement(i));
   ASSIGN_OR_RETURN(rt->groups_, comm::NewPlanGroups(bo, pl));
   return rt;
+}
+
+void ReportStartFailure(const RankInfo& info, const std::string& reason) {
+  if (info.store_uri.empty()) return;
+  if (info.store_uri.starts_with("file://")) {
+    struct stat st;  // nobody waits in a directory that does not exist
+    if (stat(info.store_uri.substr(7).c_str(), &st) != 0) return;
+  }
+  auto store = ConnectStore(info.store_uri, std::chrono::seconds(2));
+  if (store.ok()) PublishStartFailure(**store, info, reason);
 }
 
 Runtime::~Runtime() = default;

@@ -56,8 +56,22 @@ StatusOr<RankInfo> ReadRankEnv(const RuntimeOptions& options = {});
 StatusOr<std::shared_ptr<comm::Store>> ConnectStore(
     const std::string& uri, std::chrono::milliseconds timeout);
 
+// For a rank that fails before (or instead of) Runtime::FromEnv: tells the
+// ranks waiting in the rendezvous why this one cannot start
+// (runtime/rendezvous.h PublishStartFailure), so they stop within seconds.
+// Best effort: at most ~2 s connecting to info.store_uri; a file:// store
+// only if its directory exists.
+void ReportStartFailure(const RankInfo& info, const std::string& reason);
+
 class Runtime {
  public:
+  // Parses the environment, connects to the store, joins the rendezvous
+  // (runtime/rendezvous.h: every rank present with the same WORLD_SIZE and
+  // job id, no rank twice; an error naming the mismatch, or "rank R failed:
+  // reason" when another rank published its failure to start), then builds
+  // the groups. A rank that cannot work out its own placement (an address
+  // that does not resolve) publishes that before returning it. Waits log
+  // progress; each wait ends after options.connect_timeout.
   static StatusOr<std::unique_ptr<Runtime>> FromEnv(
       const RuntimeOptions& options = {});
   ~Runtime();

@@ -21,7 +21,12 @@ namespace strata::train {
 
 class DataSource {
  public:
-  // Empty `text_file`: the generated stream.
+  // Whether Open would accept `text_file`, without reading it: empty, or a
+  // readable regular file of at least seq + 2 bytes with vocab >= 256.
+  // InvalidArgument naming --data and the path.
+  static Status Check(const std::string& text_file, int vocab, int seq);
+  // Empty `text_file`: the generated stream. Errors as Check, or
+  // Unavailable when reading fails.
   static StatusOr<DataSource> Open(const std::string& text_file, int vocab,
                                    int seq, uint64_t seed);
   // seq + 1 tokens: inputs are [0, seq), targets [1, seq].

@@ -3,122 +3,185 @@
 // (Runtime::FromEnv), prints `step=N loss=X tokens_per_s=Y` once per step
 // from the rank of the last stage with tp and dp rank 0, checkpoints every
 // --ckpt-every steps and resumes (--resume) under any parallelism.
-// Exit codes: 2 bad flags or an impossible split, 1 runtime failure.
+// Everything that can be checked is checked before the rendezvous: flags,
+// the data file, that the checkpoint location is writable; a rank that
+// fails there tells the others through the store (ReportStartFailure).
+// Exit codes: 2 bad flags, environment or an impossible split (also a
+// rendezvous mismatch), 1 runtime failure (a rank that failed to start, a
+// non-finite step, too many failed saves).
 #include <cblas.h>
 
 #include <cmath>
 #include <cstdio>
+#include <new>
 
 #include "CLI/CLI.hpp"
 #include "common/logging.h"
 #include "runtime/runtime.h"
+#include "train/ckpt_location.h"
 #include "train/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace {
+
+struct Flags {
+  std::string model = "tiny", ckpt, data, on_nonfinite = "stop";
+  int steps = 20, tp = 0, pp = 0, dp = 0, micro = 1, batch = 8, zero = 0,
+      ckpt_every = 0, warmup = 10, ckpt_keep = 3, ckpt_max_failures = 3,
+      max_rollbacks = 3;
+  uint64_t seed = 1234;
+  float lr = 1e-3f;
+  bool resume = false;
+};
+
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "strata-train: %s\n", message.c_str());
   return code;
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"strata-train: GPT on CPU with TP/PP/DP/ZeRO-1 over strata"};
-  std::string model = "tiny", ckpt, data;
-  int steps = 20, tp = 0, pp = 0, dp = 0, micro = 1, batch = 8, zero = 0,
-      ckpt_every = 0, warmup = 10;
-  uint64_t seed = 1234;
-  float lr = 1e-3f;
-  bool resume = false;
-  app.add_option("--model", model, "tiny | small")->capture_default_str();
-  app.add_option("--steps", steps, "train until this step")
-      ->check(CLI::Range(0, 10000000));
-  app.add_option("--tp", tp, "tensor-parallel size (default: STRATA_TP or 1)")
-      ->check(CLI::Range(1, 1024));
-  app.add_option("--pp", pp, "pipeline stages (default: STRATA_PP or 1)")
-      ->check(CLI::Range(1, 1024));
-  app.add_option("--dp", dp, "data-parallel size (checked: world / (tp pp))")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--micro-batch", micro, "sequences per micro-batch")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--global-batch", batch, "sequences per step")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--zero", zero, "1: ZeRO-1 (sharded Adam states)")
-      ->check(CLI::IsMember({0, 1}));
-  app.add_option("--seed", seed, "initialisation and data seed");
-  app.add_option("--lr", lr, "peak learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "linear warm-up steps")
-      ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--data", data, "train on the bytes of this text file");
-  app.add_option("--ckpt", ckpt, "checkpoint URI (default: STRATA_CKPT_URI)");
-  app.add_option("--ckpt-every", ckpt_every, "checkpoint every K steps")
-      ->check(CLI::Range(0, 1 << 20));
-  app.add_flag("--resume", resume,
-               "continue from the latest committed checkpoint");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  openblas_set_num_threads(1);  // one BLAS thread per rank
+// A failure before the rendezvous: the other ranks of the job are told
+// (when the environment names a store) so they stop within seconds.
+int FailStart(int code, const std::string& message) {
+  auto info = strata::ReadRankEnv();
+  if (info.ok()) strata::ReportStartFailure(*info, message);
+  return Fail(code, message);
+}
 
-  auto cfg = strata::train::ModelPreset(model);
-  if (!cfg.ok()) return Fail(2, std::string(cfg.status().message()));
-  auto info = strata::ReadRankEnv({.tp = tp, .pp = pp});
-  if (!info.ok()) return Fail(2, std::string(info.status().message()));
-  if (dp > 0 && dp != info->dp) {
-    return Fail(2, "--dp " + std::to_string(dp) + " but world size " +
-                       std::to_string(info->world_size) + " / (tp " +
-                       std::to_string(info->tp) + " x pp " +
-                       std::to_string(info->pp) +
-                       ") = " + std::to_string(info->dp));
+// The checks of flags against each other and the environment that need no
+// other rank. `uri` is the checkpoint location (--ckpt or STRATA_CKPT_URI).
+strata::Status CheckFlags(const Flags& f, const std::string& uri,
+                          const strata::RankInfo& info,
+                          const strata::train::ModelConfig& cfg) {
+  auto bad = [](auto... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(parts...));
+  };
+  if (!std::isfinite(f.lr) || f.lr <= 0) {
+    return bad("--lr ", f.lr, " must be a finite number > 0");
   }
-  if (info->cp != 1) return Fail(2, "strata-train does not implement cp > 1");
+  const bool rollback = f.on_nonfinite == "rollback";
+  const char* where = f.ckpt.empty() ? "STRATA_CKPT_URI" : "--ckpt";
+  const char* none =
+      "no checkpoint location: give --ckpt URI or set "
+      "STRATA_CKPT_URI";
+  if (f.ckpt_every > 0 && uri.empty()) {
+    return bad("--ckpt-every ", f.ckpt_every, " but ", none);
+  }
+  if (f.resume && uri.empty()) return bad("--resume but ", none);
+  if (f.ckpt_every > f.steps) {
+    return bad("--ckpt-every ", f.ckpt_every, " is more than --steps ", f.steps,
+               ": no checkpoint would be written");
+  }
+  if (rollback && (uri.empty() || f.ckpt_every == 0)) {
+    return bad(
+        "--on-nonfinite=rollback needs checkpoints to roll back to: "
+        "--ckpt-every K and a checkpoint location");
+  }
+  if (!f.ckpt.empty() && f.ckpt_every == 0 && !f.resume) {
+    return bad("--ckpt ", f.ckpt,
+               " is not used: add --ckpt-every K to save or --resume to load");
+  }
+  if (!uri.empty()) {
+    if (auto dir = strata::train::CheckpointDir(uri); !dir.ok()) {
+      return bad(where, ": ", dir.status().message());
+    }
+  }
+  if (f.ckpt_every > 0) {
+    if (auto s = strata::train::CheckWritable(uri, info.rank); !s.ok()) {
+      return bad(where, " ", uri, ": ", s.message());
+    }
+  }
+  if (f.dp > 0 && f.dp != info.dp) {
+    return bad("--dp ", f.dp, " but world size ", info.world_size, " / (tp ",
+               info.tp, " x pp ", info.pp, ") = ", info.dp);
+  }
+  if (info.cp != 1) return bad("strata-train does not implement cp > 1");
+  RETURN_IF_ERROR(strata::train::ValidateSplit(
+      cfg,
+      {info.tp, info.pp, info.dp, info.tp_rank, info.pp_rank, info.dp_rank},
+      f.batch, f.micro));
+  return strata::train::DataSource::Check(f.data, cfg.vocab, cfg.seq);
+}
+
+int Run(const Flags& f) {
+  auto cfg = strata::train::ModelPreset(f.model);
+  if (!cfg.ok()) return FailStart(2, std::string(cfg.status().message()));
+  auto info = strata::ReadRankEnv({.tp = f.tp, .pp = f.pp});
+  if (!info.ok()) return FailStart(2, std::string(info.status().message()));
+  const std::string uri = f.ckpt.empty() ? info->ckpt_uri : f.ckpt;
+  if (auto s = CheckFlags(f, uri, *info, *cfg); !s.ok()) {
+    return FailStart(2, std::string(s.message()));
+  }
+  auto rt = strata::Runtime::FromEnv({.tp = info->tp, .pp = info->pp});
+  if (!rt.ok()) {
+    return Fail(absl::IsInvalidArgument(rt.status()) ? 2 : 1,
+                rt.status().ToString());
+  }
   strata::train::TrainOptions o;
   o.model = *cfg;
   o.par = {info->tp,      info->pp,      info->dp,
            info->tp_rank, info->pp_rank, info->dp_rank};
-  if (auto s = strata::train::ValidateSplit(o.model, o.par, batch, micro);
-      !s.ok()) {
-    return Fail(2, std::string(s.message()));
-  }
-  auto rt = strata::Runtime::FromEnv({.tp = info->tp, .pp = info->pp});
-  if (!rt.ok()) return Fail(1, rt.status().ToString());
-  o.global_batch = batch;
-  o.micro_batch = micro;
-  o.zero1 = zero == 1;
-  o.seed = seed;
-  o.lr = lr;
-  o.warmup_steps = warmup;
-  o.data_file = data;
-  o.ckpt_uri = ckpt.empty() ? info->ckpt_uri : ckpt;
-  o.ckpt_every = ckpt_every;
+  o.global_batch = f.batch;
+  o.micro_batch = f.micro;
+  o.zero1 = f.zero == 1;
+  o.seed = f.seed;
+  o.lr = f.lr;
+  o.warmup_steps = f.warmup;
+  o.data_file = f.data;
+  o.ckpt_uri = uri;
+  o.ckpt_every = f.ckpt_every;
+  o.keep_last = f.ckpt_keep;
+  o.max_save_failures = f.ckpt_max_failures;
+  o.on_nonfinite = f.on_nonfinite == "rollback"
+                       ? strata::train::TrainOptions::OnNonFinite::kRollback
+                       : strata::train::TrainOptions::OnNonFinite::kStop;
+  o.max_rollbacks = f.max_rollbacks;
   strata::train::TrainGroups g{(*rt)->tp(),    (*rt)->pp(), (*rt)->dp(),
                                (*rt)->store(), info->rank,  info->world_size};
   auto trainer = strata::train::Trainer::Create(o, g);
   if (!trainer.ok()) return Fail(2, std::string(trainer.status().message()));
   const bool printer =
       info->pp_rank == info->pp - 1 && info->tp_rank == 0 && info->dp_rank == 0;
-  if (resume) {
+  if (f.resume) {
     auto from = (*trainer)->Resume();
     if (!from.ok()) return Fail(1, "resume: " + from.status().ToString());
     if (printer && *from > 0) {
       std::printf("resumed step=%lld tp=%d pp=%d dp=%d\n",
                   static_cast<long long>(*from), info->tp, info->pp, info->dp);
+    } else if (printer) {
+      std::printf("resume: no checkpoint at %s yet, starting at step 0\n",
+                  uri.c_str());
+    }
+    if (printer && *from >= f.steps) {
+      std::printf("resume: step %lld >= --steps %d, nothing to train\n",
+                  static_cast<long long>(*from), f.steps);
     }
   }
   if (printer) {
     std::printf(
         "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d\n",
-        model.c_str(),
+        f.model.c_str(),
         static_cast<long long>(strata::train::ParameterCount(*cfg)), info->tp,
-        info->pp, info->dp, zero, batch);
+        info->pp, info->dp, f.zero, f.batch);
     std::fflush(stdout);
   }
-  while ((*trainer)->step() < steps) {
+  while ((*trainer)->step() < f.steps) {
     auto r = (*trainer)->Step();
-    if (!r.ok()) return Fail(1, r.status().ToString());
+    if (!r.ok()) {
+      (void)(*trainer)->Finish();  // the saves in flight are good states
+      return Fail(1, r.status().ToString());
+    }
+    if (r->rolled_back_from > 0) {
+      if (printer) {
+        std::printf(
+            "rollback: step %lld loss=%g grad_norm=%g not finite, "
+            "rolled back to step %lld\n",
+            static_cast<long long>(r->rolled_back_from), r->loss, r->grad_norm,
+            static_cast<long long>(r->step));
+        std::fflush(stdout);
+      }
+      continue;
+    }
     // Cumulative: sections named *_total are running totals (docs/runtime.md).
     (*rt)->timer().Add("checkpoint_stall_total",
                        (*trainer)->checkpoint_stall_s());
@@ -140,4 +203,67 @@ int main(int argc, char** argv) {
                 (*trainer)->checkpoint_stall_s());
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata-train: GPT on CPU with TP/PP/DP/ZeRO-1 over strata"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  Flags f;
+  app.add_option("--model", f.model, "tiny | small")->capture_default_str();
+  app.add_option("--steps", f.steps, "train until this step")
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--tp", f.tp, "tensor-parallel size (default: STRATA_TP or 1)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--pp", f.pp, "pipeline stages (default: STRATA_PP or 1)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--dp", f.dp, "data-parallel size (checked: world / (tp pp))")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--micro-batch", f.micro, "sequences per micro-batch")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--global-batch", f.batch, "sequences per step")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--zero", f.zero, "1: ZeRO-1 (sharded Adam states)")
+      ->check(CLI::IsMember({0, 1}));
+  app.add_option("--seed", f.seed, "initialisation and data seed");
+  app.add_option("--lr", f.lr, "peak learning rate (finite, > 0)");
+  app.add_option("--warmup", f.warmup, "linear warm-up steps")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--data", f.data, "train on the bytes of this text file");
+  app.add_option("--ckpt", f.ckpt, "checkpoint URI (default: STRATA_CKPT_URI)");
+  app.add_option("--ckpt-every", f.ckpt_every, "checkpoint every K steps")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--ckpt-keep", f.ckpt_keep, "committed checkpoints kept")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--ckpt-max-failures", f.ckpt_max_failures,
+                 "stop after this many failed saves in a row")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--on-nonfinite", f.on_nonfinite,
+                 "a step with a NaN/Inf loss, gradient norm or parameter: "
+                 "stop | rollback (to the newest checkpoint)")
+      ->check(CLI::IsMember({"stop", "rollback"}))
+      ->capture_default_str();
+  app.add_option("--max-rollbacks", f.max_rollbacks,
+                 "rollbacks per run before stopping")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_flag("--resume", f.resume,
+               "continue from the latest committed checkpoint");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    return FailStart(2, e.what());
+  }
+  openblas_set_num_threads(1);  // one BLAS thread per rank
+  try {
+    return Run(f);
+  } catch (const std::bad_alloc&) {
+    return Fail(1, "out of memory (try a smaller --micro-batch or model)");
+  } catch (const std::exception& e) {
+    return Fail(1, std::string("internal error: ") + e.what());
+  }
 }

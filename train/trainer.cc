@@ -7,7 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/reader.h"
+#include "common/logging.h"
 #include "train/block.h"
+#include "train/ckpt_location.h"
 #include "train/ops.h"
 
 namespace strata::train {
@@ -67,8 +69,19 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
           c.what, "=", c.size, " rank ", c.rank));
     }
   }
-  if (o.ckpt_every < 0) {
-    return absl::InvalidArgumentError("--ckpt-every must be >= 0");
+  if (o.ckpt_every < 0 || o.keep_last < 1 || o.max_save_failures < 1 ||
+      o.max_rollbacks < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint options out of range: ckpt_every ",
+                     o.ckpt_every, " (>= 0), keep_last ", o.keep_last,
+                     " (>= 1), max_save_failures ", o.max_save_failures,
+                     " (>= 1), max_rollbacks ", o.max_rollbacks, " (>= 0)"));
+  }
+  if (o.ckpt_uri.empty() &&
+      (o.ckpt_every > 0 ||
+       o.on_nonfinite == TrainOptions::OnNonFinite::kRollback)) {
+    return absl::InvalidArgumentError(
+        "checkpoints or rollbacks need a checkpoint URI");
   }
   ASSIGN_OR_RETURN(DataSource data, DataSource::Open(o.data_file, o.model.vocab,
                                                      o.model.seq, o.seed));
@@ -104,7 +117,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
     co.rank = g.world_rank;
     co.world_size = g.world_size;
     co.store = comm::NewPrefixStore("ckpt", g.store);
-    co.keep_last = 3;
+    co.keep_last = o.keep_last;
     co.default_catalog = true;
     co.deferred_snapshot = true;  // fenced in ClipAndUpdate
     t->ckpt_ = std::make_unique<checkpoint::Checkpointer>(co);
@@ -244,7 +257,16 @@ Status Trainer::ReduceGradients(
   return absl::OkStatus();
 }
 
-StatusOr<double> Trainer::ClipAndUpdate() {
+Status Trainer::AnyRank(bool* flag) {
+  double v = *flag ? 1.0 : 0.0;
+  RETURN_IF_ERROR(AllReduce(g_.tp, &v, 1, DataType::kF64));
+  RETURN_IF_ERROR(AllReduce(g_.pp, &v, 1, DataType::kF64));
+  RETURN_IF_ERROR(AllReduce(g_.dp, &v, 1, DataType::kF64));
+  *flag = v > 0;
+  return absl::OkStatus();
+}
+
+StatusOr<double> Trainer::ClipAndUpdate(bool* finite) {
   if (ckpt_ != nullptr) {
     // The first write to parameters and moments since the last SaveAsync:
     // its deferred staging copy ran during this step's forward and
@@ -275,14 +297,24 @@ StatusOr<double> Trainer::ClipAndUpdate() {
   const float bc1 = static_cast<float>(1.0 - std::pow(o_.beta1, t));
   const float bc2 = static_cast<float>(1.0 - std::pow(o_.beta2, t));
   float* w = params_.w.data();
-  for (size_t i = 0; i < n && off + i < real; ++i) {
+  // A non-finite norm (a NaN or Inf gradient) skips the update; otherwise
+  // the updated weights are checked (an overflow from a huge learning
+  // rate), in the same pass.
+  bool bad = !*finite || !std::isfinite(norm);
+  float check = 0.0f;  // NaN or Inf once any updated weight is
+  for (size_t i = 0; !bad && i < n && off + i < real; ++i) {
     const float gi = grads[i] * coef;
     m_[i] = o_.beta1 * m_[i] + (1 - o_.beta1) * gi;
     v_[i] = o_.beta2 * v_[i] + (1 - o_.beta2) * gi * gi;
     const float update = (m_[i] / bc1) / (std::sqrt(v_[i] / bc2) + o_.eps);
     w[off + i] -=
         lr * (update + (decay_[off + i] ? o_.weight_decay * w[off + i] : 0.0f));
+    check += w[off + i] * 0.0f;
   }
+  bad = bad || !std::isfinite(check);
+  RETURN_IF_ERROR(AnyRank(&bad));
+  *finite = !bad;
+  if (bad) return norm;
   if (o_.zero1 && o_.par.dp > 1) {
     std::vector<float> mine(w + off, w + off + n);
     RETURN_IF_ERROR(
@@ -338,11 +370,13 @@ StatusOr<StepResult> Trainer::Step() {
     const bool more = k + 1 < remaining;
     RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev,
                              first_ || !more ? nullptr : &mbs[f + 1].x0, prev));
+    mbs[b] = MicroBatch();  // memory: live micro-batches only
   }
   for (int b = remaining; b < count; ++b) {
     RETURN_IF_ERROR(exchange(nullptr, -1, last_ ? nullptr : &mbs[b].dy, next));
     RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
     RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev, nullptr, -1));
+    mbs[b] = MicroBatch();
   }
   RETURN_IF_ERROR(ReduceGradients(dp_work));
   double loss = loss_sum;
@@ -351,11 +385,14 @@ StatusOr<StepResult> Trainer::Step() {
     RETURN_IF_ERROR(
         g_.pp->Broadcast(&loss, 1, DataType::kF64, o_.par.pp - 1)->Wait());
   }
-  ASSIGN_OR_RETURN(double norm, ClipAndUpdate());
+  loss /= static_cast<double>(o_.global_batch) * o_.model.seq;
+  bool finite = std::isfinite(loss);
+  ASSIGN_OR_RETURN(double norm, ClipAndUpdate(&finite));
+  if (!finite) return HandleNonFinite(step_ + 1, loss, norm);
   ++step_;
   StepResult r;
   r.step = step_;
-  r.loss = loss / (static_cast<double>(o_.global_batch) * o_.model.seq);
+  r.loss = loss;
   r.grad_norm = norm;
   r.tokens = static_cast<int64_t>(o_.global_batch) * o_.model.seq;
   if (ckpt_ != nullptr && o_.ckpt_every > 0 && step_ % o_.ckpt_every == 0) {
@@ -392,7 +429,80 @@ std::vector<checkpoint::ShardedTensor> Trainer::StateTensors(float* m,
   return out;
 }
 
+StatusOr<StepResult> Trainer::HandleNonFinite(int64_t step, double loss,
+                                              double norm) {
+  const bool values = std::isfinite(loss) && std::isfinite(norm);
+  const std::string what = absl::StrCat(
+      "step ", step, " is not finite: loss ", loss, ", gradient norm ", norm,
+      values ? ", but an updated parameter is NaN or Inf (learning rate " : "",
+      values ? absl::StrCat(o_.lr, " too high?)") : "");
+  if (o_.on_nonfinite == TrainOptions::OnNonFinite::kStop) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, "; stopping (--on-nonfinite=stop); nothing of it was saved"));
+  }
+  if (rollbacks_ >= o_.max_rollbacks) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, "; stopping after ", rollbacks_, " rollbacks (",
+                     "--max-rollbacks ", o_.max_rollbacks, ")"));
+  }
+  ++rollbacks_;
+  // The newest committed step must be the same on every rank: settle the
+  // save in flight (rank 0's handle ends with the commit), then agree.
+  RETURN_IF_ERROR(CheckLastSave());
+  bool none = false;
+  RETURN_IF_ERROR(AnyRank(&none));  // a barrier: rank 0 has committed
+  auto latest = checkpoint::LatestStep(o_.ckpt_uri);
+  if (absl::IsNotFound(latest.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, "; no committed checkpoint at ", o_.ckpt_uri,
+                     " to roll back to"));
+  }
+  RETURN_IF_ERROR(latest.status());
+  ASSIGN_OR_RETURN(int64_t resumed, Resume());
+  GetLogger("TRAIN")->warn("{}; rolled back to step {} (rollback {} of {})",
+                           what, resumed, rollbacks_, o_.max_rollbacks);
+  StepResult r;
+  r.step = resumed;
+  r.loss = loss;
+  r.grad_norm = norm;
+  r.rolled_back_from = step;
+  return r;
+}
+
+Status Trainer::CheckLastSave() {
+  if (last_save_.step() < 0 && last_save_error_.ok()) return absl::OkStatus();
+  const int64_t step = last_save_step_;
+  Status mine = last_save_error_.ok() ? last_save_.Wait() : last_save_error_;
+  last_save_ = checkpoint::SaveHandle();
+  last_save_error_ = absl::OkStatus();
+  bool failed = !mine.ok();
+  RETURN_IF_ERROR(AnyRank(&failed));
+  if (!failed) {
+    save_failures_ = 0;
+    return absl::OkStatus();
+  }
+  ++save_failures_;
+  const std::string error = mine.ok()
+                                ? std::string("the save failed on another rank")
+                                : std::string(mine.message());
+  const std::string where =
+      absl::StrCat(o_.ckpt_uri, " (",
+                   FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")), ")");
+  if (save_failures_ >= o_.max_save_failures) {
+    return Status(
+        mine.ok() ? absl::StatusCode::kAborted : mine.code(),
+        absl::StrCat(save_failures_, " checkpoint saves in a row failed at ",
+                     where, " (--ckpt-max-failures ", o_.max_save_failures,
+                     "); the last: ", error));
+  }
+  GetLogger("TRAIN")->warn(
+      "checkpoint step {} failed at {} ({} in a row, stopping at {}): {}", step,
+      where, save_failures_, o_.max_save_failures, error);
+  return absl::OkStatus();
+}
+
 Status Trainer::SaveCheckpoint() {
+  RETURN_IF_ERROR(CheckLastSave());
   const auto t0 = SteadyClock::now();
   float* m = m_.data();
   float* v = v_.data();
@@ -415,9 +525,16 @@ Status Trainer::SaveCheckpoint() {
       {"step", false, absl::StrCat(step_)},
       {"seed", false, absl::StrCat(o_.seed)},
       {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
-  Status s = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs).status();
+  auto handle = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs);
   stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  return s;
+  // Counted, like a failure in the background, at the next save.
+  last_save_step_ = step_;
+  if (handle.ok()) {
+    last_save_ = *handle;
+  } else {
+    last_save_error_ = handle.status();
+  }
+  return absl::OkStatus();
 }
 
 StatusOr<int64_t> Trainer::Resume() {
@@ -455,7 +572,16 @@ StatusOr<int64_t> Trainer::Resume() {
 }
 
 Status Trainer::Finish() {
-  return ckpt_ == nullptr ? absl::OkStatus() : ckpt_->Wait();
+  if (ckpt_ == nullptr) return absl::OkStatus();
+  Status last = last_save_error_.ok() ? last_save_.Wait() : last_save_error_;
+  last_save_ = checkpoint::SaveHandle();
+  last_save_error_ = absl::OkStatus();
+  (void)ckpt_->Wait();  // earlier failures were counted by CheckLastSave
+  if (last.ok()) return last;
+  return Status(
+      last.code(),
+      absl::StrCat(last.message(), " (",
+                   FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")), ")"));
 }
 
 }  // namespace strata::train

@@ -14,7 +14,11 @@
 //  - AdamW (Loshchilov & Hutter 2019) with global-norm gradient clipping,
 //  - asynchronous checkpoints of parameters and Adam moments as sharded
 //    tensors in global coordinates plus the step, seed and data cursor;
-//    Resume() loads them under whatever parallelism this run has.
+//    Resume() loads them under whatever parallelism this run has,
+//  - guards: a step whose loss, gradient norm or updated state is not
+//    finite on any rank is never checkpointed and, by policy, stops the run
+//    or rolls back to the last committed checkpoint; failed saves are
+//    counted and too many in a row stop the run.
 // The loss is the mean token cross-entropy of the global batch: every
 // rank's gradient is scaled by 1/(B S) and data-parallel reductions sum.
 #pragma once
@@ -48,6 +52,17 @@ struct TrainOptions {
   // Checkpoints (empty uri: none).
   std::string ckpt_uri;
   int ckpt_every = 0;
+  int keep_last = 3;  // committed steps kept
+  // Step() fails once this many saves in a row failed (on any rank).
+  int max_save_failures = 3;
+  // A step whose loss, gradient norm or updated parameters are not finite:
+  // kStop fails Step(); kRollback reloads the newest committed checkpoint
+  // (at most max_rollbacks times in a run, then as kStop). Training is
+  // deterministic, so a divergence caused by the settings (a learning rate
+  // far too high) recurs after each rollback and ends as kStop.
+  enum class OnNonFinite { kStop, kRollback };
+  OnNonFinite on_nonfinite = OnNonFinite::kStop;
+  int max_rollbacks = 3;
 };
 
 // The groups this rank belongs to (comm/plan_groups.h); the group rank of
@@ -67,6 +82,9 @@ struct StepResult {
   double grad_norm = 0;  // before clipping
   double seconds = 0;
   int64_t tokens = 0;  // tokens in the global batch
+  // > 0: the step that went non-finite; the state was rolled back to the
+  // checkpoint of `step` (loss and grad_norm are the non-finite values).
+  int64_t rolled_back_from = 0;
 };
 
 class Trainer {
@@ -78,8 +96,15 @@ class Trainer {
   // Loads the newest committed checkpoint of options.ckpt_uri; returns the
   // step it resumed at, or 0 when there is none.
   StatusOr<int64_t> Resume();
+  // One optimizer step (collective: every rank of the job calls it), then a
+  // checkpoint when the step is a multiple of ckpt_every. Errors:
+  // FailedPrecondition when the step is not finite on some rank under
+  // kStop (or with no rollback left, or no checkpoint to roll back to);
+  // the last save's error, naming the location and its free space, once
+  // max_save_failures saves in a row failed; a collective's error.
   StatusOr<StepResult> Step();
-  // Waits for checkpoints in flight; the first failure since the last call.
+  // Waits for the checkpoint in flight; its error if it failed (earlier
+  // failures were counted by Step()).
   Status Finish();
   // Seconds training was blocked by checkpoints (SaveAsync, and waiting for
   // the deferred snapshot before the optimizer step), summed.
@@ -95,8 +120,16 @@ class Trainer {
   Status Backward(MicroBatch& mb, bool last,
                   std::vector<std::shared_ptr<comm::Work>>* dp_work);
   Status ReduceGradients(std::vector<std::shared_ptr<comm::Work>>& dp_work);
-  StatusOr<double> ClipAndUpdate();
+  // Clips and applies AdamW; `finite` is in: this rank's loss is finite,
+  // out: every rank's loss, gradient norm and updated state are finite.
+  StatusOr<double> ClipAndUpdate(bool* finite);
+  // ORs `flag` over every rank of the job (tp, then pp, then dp).
+  Status AnyRank(bool* flag);
+  StatusOr<StepResult> HandleNonFinite(int64_t step, double loss, double norm);
   Status SaveCheckpoint();
+  // Settles the previous save: waits for it, agrees over every rank
+  // whether it failed, and counts consecutive failures.
+  Status CheckLastSave();
   std::vector<checkpoint::ShardedTensor> StateTensors(float* m, float* v);
 
   TrainOptions o_;
@@ -115,6 +148,11 @@ class Trainer {
   int64_t step_ = 0;
   double stall_s_ = 0;
   std::unique_ptr<checkpoint::Checkpointer> ckpt_;
+  checkpoint::SaveHandle last_save_;
+  int64_t last_save_step_ = 0;
+  Status last_save_error_;  // SaveAsync's own error for last_save_step_
+  int save_failures_ = 0;   // consecutive
+  int rollbacks_ = 0;
 };
 
 }  // namespace strata::train

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <list>
 #include <mutex>
@@ -223,9 +224,47 @@ StatusOr<std::unique_ptr<TcpStoreServer>> StartTcpStoreServer(
 
 StatusOr<std::shared_ptr<Store>> ConnectTcpStore(
     const std::string& host, int port, std::chrono::milliseconds timeout) {
-  ASSIGN_OR_RETURN(int fd,
-                   tcp::Connect(host, port, static_cast<int>(timeout.count())));
-  return std::shared_ptr<Store>(std::make_shared<Client>(fd));
+  // Connects in slices so that a store that is not up yet is reported while
+  // waiting (a launcher may start it after its ranks), with the cause.
+  using SteadyClock = std::chrono::steady_clock;
+  constexpr auto kSlice = std::chrono::seconds(2);
+  constexpr auto kReportEvery = std::chrono::seconds(10);
+  const auto start = SteadyClock::now(), end = start + timeout;
+  auto next_report = start + kSlice;
+  auto seconds = [&](SteadyClock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t - start).count();
+  };
+  for (;;) {
+    const auto now = SteadyClock::now();
+    const auto slice = std::min<SteadyClock::duration>(
+        std::max<SteadyClock::duration>(end - now, SteadyClock::duration(0)),
+        kSlice);
+    auto fd = tcp::Connect(
+        host, port,
+        static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(slice)
+                .count()));
+    if (fd.ok()) return std::shared_ptr<Store>(std::make_shared<Client>(*fd));
+    if (!absl::IsDeadlineExceeded(fd.status())) return fd.status();
+    // "connect to H:P failed: Connection refused": keep the cause.
+    const std::string msg(fd.status().message());
+    const size_t colon = msg.rfind(": ");
+    const std::string cause =
+        colon == std::string::npos ? msg : msg.substr(colon + 2);
+    const auto after = SteadyClock::now();
+    if (after >= end) {
+      return absl::UnavailableError(absl::StrCat(
+          "tcp store ", host, ":", port, " did not accept a connection in ",
+          seconds(after), " s (", cause,
+          "); is the store server (the launcher, or rank 0's host) running "
+          "and STRATA_STORE right?"));
+    }
+    if (after >= next_report) {
+      GetLogger("COMM")->warn("waiting for store {}:{} ({}), {}s of {}", host,
+                              port, cause, seconds(after), seconds(end));
+      next_report = after + kReportEvery;
+    }
+  }
 }
 
 }  // namespace strata::comm
