@@ -106,8 +106,8 @@ class SaveHandle {
 // consecutive_failures() counts failed saves since the last success. The
 // message starts "checkpoint step N at <URI>:" and names the file or
 // RocksDB instance that failed; a full disk (ENOSPC, also RocksDB's "No
-// space") is ResourceExhausted and ends with the bytes free on the
-// checkpoint's file system.
+// space") is ResourceExhausted. Every such message ends with the free space
+// of the checkpoint's file system ("; 0.0 MiB free of 16.0 MiB on /ckpt").
 class Checkpointer {
  public:
   // Opens the storage lazily (first SaveAsync or Latest); with

@@ -18,7 +18,7 @@
 #include "CLI/CLI.hpp"
 #include "common/logging.h"
 #include "runtime/runtime.h"
-#include "train/ckpt_location.h"
+#include "checkpoint/location.h"
 #include "train/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -82,12 +82,12 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
                " is not used: add --ckpt-every K to save or --resume to load");
   }
   if (!uri.empty()) {
-    if (auto dir = strata::train::CheckpointDir(uri); !dir.ok()) {
+    if (auto dir = strata::checkpoint::CheckpointDir(uri); !dir.ok()) {
       return bad(where, ": ", dir.status().message());
     }
   }
   if (f.ckpt_every > 0) {
-    if (auto s = strata::train::CheckWritable(uri, info.rank); !s.ok()) {
+    if (auto s = strata::checkpoint::CheckWritable(uri, info.rank); !s.ok()) {
       return bad(where, " ", uri, ": ", s.message());
     }
   }

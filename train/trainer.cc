@@ -9,7 +9,7 @@
 #include "checkpoint/reader.h"
 #include "common/logging.h"
 #include "train/block.h"
-#include "train/ckpt_location.h"
+#include "checkpoint/location.h"
 #include "train/ops.h"
 
 namespace strata::train {
@@ -482,12 +482,15 @@ Status Trainer::CheckLastSave() {
     return absl::OkStatus();
   }
   ++save_failures_;
-  const std::string error = mine.ok()
-                                ? std::string("the save failed on another rank")
-                                : std::string(mine.message());
-  const std::string where =
-      absl::StrCat(o_.ckpt_uri, " (",
-                   FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")), ")");
+  // The checkpoint's own error names the file and the free space.
+  const std::string error =
+      mine.ok() ? absl::StrCat("the save failed on another rank (",
+                               checkpoint::FreeSpace(
+                                   checkpoint::CheckpointDir(o_.ckpt_uri)
+                                       .value_or("")),
+                               ")")
+                : std::string(mine.message());
+  const std::string& where = o_.ckpt_uri;
   if (save_failures_ >= o_.max_save_failures) {
     return Status(
         mine.ok() ? absl::StatusCode::kAborted : mine.code(),
@@ -577,11 +580,7 @@ Status Trainer::Finish() {
   last_save_ = checkpoint::SaveHandle();
   last_save_error_ = absl::OkStatus();
   (void)ckpt_->Wait();  // earlier failures were counted by CheckLastSave
-  if (last.ok()) return last;
-  return Status(
-      last.code(),
-      absl::StrCat(last.message(), " (",
-                   FreeSpace(CheckpointDir(o_.ckpt_uri).value_or("")), ")"));
+  return last;
 }
 
 }  // namespace strata::train

@@ -1,6 +1,5 @@
 #include "checkpoint/internal/persist.h"
 
-#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/location.h"
 #include "common/logging.h"
 
 namespace strata::checkpoint::internal {
@@ -198,24 +198,7 @@ Status DescribeSaveFailure(const Status& st, int64_t step,
                            const std::string& uri) {
   std::string msg =
       absl::StrCat("checkpoint step ", step, " at ", uri, ": ", st.message());
-  if (absl::IsResourceExhausted(st)) {
-    // DefaultCatalogPath strips the scheme; its parent is the directory.
-    std::string dir = DefaultCatalogPath(uri);
-    dir.resize(dir.size() - std::string("/catalog.rocksdb").size());
-    struct statvfs fs {};
-    while (!dir.empty() && statvfs(dir.c_str(), &fs) != 0) {
-      const size_t slash = dir.find_last_of('/');
-      dir = slash == std::string::npos || slash == 0 ? std::string("/")
-                                                     : dir.substr(0, slash);
-      if (dir == "/") {
-        statvfs("/", &fs);
-        break;
-      }
-    }
-    absl::StrAppend(&msg, "; ",
-                    static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize,
-                    " bytes free on ", dir);
-  }
+  absl::StrAppend(&msg, "; ", FreeSpace(CheckpointDir(uri).value_or("")));
   return Status(st.code(), msg);
 }
 

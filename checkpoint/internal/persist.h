@@ -92,9 +92,9 @@ Status ApplyRetention(Storage& storage, Catalog* catalog,
                       int64_t keep_every);
 
 // The error of a failed save of `step` to `uri` as its caller sees it:
-// "checkpoint step <step> at <uri>: <st's message>", same code; for
-// ResourceExhausted (a full disk) followed by "; <n> bytes free on <dir>"
-// (statvfs of the checkpoint directory or its nearest existing parent).
+// "checkpoint step <step> at <uri>: <st's message>; <free space>", same
+// code; the free space as location.h's FreeSpace() of the checkpoint
+// directory ("12.0 MiB free of 16.0 MiB on /ckpt").
 Status DescribeSaveFailure(const Status& st, int64_t step,
                            const std::string& uri);
 

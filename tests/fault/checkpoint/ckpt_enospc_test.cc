@@ -60,7 +60,7 @@ TEST_P(EnospcTest, FullDiskFailsSavesCleanlyAndRecovers) {
       ASSERT_FALSE(st.ok()) << "step " << step;
       EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
       EXPECT_NE(st.message().find(fs_->dir()), std::string::npos) << st;
-      EXPECT_NE(st.message().find("bytes free"), std::string::npos) << st;
+      EXPECT_NE(st.message().find("MiB free of"), std::string::npos) << st;
       // Wait() reports the failure once; Poll() finds nothing new after it.
       EXPECT_FALSE(ckpt.Wait().ok());
       EXPECT_TRUE(ckpt.Poll().ok());

@@ -61,7 +61,7 @@ int Run(const std::string& uri, const std::string& trigger,
               msg.find(expect) != std::string::npos,
           "step 2's error names neither the step nor " + expect + ": " + msg);
     Check(!absl::IsResourceExhausted(st) ||
-              msg.find("bytes free on") != std::string::npos,
+              msg.find("MiB free of") != std::string::npos,
           "ENOSPC without the free space: " + msg);
     Check(!ckpt.Poll().ok(), "Poll did not report the failed save");
     Check(ckpt.consecutive_failures() == 1, "consecutive_failures != 1");

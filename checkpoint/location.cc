@@ -1,4 +1,4 @@
-#include "train/ckpt_location.h"
+#include "checkpoint/location.h"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace strata::train {
+namespace strata::checkpoint {
 namespace {
 
 Status Failed(const std::string& dir, const std::string& what, int err) {
@@ -73,4 +73,4 @@ std::string FreeSpace(const std::string& dir) {
                          p.string());
 }
 
-}  // namespace strata::train
+}  // namespace strata::checkpoint

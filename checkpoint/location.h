@@ -1,13 +1,14 @@
-// Where a checkpoint URI lives on the file system, checked before training
-// so that a location that cannot be written fails at start, not after the
-// run, and a failed save can say how much space is left.
+// Where a checkpoint URI lives on the file system: its directory, a check
+// that it can be written (trainers run it before their first step, so an
+// unwritable location fails at start, not after the run), and how much
+// space is left there (every failed save names it).
 #pragma once
 
 #include <string>
 
 #include "common/status.h"
 
-namespace strata::train {
+namespace strata::checkpoint {
 
 // The directory of a checkpoint URI: file:///DIR, rocksdb:///DIR or a plain
 // DIR. InvalidArgument for another scheme or an empty path.
@@ -20,8 +21,8 @@ StatusOr<std::string> CheckpointDir(const std::string& uri);
 // InvalidArgument as CheckpointDir.
 Status CheckWritable(const std::string& uri, int rank);
 
-// "N MiB free of M MiB" for the file system holding `dir` (or its nearest
-// existing parent); "free space unknown" when that cannot be read.
+// "N MiB free of M MiB on DIR" for the file system holding `dir` (or its
+// nearest existing parent); "free space unknown" when that cannot be read.
 std::string FreeSpace(const std::string& dir);
 
-}  // namespace strata::train
+}  // namespace strata::checkpoint
