@@ -9,24 +9,47 @@
 //     worker probe -> ClusterFromProbes, as the coordinator plans a CPU
 //     attempt); the error, and whether the planner's own pick was the
 //     fastest measured.
+//  3. With --peer torch: tokens/s of strata and of the same model in plain
+//     PyTorch (bench/torch_peer.py: DDP over gloo for several ranks) on 1, 2
+//     and 4 ranks, one BLAS thread per rank on both sides, the same initial
+//     weights and token stream; the parameter counts and first-step losses
+//     are compared first, so the ratio is of equal work. strata's ranks run
+//     as threads over in-process transports (its best layout per rank
+//     count), PyTorch's as processes.
 #include <cblas.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <optional>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "bench/registry.h"
+#include "common/embedded.h"
 #include "coordinator/jobs/attempt_plan.h"
 #include "planner/model.h"
 #include "planner/search.h"
 #include "topology/probe/probe.h"
+#include "train/data.h"
+#include "train/model.h"
 #include "train/ops.h"
 #include "train/thread_ranks.h"
 
 extern "C" void openblas_set_num_threads(int);
+
+namespace strata {
+extern const EmbeddedFile kBenchScripts[];
+extern const int kBenchScripts_count;
+}  // namespace strata
 
 namespace strata::bench {
 namespace {
@@ -180,13 +203,179 @@ int StepPart(int steps) {
   return 0;
 }
 
+
+// Writes what bench/torch_peer.py reads: the full model's initial weights
+// (strata's Init with the trainer's seed, every tensor in [in, out] layout),
+// their names and shapes, the tokens of `steps` steps and the config.
+Status WritePeerInputs(const std::string& dir, const train::TrainOptions& o,
+                       int steps) {
+  train::StageParams full(o.model, train::Parallel{});
+  full.Init(o.seed);
+  std::ofstream w(dir + "/weights.f32", std::ios::binary);
+  w.write(reinterpret_cast<const char*>(full.w.data()),
+          static_cast<std::streamsize>(full.w.size() * sizeof(float)));
+  std::string names = "[";
+  for (const train::ParamShard& s : full.shards) {
+    std::string shape;
+    for (int64_t d : s.global_shape) absl::StrAppend(&shape, shape.empty() ? "" : ",", d);
+    absl::StrAppend(&names, names.size() > 1 ? ",\n" : "", "{\"name\":\"",
+                    s.name, "\",\"shape\":[", shape, "]}");
+  }
+  std::ofstream(dir + "/weights.json") << names << "]\n";
+  ASSIGN_OR_RETURN(train::DataSource data,
+                   train::DataSource::Open("", o.model.vocab, o.model.seq,
+                                           o.seed));
+  std::vector<int32_t> tokens(static_cast<size_t>(steps) * o.global_batch *
+                              (o.model.seq + 1));
+  for (int64_t i = 0; i < static_cast<int64_t>(steps) * o.global_batch; ++i) {
+    data.Sample(i, &tokens[i * (o.model.seq + 1)]);
+  }
+  std::ofstream(dir + "/tokens.i32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(tokens.data()),
+             static_cast<std::streamsize>(tokens.size() * sizeof(int32_t)));
+  std::ofstream(dir + "/config.json") << absl::StrCat(
+      "{\"vocab\":", o.model.vocab, ",\"seq\":", o.model.seq,
+      ",\"hidden\":", o.model.hidden, ",\"heads\":", o.model.heads,
+      ",\"layers\":", o.model.layers, ",\"global_batch\":", o.global_batch,
+      ",\"micro_batch\":", o.micro_batch, ",\"lr\":", o.lr,
+      ",\"warmup\":", o.warmup_steps, "}\n");
+  std::ofstream(dir + "/torch_peer.py") << kBenchScripts[0].contents;
+  return w ? absl::OkStatus()
+           : absl::InternalError("cannot write the peer's inputs in " + dir);
+}
+
+struct PeerRun {
+  int64_t params = 0;
+  double first_loss = 0;
+  std::vector<double> seconds;
+};
+
+// Runs the PyTorch peer on `ranks` processes; nullopt (with a message)
+// when torch is missing or the run fails.
+std::optional<PeerRun> RunTorch(const std::string& dir, int ranks) {
+  const std::string cmd = absl::StrCat(
+      "/usr/bin/python3 ", dir, "/torch_peer.py --dir ", dir, " --ranks ",
+      ranks, " --port ", 29500 + getpid() % 1000, " 2>", dir, "/torch.err");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), p)) out += buf;
+  if (pclose(p) != 0) {
+    std::ifstream err(dir + "/torch.err");
+    std::string text((std::istreambuf_iterator<char>(err)), {});
+    if (text.size() > 2000) text = text.substr(text.size() - 2000);
+    std::fprintf(stderr, "torch peer failed on %d ranks:\n%s\n", ranks,
+                 text.c_str());
+    return std::nullopt;
+  }
+  // {"params": N, "first_loss": X, "step_seconds": [a, b, ...]}
+  PeerRun r;
+  if (std::sscanf(out.c_str(), "{\"params\": %lld, \"first_loss\": %lf",
+                  reinterpret_cast<long long*>(&r.params), &r.first_loss) != 2) {
+    std::fprintf(stderr, "torch peer: unexpected output: %s\n", out.c_str());
+    return std::nullopt;
+  }
+  const size_t open = out.find('['), close = out.find(']');
+  std::string list = out.substr(open + 1, close - open - 1);
+  for (char* tok = std::strtok(list.data(), ","); tok != nullptr;
+       tok = std::strtok(nullptr, ",")) {
+    r.seconds.push_back(std::atof(tok));
+  }
+  return r;
+}
+
+int TorchPart(int steps, const std::vector<int>& rank_counts) {
+  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
+    std::printf("--peer torch: skipped, python3-torch is not installed\n");
+    return 0;
+  }
+  const train::TrainOptions o = Small();
+  char tmpl[] = "/tmp/strata-bench-torch-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 1;
+  const std::string dir = tmpl;
+  if (Status st = WritePeerInputs(dir, o, steps + 1); !st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 1;
+  }
+  const double tokens_per_step =
+      static_cast<double>(o.global_batch) * o.model.seq;
+  std::printf(
+      "strata vs PyTorch %s, model small (%lld parameters), batch %d, "
+      "micro-batch %d, 1 BLAS thread per rank, median of %d steps\n",
+      "(python3-torch)", static_cast<long long>(train::ParameterCount(o.model)),
+      o.global_batch, o.micro_batch, steps);
+  std::printf("%5s %-14s %12s %12s %7s   %s\n", "ranks", "strata layout",
+              "strata tok/s", "torch tok/s", "ratio", "first-step loss strata / torch");
+  int rc = 0;
+  for (int ranks : rank_counts) {
+    double best = 1e30, first_loss = 0;
+    std::string best_name;
+    for (int tp = 1; tp <= ranks; tp *= 2) {
+      for (int pp = 1; tp * pp <= ranks; pp *= 2) {
+        const int dp = ranks / (tp * pp);
+        train::ThreadRun run = train::RunThreads(o, tp, pp, dp, steps + 1);
+        if (!run.status.ok()) {
+          std::fprintf(stderr, "strata run failed: %s\n",
+                       run.status.ToString().c_str());
+          return 1;
+        }
+        first_loss = run.losses.front();
+        run.seconds.erase(run.seconds.begin());  // warm-up step
+        const double m = Median(run.seconds);
+        if (m < best) {
+          best = m;
+          best_name = absl::StrCat("tp=", tp, " pp=", pp, " dp=", dp);
+        }
+      }
+    }
+    std::optional<PeerRun> torch = RunTorch(dir, ranks);
+    if (!torch) {
+      rc = 1;
+      continue;
+    }
+    if (torch->params != train::ParameterCount(o.model)) {
+      std::fprintf(stderr, "parameter counts differ: strata %lld, torch %lld\n",
+                   static_cast<long long>(train::ParameterCount(o.model)),
+                   static_cast<long long>(torch->params));
+      rc = 1;
+    }
+    const double gap = std::fabs(torch->first_loss - first_loss) /
+                       std::max(1e-9, std::fabs(first_loss));
+    if (gap > 1e-3) {
+      std::fprintf(stderr,
+                   "first-step losses differ by %.2g (strata %.6f, torch "
+                   "%.6f): not the same work\n",
+                   gap, first_loss, torch->first_loss);
+      rc = 1;
+    }
+    torch->seconds.erase(torch->seconds.begin());
+    const double strata_tps = tokens_per_step / best;
+    const double torch_tps = tokens_per_step / Median(torch->seconds);
+    std::printf("%5d %-14s %12.0f %12.0f %6.2fx   %.6f / %.6f\n", ranks,
+                best_name.c_str(), strata_tps, torch_tps, strata_tps / torch_tps,
+                first_loss, torch->first_loss);
+  }
+  std::filesystem::remove_all(dir);
+  return rc;
+}
+
 int TrainBench(int argc, char** argv) {
   CLI::App app{"strata-bench train: trainer GEMMs and step times vs planner"};
   int steps = 3;
+  std::string peer;
+  std::vector<int> peer_ranks = {1, 2, 4};
   app.add_option("--steps", steps, "measured steps per run")
       ->check(CLI::Range(1, 1000));
+  app.add_option("--peer", peer,
+                 "also run the same model in this framework and print the "
+                 "tokens/s ratio")
+      ->check(CLI::IsMember({"torch"}));
+  app.add_option("--peer-ranks", peer_ranks, "rank counts of the --peer runs")
+      ->check(CLI::IsMember({1, 2, 4}));
   CLI11_PARSE(app, argc, argv);
   openblas_set_num_threads(1);
+  if (peer == "torch") return TorchPart(steps, peer_ranks);
   if (int rc = GemmPart(steps); rc != 0) return rc;
   return StepPart(steps);
 }

@@ -85,10 +85,32 @@ Status ProcessGroup::Annotate(const char* what, Status st) const {
 }
 
 template <typename F>
-std::shared_ptr<Work> ProcessGroup::Submit(const char* what,
-                                           const OpOptions& opts, F&& f) {
+std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
+                                           const OpOptions& opts, F&& body) {
   const auto timeout =
       opts.timeout.count() > 0 ? opts.timeout : options_.timeout;
+  // The recorder entry is written when the caller enters the operation
+  // (submission order is execution order); the operation fills in started,
+  // transfers and finished as it runs. An operation refused because the
+  // group broke earlier stays "entered".
+  FlightRecorder::Op rec;
+  if (recording_ != nullptr) {
+    uint64_t seq;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      seq = ++next_seq_;
+    }
+    rec = options_.recorder->Begin(recorder_group_, seq, what, bytes);
+  }
+  auto f = [this, rec,
+            body = std::forward<F>(body)](Deadline d) mutable -> Status {
+    if (!rec.active()) return body(d);
+    recording_->SetCurrent(&rec);
+    Status st = body(d);
+    recording_->SetCurrent(nullptr);
+    rec.Finish(st.ok());
+    return st;
+  };
   if (opts.synchronous) {
     bool idle;
     {
@@ -112,7 +134,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what,
       return std::make_shared<DoneWork>(this, std::move(st));
     }
   }
-  return Enqueue(what, opts, Op(std::forward<F>(f)));
+  return Enqueue(what, opts, Op(std::move(f)));
 }
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
@@ -120,6 +142,13 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
     : transport_(std::move(transport)),
       options_(std::move(options)),
       logger_(std::move(logger)) {
+  if (options_.recorder) {
+    auto rec = std::make_unique<RecordingTransport>(std::move(transport_),
+                                                    options_.world_ranks);
+    recording_ = rec.get();
+    transport_ = std::move(rec);
+    recorder_group_ = options_.recorder->AddGroup(options_.name);
+  }
   const int n = transport_->size();
   if (static_cast<int>(options_.node_of.size()) != n) {
     options_.node_of.resize(n);
@@ -233,53 +262,59 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
   Algorithm algo = opts.algorithm == Algorithm::kAuto
                        ? ChooseAllReduce(count * ElementSize(type))
                        : opts.algorithm;
-  return Submit("all_reduce", opts, [=, this](Deadline d) -> Status {
-    Transport& t = *transport_;
-    switch (algo) {
-      case Algorithm::kRecursiveDoubling:
-        RETURN_IF_ERROR(
-            algorithms::RecursiveDoublingAllReduce(t, buf, count, type, op, d));
-        break;
-      case Algorithm::kHierarchical:
-        RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
-            t, options_.node_of, buf, count, type, op, d));
-        break;
-      default:
-        RETURN_IF_ERROR(algorithms::RingAllReduce(t, buf, count, type, op, d));
-    }
-    if (op == ReduceOp::kAvg) Divide(buf, count, type, size());
-    return absl::OkStatus();
-  });
+  return Submit("all_reduce", count * ElementSize(type), opts,
+                [=, this](Deadline d) -> Status {
+                  Transport& t = *transport_;
+                  switch (algo) {
+                    case Algorithm::kRecursiveDoubling:
+                      RETURN_IF_ERROR(algorithms::RecursiveDoublingAllReduce(
+                          t, buf, count, type, op, d));
+                      break;
+                    case Algorithm::kHierarchical:
+                      RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
+                          t, options_.node_of, buf, count, type, op, d));
+                      break;
+                    default:
+                      RETURN_IF_ERROR(algorithms::RingAllReduce(t, buf, count,
+                                                                type, op, d));
+                  }
+                  if (op == ReduceOp::kAvg) Divide(buf, count, type, size());
+                  return absl::OkStatus();
+                });
 }
 
 std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
                                                   size_t count, DataType type,
                                                   ReduceOp op,
                                                   const OpOptions& opts) {
-  return Submit("reduce_scatter", opts, [=, this](Deadline d) -> Status {
-    const size_t es = ElementSize(type);
-    std::vector<char> tmp(static_cast<const char*>(in),
-                          static_cast<const char*>(in) + count * es);
-    RETURN_IF_ERROR(algorithms::RingReduceScatter(*transport_, tmp.data(),
-                                                  count, type, op, d));
-    const size_t b0 = algorithms::BlockBegin(count, size(), rank());
-    const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
-    std::memcpy(out, tmp.data() + b0 * es, (b1 - b0) * es);
-    if (op == ReduceOp::kAvg) Divide(out, b1 - b0, type, size());
-    return absl::OkStatus();
-  });
+  return Submit(
+      "reduce_scatter", count * ElementSize(type), opts,
+      [=, this](Deadline d) -> Status {
+        const size_t es = ElementSize(type);
+        std::vector<char> tmp(static_cast<const char*>(in),
+                              static_cast<const char*>(in) + count * es);
+        RETURN_IF_ERROR(algorithms::RingReduceScatter(*transport_, tmp.data(),
+                                                      count, type, op, d));
+        const size_t b0 = algorithms::BlockBegin(count, size(), rank());
+        const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
+        std::memcpy(out, tmp.data() + b0 * es, (b1 - b0) * es);
+        if (op == ReduceOp::kAvg) Divide(out, b1 - b0, type, size());
+        return absl::OkStatus();
+      });
 }
 
 std::shared_ptr<Work> ProcessGroup::AllGather(const void* in, void* out,
                                               size_t count, DataType type,
                                               const OpOptions& opts) {
-  return Submit("all_gather", opts, [=, this](Deadline d) -> Status {
-    const size_t es = ElementSize(type);
-    const size_t b0 = algorithms::BlockBegin(count, size(), rank());
-    const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
-    std::memmove(static_cast<char*>(out) + b0 * es, in, (b1 - b0) * es);
-    return algorithms::RingAllGather(*transport_, out, count, type, d);
-  });
+  return Submit(
+      "all_gather", count * ElementSize(type), opts,
+      [=, this](Deadline d) -> Status {
+        const size_t es = ElementSize(type);
+        const size_t b0 = algorithms::BlockBegin(count, size(), rank());
+        const size_t b1 = algorithms::BlockBegin(count, size(), rank() + 1);
+        std::memmove(static_cast<char*>(out) + b0 * es, in, (b1 - b0) * es);
+        return algorithms::RingAllGather(*transport_, out, count, type, d);
+      });
 }
 
 std::shared_ptr<Work> ProcessGroup::Broadcast(void* buf, size_t count,
@@ -291,20 +326,23 @@ std::shared_ptr<Work> ProcessGroup::Broadcast(void* buf, size_t count,
         absl::StrCat("broadcast root ", root, " outside group of ", size())));
     return w;
   }
-  return Submit("broadcast", opts, [=, this](Deadline d) {
-    return algorithms::BinomialBroadcast(*transport_, buf,
-                                         count * ElementSize(type), root, d);
-  });
+  return Submit("broadcast", count * ElementSize(type), opts,
+                [=, this](Deadline d) {
+                  return algorithms::BinomialBroadcast(
+                      *transport_, buf, count * ElementSize(type), root, d);
+                });
 }
 
 std::shared_ptr<Work> ProcessGroup::AllToAll(const void* in, void* out,
                                              size_t count_per_rank,
                                              DataType type,
                                              const OpOptions& opts) {
-  return Submit("all_to_all", opts, [=, this](Deadline d) {
-    return algorithms::PairwiseAllToAll(*transport_, in, out,
-                                        count_per_rank * ElementSize(type), d);
-  });
+  return Submit("all_to_all", count_per_rank * ElementSize(type) * size(), opts,
+                [=, this](Deadline d) {
+                  return algorithms::PairwiseAllToAll(
+                      *transport_, in, out, count_per_rank * ElementSize(type),
+                      d);
+                });
 }
 
 std::shared_ptr<Work> ProcessGroup::Send(const void* buf, size_t count,
@@ -315,7 +353,7 @@ std::shared_ptr<Work> ProcessGroup::Send(const void* buf, size_t count,
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad send peer ", peer)));
     return w;
   }
-  return Submit("send", opts, [=, this](Deadline d) {
+  return Submit("send", count * ElementSize(type), opts, [=, this](Deadline d) {
     return transport_->Send(peer, buf, count * ElementSize(type), d);
   });
 }
@@ -327,34 +365,35 @@ std::shared_ptr<Work> ProcessGroup::Recv(void* buf, size_t count, DataType type,
     w->Finish(absl::InvalidArgumentError(absl::StrCat("bad recv peer ", peer)));
     return w;
   }
-  return Submit("recv", opts, [=, this](Deadline d) {
+  return Submit("recv", count * ElementSize(type), opts, [=, this](Deadline d) {
     return transport_->Recv(peer, buf, count * ElementSize(type), d);
   });
 }
 
-std::shared_ptr<Work> ProcessGroup::SendRecv(const void* send, size_t send_count,
-                                             int send_peer, void* recv,
-                                             size_t recv_count, int recv_peer,
-                                             DataType type,
+std::shared_ptr<Work> ProcessGroup::SendRecv(const void* send,
+                                             size_t send_count, int send_peer,
+                                             void* recv, size_t recv_count,
+                                             int recv_peer, DataType type,
                                              const OpOptions& opts) {
   auto bad = [&](int peer) {
     return peer != -1 && (peer < 0 || peer >= size() || peer == rank());
   };
   if (bad(send_peer) || bad(recv_peer)) {
     auto w = std::make_shared<OpWork>(this);
-    w->Finish(absl::InvalidArgumentError(absl::StrCat(
-        "bad sendrecv peers ", send_peer, " / ", recv_peer)));
+    w->Finish(absl::InvalidArgumentError(
+        absl::StrCat("bad sendrecv peers ", send_peer, " / ", recv_peer)));
     return w;
   }
   const size_t es = ElementSize(type);
-  return Submit("sendrecv", opts, [=, this](Deadline d) {
-    return transport_->SendRecv(send_peer, send, send_count * es, recv_peer,
-                                recv, recv_count * es, d);
-  });
+  return Submit(
+      "sendrecv", (send_count + recv_count) * es, opts, [=, this](Deadline d) {
+        return transport_->SendRecv(send_peer, send, send_count * es, recv_peer,
+                                    recv, recv_count * es, d);
+      });
 }
 
 std::shared_ptr<Work> ProcessGroup::Barrier(const OpOptions& opts) {
-  return Submit("barrier", opts, [this](Deadline d) {
+  return Submit("barrier", 0, opts, [this](Deadline d) {
     return algorithms::DisseminationBarrier(*transport_, d);
   });
 }

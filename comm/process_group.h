@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "comm/backend.h"
+#include "comm/flight_recorder.h"
+#include "comm/recording_transport.h"
 #include "comm/transport.h"
 #include "common/logging.h"
 
@@ -25,6 +27,13 @@ struct GroupOptions {
   // (latency-bound); larger ones the ring, or the hierarchical algorithm
   // when the group spans several nodes with equal ranks per node.
   size_t small_message_bytes = 8 * 1024;
+  // Flight recorder (flight_recorder.h) every operation of the group is
+  // written to under `name` ("world", "tp0", "dp1", ...); null records
+  // nothing. `world_ranks[i]` is the world rank of group rank i, so the
+  // recorder names peers by world rank (empty: group ranks).
+  std::shared_ptr<FlightRecorder> recorder;
+  std::string name = "world";
+  std::vector<int> world_ranks;
 };
 
 class ProcessGroup final : public Backend {
@@ -74,8 +83,10 @@ class ProcessGroup final : public Backend {
   // Runs `f` at once on the calling thread when `opts.synchronous` and the
   // group is idle (no queue, no std::function, no hand-off); otherwise
   // queues it like Enqueue.
+  // `bytes` is the operation's payload for the flight recorder.
   template <typename F>
-  std::shared_ptr<Work> Submit(const char* what, const OpOptions& opts, F&& f);
+  std::shared_ptr<Work> Submit(const char* what, size_t bytes,
+                               const OpOptions& opts, F&& f);
   Status Annotate(const char* what, Status st) const;
   std::shared_ptr<Work> Enqueue(const char* what, const OpOptions& opts, Op op);
   void Loop();
@@ -88,6 +99,11 @@ class ProcessGroup final : public Backend {
 
   std::unique_ptr<Transport> transport_;
   GroupOptions options_;
+  // Set when options_.recorder is: transport_ wraps it, and every operation
+  // gets a sequence number in this group and a recorder entry.
+  RecordingTransport* recording_ = nullptr;
+  int recorder_group_ = -1;
+  uint64_t next_seq_ = 0;  // guarded by mu_
   Logger logger_;
   bool hierarchical_ok_ = false;  // > 1 node, equal ranks per node
 

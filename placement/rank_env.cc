@@ -1,6 +1,7 @@
 #include "placement/rank_env.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -36,14 +37,19 @@ const std::string* Find(const EnvMap& env, const char* name) {
   return it == env.end() || it->second.empty() ? nullptr : &it->second;
 }
 
-// An integer variable >= `min`; `fallback` when unset.
-StatusOr<int> Int(const EnvMap& env, const char* name, int min, int fallback) {
+// An integer variable in [min, max]; `fallback` when unset.
+StatusOr<int> Int(const EnvMap& env, const char* name, int min, int fallback,
+                  int max = std::numeric_limits<int>::max()) {
   const std::string* v = Find(env, name);
   if (v == nullptr) return fallback;
   int out = 0;
   if (!absl::SimpleAtoi(*v, &out) || out < min) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, "='", *v, "' is not an integer >= ", min));
+  }
+  if (out > max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, "=", out, " is above the limit of ", max, " (placement/rank_env.h)"));
   }
   return out;
 }
@@ -281,7 +287,7 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
         absl::StrCat(src->rank, " is set but ", src->world, " is not"));
   }
   ASSIGN_OR_RETURN(e.rank, Int(env, src->rank, 0, 0));
-  ASSIGN_OR_RETURN(e.world_size, Int(env, src->world, 1, 1));
+  ASSIGN_OR_RETURN(e.world_size, Int(env, src->world, 1, 1, kMaxWorldSize));
   if (e.rank >= e.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(src->rank, "=", e.rank,
                                                    " is not below ", src->world,
@@ -297,8 +303,15 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
     if (src == &kSlurmSource) {
       ASSIGN_OR_RETURN(e.local_world_size,
                        SlurmTasksPerNode(*v, local_size_name));
+      if (e.local_world_size > kMaxLocalWorldSize) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(local_size_name, "=", *v, " gives ",
+                         e.local_world_size, " ranks per node, above the limit of ",
+                         kMaxLocalWorldSize, " (placement/rank_env.h)"));
+      }
     } else {
-      ASSIGN_OR_RETURN(e.local_world_size, Int(env, local_size_name, 1, 1));
+      ASSIGN_OR_RETURN(e.local_world_size,
+                       Int(env, local_size_name, 1, 1, kMaxLocalWorldSize));
     }
   }
   if (e.world_size % e.local_world_size != 0) {

@@ -62,6 +62,15 @@ inline constexpr char kNodeAddr[] = "STRATA_NODE_ADDR";
 // the runtime's default (hybrid).
 inline constexpr char kCommBackend[] = "STRATA_COMM_BACKEND";
 
+// Upper bounds of the sizes a rank environment may give. Sizes drive
+// allocation (a placement entry per rank, a shared-memory ring per ordered
+// pair of a node's ranks: LOCAL_WORLD_SIZE^2 x 512 KiB), so values beyond
+// any real job are refused instead of allocated. 2^20 ranks is 64x the
+// largest published training runs (16,384 GPUs, Llama 3); 1,024 ranks on
+// one node is 128x an 8-GPU node.
+inline constexpr int kMaxWorldSize = 1 << 20;
+inline constexpr int kMaxLocalWorldSize = 1024;
+
 // Everything a rank knows about where it runs. Defaults are a single
 // process.
 struct RankEnv {
@@ -153,7 +162,8 @@ StatusOr<EnvMap> BuildRankEnv(const Plan& plan, int rank,
 // rest. InvalidArgument naming the variable when one is malformed, missing
 // (WORLD_SIZE without RANK, STRATA_STORE for a multi-rank job,
 // STRATA_NODE_ADDR when LOCAL_WORLD_SIZE < WORLD_SIZE) or inconsistent
-// (RANK >= WORLD_SIZE, LOCAL_WORLD_SIZE not dividing it, a node's ranks not
+// (RANK >= WORLD_SIZE, a size above kMaxWorldSize or kMaxLocalWorldSize,
+// LOCAL_WORLD_SIZE not dividing WORLD_SIZE, a node's ranks not
 // one contiguous block, GROUP_RANK != NODE_RANK, STRATA_DP or a
 // STRATA_*_RANK disagreeing with the tp-cp-dp-pp order).
 StatusOr<RankEnv> ParseRankEnv(const EnvMap& env);

@@ -1,19 +1,23 @@
 #include "comm/shm/shm_transport.h"
 
 #include <fcntl.h>
-#include <sched.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <ctime>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace strata::comm {
 namespace {
@@ -27,8 +31,8 @@ struct alignas(kLine) Cursor {
   std::atomic<uint64_t> value{0};
 };
 
-// Segment layout: an abort flag and `size` pids (HeaderBytes), then
-// size*size RingHeaders, then the ring data.
+// Segment layout: an abort flag and `size` pids (HeaderBytes), then `size`
+// Doorbells, then size*size RingHeaders, then the ring data.
 //
 // Ordering protocol of a ring (single producer, single consumer; the
 // counters only grow, a position is counter & (ring_bytes - 1)):
@@ -48,6 +52,42 @@ struct RingHeader {
   Cursor tail;  // bytes consumed by the receiver
 };
 
+// Where a rank that cannot progress sleeps instead of spinning. A waiting
+// rank may wait for data (a peer's `head`) and for room (a peer's `tail`)
+// at once, so it sleeps on its own bell, and every rank that moves a
+// counter the owner may wait on rings the owner's bell afterwards.
+//
+// No lost wake-up (the Dekker pattern, both sides seq_cst):
+//  - owner: store sleeping = 1; fence; s = seq; re-check the rings; futex
+//    wait while seq == s; store sleeping = 0;
+//  - waker: store head or tail (release); fence; if sleeping: seq += 1;
+//    futex wake.
+// Either the owner's re-check sees the new counter, or the waker sees
+// `sleeping` and bumps `seq`, which makes the futex wait return at once or
+// wakes it. Waits also time out every kNapMs so the owner checks the abort
+// flag, its deadline and its peers' pids.
+struct alignas(kLine) Doorbell {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> sleeping{0};
+};
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t),
+              "futex words must be plain 32-bit integers");
+
+constexpr int kNapMs = 5;
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int ms) {
+  timespec ts{0, static_cast<long>(ms) * 1'000'000};
+  // Shared (not FUTEX_PRIVATE): the word lives in a segment mapped by other
+  // processes. EAGAIN (value changed), EINTR and ETIMEDOUT all mean: look.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected,
+          &ts, nullptr, 0);
+}
+
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX,
+          nullptr, nullptr, 0);
+}
+
 size_t HeaderBytes(int size) {
   return (sizeof(std::atomic<uint32_t>) + sizeof(std::atomic<int32_t>) * size +
           kLine - 1) /
@@ -66,8 +106,12 @@ class ShmTransport final : public Transport {
     aborted_ = reinterpret_cast<std::atomic<uint32_t>*>(p);
     pids_ = reinterpret_cast<std::atomic<int32_t>*>(
         p + sizeof(std::atomic<uint32_t>));
-    rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size));
-    data_ = p + HeaderBytes(size) + sizeof(RingHeader) * size * size;
+    bells_ = reinterpret_cast<Doorbell*>(p + HeaderBytes(size));
+    rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size) +
+                                           sizeof(Doorbell) * size);
+    data_ = reinterpret_cast<char*>(rings_ + size * size);
+    // Spin (about 10-50 us) only while every rank can have a core; with
+    // more ranks than cores a spinning rank takes the core its peer needs.
     spin_limit_ = size > sysconf(_SC_NPROCESSORS_ONLN) ? 0 : 2000;
   }
   ~ShmTransport() override { munmap(base_, len_); }
@@ -77,7 +121,10 @@ class ShmTransport final : public Transport {
   const char* name() const override { return "shm"; }
   std::atomic<int32_t>* pids() { return pids_; }
 
-  void Abort() override { aborted_->store(1, std::memory_order_release); }
+  void Abort() override {
+    aborted_->store(1, std::memory_order_release);
+    for (int r = 0; r < size_; ++r) Wake(bells_[r], /*force=*/true);
+  }
 
   Status SendRecv(int send_peer, const void* send, size_t send_bytes,
                   int recv_peer, void* recv, size_t recv_bytes,
@@ -160,6 +207,7 @@ class ShmTransport final : public Transport {
           std::memcpy(out_data + off, src, first);
           std::memcpy(out_data, src + first, n - first);
           out->head.value.store(head + n, std::memory_order_release);
+          Wake(bells_[send_peer]);
           src += n;
           to_send -= n;
           progress = true;
@@ -176,6 +224,7 @@ class ShmTransport final : public Transport {
           consume(in_data + off, first);
           if (n > first) consume(in_data, n - first);
           in->tail.value.store(tail + n, std::memory_order_release);
+          Wake(bells_[recv_peer]);
           to_recv -= n;
           progress = true;
         }
@@ -184,33 +233,39 @@ class ShmTransport final : public Transport {
         idle = 0;
         continue;
       }
-      ++idle;
-      // Spin while the peer is likely mid-copy on another core; with more
-      // ranks than cores, yield at once so the peer gets the core.
-      if (idle < spin_limit_) continue;
-      if ((idle & 63) == 0) {
-        if (aborted_->load(std::memory_order_acquire)) {
-          return absl::AbortedError("shm transport aborted");
-        }
-        const int peer = to_recv > 0 ? recv_peer : send_peer;
-        if (SteadyClock::now() >= deadline) {
-          return absl::DeadlineExceededError(absl::StrCat(
-              "rank ", rank_, ": timed out ",
-              to_recv > 0 ? "receiving from" : "sending to", " rank ", peer));
-        }
-        for (int p : {send_peer, recv_peer}) {
-          const int pid = p >= 0 ? pids_[p].load() : 0;
-          if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-            return absl::UnavailableError(absl::StrCat(
-                "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
-          }
+      // Spin while the peer is likely mid-copy on another core, then sleep
+      // on this rank's doorbell until a peer moves a counter.
+      if (++idle < spin_limit_) continue;
+      if (aborted_->load(std::memory_order_acquire)) {
+        return absl::AbortedError("shm transport aborted");
+      }
+      const int peer = to_recv > 0 ? recv_peer : send_peer;
+      if (SteadyClock::now() >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "rank ", rank_, ": timed out ",
+            to_recv > 0 ? "receiving from" : "sending to", " rank ", peer));
+      }
+      for (int p : {send_peer, recv_peer}) {
+        const int pid = p >= 0 ? pids_[p].load() : 0;
+        if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+          return absl::UnavailableError(absl::StrCat(
+              "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
         }
       }
-      if (idle < spin_limit_ + 20000) {
-        sched_yield();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
+      Doorbell& bell = bells_[rank_];
+      bell.sleeping.store(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      const uint32_t seq = bell.seq.load(std::memory_order_acquire);
+      const bool can_send =
+          to_send > 0 &&
+          out->head.value.load(std::memory_order_relaxed) -
+                  out->tail.value.load(std::memory_order_acquire) <
+              ring_bytes_;
+      const bool can_recv =
+          to_recv > 0 && in->head.value.load(std::memory_order_acquire) !=
+                             in->tail.value.load(std::memory_order_relaxed);
+      if (!can_send && !can_recv) FutexWait(&bell.seq, seq, kNapMs);
+      bell.sleeping.store(0, std::memory_order_relaxed);
     }
     if (aborted_->load(std::memory_order_acquire)) {
       return absl::AbortedError("shm transport aborted");
@@ -220,6 +275,14 @@ class ShmTransport final : public Transport {
 
  private:
   RingHeader& Ring(int from, int to) { return rings_[from * size_ + to]; }
+  // Wakes the owner of `bell` if it sleeps (or always, with `force`). Called
+  // after storing a head or tail the owner may be waiting on.
+  static void Wake(Doorbell& bell, bool force = false) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!force && bell.sleeping.load(std::memory_order_relaxed) == 0) return;
+    bell.seq.fetch_add(1, std::memory_order_seq_cst);
+    FutexWakeAll(&bell.seq);
+  }
   char* RingData(int from, int to) {
     return data_ + (static_cast<size_t>(from) * size_ + to) * ring_bytes_;
   }
@@ -230,6 +293,7 @@ class ShmTransport final : public Transport {
   size_t len_;
   std::atomic<uint32_t>* aborted_;
   std::atomic<int32_t>* pids_;
+  Doorbell* bells_;
   RingHeader* rings_;
   char* data_;
   uint64_t spin_limit_;
@@ -246,8 +310,27 @@ StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
   if (opts.ring_bytes == 0 || (opts.ring_bytes & (opts.ring_bytes - 1)) != 0) {
     return absl::InvalidArgumentError("shm ring_bytes must be a power of two");
   }
-  const size_t len = HeaderBytes(size) + sizeof(RingHeader) * size * size +
-                     opts.ring_bytes * size * size;
+  // Every rank checks (they share /dev/shm), so none waits for a segment
+  // that will never come. Writing past what tmpfs can hold raises SIGBUS
+  // later, so a segment that does not fit is an error now.
+  if (opts.ring_bytes > (size_t{1} << 30) || size > (1 << 16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shm transport: ", size, " ranks with ", opts.ring_bytes,
+        "-byte rings is beyond any node"));
+  }
+  const size_t pairs = static_cast<size_t>(size) * size;
+  const size_t len = HeaderBytes(size) + sizeof(Doorbell) * size +
+                     sizeof(RingHeader) * pairs + opts.ring_bytes * pairs;
+  if (struct statvfs fs; statvfs("/dev/shm", &fs) == 0) {
+    const double free_bytes = static_cast<double>(fs.f_bavail) * fs.f_frsize;
+    if (static_cast<double>(len) > free_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "shm transport: %d ranks on this node need a %.1f MiB segment "
+          "(a %zu KiB ring per ordered pair) but /dev/shm has %.1f MiB free",
+          size, len / 1048576.0, opts.ring_bytes >> 10,
+          free_bytes / 1048576.0));
+    }
+  }
   std::string name;
   int fd = -1;
   if (rank == 0) {

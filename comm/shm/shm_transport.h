@@ -4,8 +4,14 @@
 // publishes its name in the store; it is unlinked as soon as every rank has
 // mapped it, so nothing leaks if ranks die.
 //
-// Liveness: a waiting rank checks its peer's pid (kill(pid, 0)), so a dead
-// peer gives Unavailable naming it instead of a wait until the deadline.
+// Waiting: a rank that cannot move data spins briefly (not at all when the
+// node has fewer cores than ranks), then sleeps on a futex in the segment
+// until a peer moves a ring counter, so waiting ranks leave the cores to the
+// ranks they wait for.
+//
+// Liveness: a waiting rank checks its peer's pid (kill(pid, 0)) at least
+// every 5 ms, so a dead peer gives Unavailable naming it instead of a wait
+// until the deadline.
 // Abort() also raises a flag in the segment that aborts every rank's
 // pending and later operations.
 #pragma once

@@ -396,5 +396,37 @@ TEST(VariablesTest, EmptyValuesAreLeftOut) {
   EXPECT_EQ(v["STRATA_JOB_ID"], "local");
 }
 
+TEST(ParseRankEnvTest, SizesBeyondAnyJobAreRefusedNotAllocated) {
+  auto world = ParseRankEnv({{"RANK", "0"}, {"WORLD_SIZE", "2000000000"},
+                             {"STRATA_STORE", "tcp://h:1"}});
+  ASSERT_EQ(world.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(world.status().message().find(
+                "WORLD_SIZE=2000000000 is above the limit of 1048576"),
+            std::string::npos)
+      << world.status();
+  auto local = ParseRankEnv({{"OMPI_COMM_WORLD_RANK", "0"},
+                             {"OMPI_COMM_WORLD_SIZE", "4096"},
+                             {"OMPI_COMM_WORLD_LOCAL_SIZE", "4096"},
+                             {"STRATA_STORE", "tcp://h:1"}});
+  ASSERT_EQ(local.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(local.status().message().find("OMPI_COMM_WORLD_LOCAL_SIZE=4096"),
+            std::string::npos)
+      << local.status();
+  auto slurm = ParseRankEnv({{"SLURM_PROCID", "0"},
+                             {"SLURM_NTASKS", "8192"},
+                             {"SLURM_TASKS_PER_NODE", "2048(x4)"},
+                             {"STRATA_STORE", "tcp://h:1"},
+                             {"STRATA_NODE_ADDR", "10.0.0.1"}});
+  ASSERT_EQ(slurm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(slurm.status().message().find("2048 ranks per node"),
+            std::string::npos)
+      << slurm.status();
+  EXPECT_TRUE(ParseRankEnv({{"RANK", "0"}, {"WORLD_SIZE", "1048576"},
+                            {"LOCAL_WORLD_SIZE", "8"},
+                            {"STRATA_STORE", "tcp://h:1"},
+                            {"STRATA_NODE_ADDR", "10.0.0.1"}})
+                  .ok());
+}
+
 }  // namespace
 }  // namespace strata::placement

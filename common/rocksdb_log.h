@@ -1,0 +1,31 @@
+// RocksDB's info log routed to a strata spdlog logger instead of the
+// database directory's LOG file.
+//
+// Every strata RocksDB database (coordinator state, checkpoint catalog,
+// rocksdb:// checkpoint storage) sets `options.info_log = NewRocksDbLog(...)`.
+// Two reasons: RocksDB's messages land in the same stream as the module's own
+// (with its level), and an I/O error while writing the LOG file must not take
+// the process down — Debian's librocksdb 7.8 is built with assertions, and a
+// failed LOG append followed by its periodic flush aborts in
+// WritableFileWriter (`sync_without_flush_called_`). With this logger a full
+// or failing disk reaches the caller as a rocksdb::Status instead.
+//
+// Recovery note (measured with tests/fault/failio on 7.8.3): after a WAL
+// append fails, DB::Resume() returns Busy and every later write repeats the
+// old error; closing and reopening the database recovers (acknowledged
+// writes are kept, failed ones were never acknowledged).
+#pragma once
+
+#include <memory>
+
+#include "common/logging.h"
+#include "rocksdb/env.h"
+
+namespace strata {
+
+// Returns a rocksdb::Logger that forwards to `logger`: RocksDB's DEBUG and
+// INFO become debug (RocksDB is chatty at INFO), WARN warn, ERROR error,
+// FATAL and HEADER critical/debug. Thread-safe.
+std::shared_ptr<rocksdb::Logger> NewRocksDbLog(Logger logger);
+
+}  // namespace strata

@@ -1,0 +1,74 @@
+#include "fault/slow_link_detector.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace strata::fault {
+namespace {
+
+// Ring traffic among `nodes`, 1 MiB per transfer at `rate` bytes/s with
+// 10% noise; `slow` node's link runs at `factor` of the rate.
+void Feed(SlowLinkDetector& d, int nodes, int rounds, const std::string& slow,
+          double factor, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(1, 0.1);
+  const double rate = 1.0e9;
+  for (int i = 0; i < rounds; ++i) {
+    for (int a = 0; a < nodes; ++a) {
+      for (int b = 0; b < nodes; ++b) {
+        if (a == b) continue;
+        std::string sa = "h" + std::to_string(a), sb = "h" + std::to_string(b);
+        double bw = rate * std::max(0.5, noise(rng));
+        if (sa == slow || sb == slow) bw *= factor;
+        d.Add({sa, sb, 1 << 20, (1 << 20) / bw});
+      }
+    }
+  }
+}
+
+TEST(SlowLinkDetectorTest, NamesEveryPairOfTheSlowNode) {
+  SlowLinkDetector d({});
+  Feed(d, 3, 20, "h2", 0.25);
+  std::vector<FaultEvent> events = d.Check();
+  ASSERT_EQ(events.size(), 4u);  // h0<->h2, h1<->h2
+  for (const FaultEvent& e : events) {
+    EXPECT_EQ(e.kind, EventKind::kSlowLink);
+    EXPECT_TRUE(e.node == "h2" || e.peer_node == "h2") << e.evidence;
+    EXPECT_NEAR(e.slowdown, 4, 0.8);
+  }
+}
+
+TEST(SlowLinkDetectorTest, CleanFabricHasNoSlowPair) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    SlowLinkDetector d({});
+    Feed(d, 4, 50, "", 1, seed);
+    EXPECT_TRUE(d.Check().empty()) << "seed " << seed;
+  }
+}
+
+TEST(SlowLinkDetectorTest, TwoNodesNeedTheExpectedBandwidth) {
+  // With one pair each way there is nothing to compare with; the measured
+  // topology supplies the reference.
+  SlowLinkDetector d({});
+  Feed(d, 2, 20, "h1", 0.25);
+  EXPECT_TRUE(d.Check().empty());
+  d.SetExpected("h0", "h1", 1.0e9);
+  d.SetExpected("h1", "h0", 1.0e9);
+  EXPECT_EQ(d.Check().size(), 2u);
+}
+
+TEST(SlowLinkDetectorTest, IgnoresSmallIntraNodeAndTooFewTransfers) {
+  SlowLinkDetector d({});
+  for (int i = 0; i < 100; ++i) {
+    d.Add({"h0", "h0", 1 << 20, 1.0});     // within a node
+    d.Add({"h0", "h1", 100, 1.0});         // latency-bound
+  }
+  for (int i = 0; i < 7; ++i) d.Add({"h0", "h2", 1 << 20, 1.0});
+  d.SetExpected("h0", "h2", 1e9);
+  EXPECT_TRUE(d.Check().empty());  // 7 < min_samples
+  EXPECT_EQ(d.Matrix().size(), 1u);
+}
+
+}  // namespace
+}  // namespace strata::fault
