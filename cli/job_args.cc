@@ -49,7 +49,8 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   JobSpec spec;
   if (!a.file.empty()) {
     auto job = planner::LoadJob(a.file);
-    if (!job.ok()) Fail(what, kExitBadInput, std::string(job.status().message()));
+    if (!job.ok())
+      Fail(what, kExitBadInput, std::string(job.status().message()));
     spec = *std::move(job);
   }
   JobLaunch* l = spec.mutable_launch();

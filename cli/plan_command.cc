@@ -72,16 +72,16 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
           "--fix " + key + " expects an integer, got '" + value + "'");
     }
     static const std::map<std::string, std::string> kField = {
-        {"tp", "tp"},   {"pp", "pp"},         {"dp", "dp"},
-        {"cp", "cp"},   {"vpp", "vpp"},       {"mbs", "micro_batch"},
+        {"tp", "tp"},          {"pp", "pp"},   {"dp", "dp"},
+        {"cp", "cp"},          {"vpp", "vpp"}, {"mbs", "micro_batch"},
         {"zero", "zero_stage"}};
     if (auto it = kField.find(key); it != kField.end()) {
       RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
                                 "constraints." + it->second, "--fix " + key));
     } else if (key == "distopt" || key == "sp") {
       if (v != 0 && v != 1) {
-        return absl::InvalidArgumentError(
-            "--fix " + key + " must be 0 or 1, got " + value);
+        return absl::InvalidArgumentError("--fix " + key +
+                                          " must be 0 or 1, got " + value);
       }
     }
     if (key == "tp")
@@ -192,8 +192,8 @@ void AddPlanCommand(CLI::App* app) {
   cmd->add_option("--global-batch", args->global_batch,
                   "sequences per optimizer step")
       ->required();
-  args->seq_option = cmd->add_option(
-      "--seq", args->seq, "sequence length (default: the model's)");
+  args->seq_option = cmd->add_option("--seq", args->seq,
+                                     "sequence length (default: the model's)");
   cmd->add_option("--top", args->top, "plans to show")->capture_default_str();
   cmd->add_option("--fix", args->fix,
                   "pin dimensions: tp=8,pp=16,dp=..,cp=..,vpp=..,mbs=..,"

@@ -3,12 +3,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
-#include <vector>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -67,7 +67,8 @@ std::string Echo(std::string_view text) {
 // Line (from 1) of byte `offset` of `text`.
 size_t LineOf(std::string_view text, size_t offset) {
   size_t line = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
+  for (size_t i = 0; i < offset && i < text.size(); ++i)
+    line += text[i] == '\n';
   return line;
 }
 
@@ -217,10 +218,10 @@ class YamlToJson {
         for (int i = 0; i < desc->field_count(); ++i) {
           known.push_back(desc->field(i)->name());
         }
-        return Error(kv.first, Echo(field_path),
-                     absl::StrCat("unknown field in ", desc->name(),
-                                  " (known fields: ",
-                                  absl::StrJoin(known, ", "), ")"));
+        return Error(
+            kv.first, Echo(field_path),
+            absl::StrCat("unknown field in ", desc->name(),
+                         " (known fields: ", absl::StrJoin(known, ", "), ")"));
       }
       auto [it, inserted] =
           seen.emplace(field->name(), kv.first.Mark().line + 1);
@@ -336,13 +337,13 @@ class YamlToJson {
         if (ec == std::errc::result_out_of_range && whole) {
           const FieldRange* r = FindRange(ranges_, path);
           return Error(node, path,
-                       absl::StrCat("value = ", Echo(text),
-                                    " is out of range ",
+                       absl::StrCat("value = ", Echo(text), " is out of range ",
                                     r ? RangeText(*r) : "of a 64-bit integer"));
         }
         if (ec != std::errc() || !whole) {
-          return Error(node, path, absl::StrCat("expected an integer, got '",
-                                                Echo(text), "'"));
+          return Error(
+              node, path,
+              absl::StrCat("expected an integer, got '", Echo(text), "'"));
         }
         RETURN_IF_ERROR(InRange(node, path, static_cast<double>(v)));
         bool is32 = field->cpp_type() == FieldDescriptor::CPPTYPE_INT32 ||
@@ -366,8 +367,9 @@ class YamlToJson {
         double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size() || errno != 0 ||
             !std::isfinite(v)) {
-          return Error(node, path, absl::StrCat("expected a number, got '",
-                                                Echo(text), "'"));
+          return Error(
+              node, path,
+              absl::StrCat("expected a number, got '", Echo(text), "'"));
         }
         RETURN_IF_ERROR(InRange(node, path, v));
         std::ostringstream os;
@@ -383,9 +385,9 @@ class YamlToJson {
         } else if (lower == "false" || lower == "no" || lower == "off") {
           out->append("false");
         } else {
-          return Error(node, path,
-                       absl::StrCat("expected true or false, got '",
-                                    Echo(text), "'"));
+          return Error(
+              node, path,
+              absl::StrCat("expected true or false, got '", Echo(text), "'"));
         }
         return absl::OkStatus();
       }
@@ -439,30 +441,29 @@ Status ParseConfig(std::string_view text, const std::string& source,
                    absl::Span<const FieldRange> ranges) {
   msg->Clear();
   if (text.size() > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": ", text.size(),
-                     " bytes; config files are limited to ", kMaxConfigBytes,
-                     " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": ", text.size(), " bytes; config files are limited to ",
+        kMaxConfigBytes, " bytes"));
   }
   if (size_t bad = FirstBadUtf8(text); bad != std::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ":", LineOf(text, bad), ": not UTF-8 text (byte ", bad,
-        " is 0x", absl::Hex(static_cast<unsigned char>(text[bad]),
-                            absl::kZeroPad2),
+        " is 0x",
+        absl::Hex(static_cast<unsigned char>(text[bad]), absl::kZeroPad2),
         ")"));
   }
   if (size_t line = FirstTooDeepLine(text); line > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ":", line, ": nesting deeper than ",
-                     kMaxConfigDepth, " levels"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", line,
+                                                   ": nesting deeper than ",
+                                                   kMaxConfigDepth, " levels"));
   }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::DeepRecursion& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ":", e.mark.line + 1, ": nesting deeper than ",
-                     kMaxConfigDepth, " levels"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1,
+                                                   ": nesting deeper than ",
+                                                   kMaxConfigDepth, " levels"));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1,
@@ -505,10 +506,9 @@ Status LoadConfigFile(const std::string& path, google::protobuf::Message* msg,
   if (in.bad()) return absl::UnavailableError("error reading " + path);
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": more than ", kMaxConfigBytes,
-                     " bytes; config files are limited to ", kMaxConfigBytes,
-                     " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": more than ", kMaxConfigBytes,
+        " bytes; config files are limited to ", kMaxConfigBytes, " bytes"));
   }
   return ParseConfig(text, path, msg, ranges);
 }

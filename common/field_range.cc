@@ -51,8 +51,8 @@ Status Walk(const Message& m, const std::vector<std::string>& parts, size_t i,
             absl::string_view where) {
   const FieldDescriptor* f = m.GetDescriptor()->FindFieldByName(parts[i]);
   if (f == nullptr) {
-    return absl::InternalError(absl::StrCat("range table names unknown field '",
-                                            range.path, "'"));
+    return absl::InternalError(
+        absl::StrCat("range table names unknown field '", range.path, "'"));
   }
   const Reflection* r = m.GetReflection();
   const std::string name = shown.empty() ? parts[i] : shown + "." + parts[i];
@@ -60,9 +60,9 @@ Status Walk(const Message& m, const std::vector<std::string>& parts, size_t i,
   if (f->is_repeated()) {
     const int n = r->FieldSize(m, f);
     if (last) {
-      return CheckValue(n, range,
-                        absl::StrCat(where, ": the number of entries in '",
-                                     name, "'"));
+      return CheckValue(
+          n, range,
+          absl::StrCat(where, ": the number of entries in '", name, "'"));
     }
     for (int k = 0; k < n; ++k) {
       RETURN_IF_ERROR(Walk(r->GetRepeatedMessage(m, f, k), parts, i + 1,
@@ -119,8 +119,8 @@ Status CheckRanges(const Message& msg, absl::Span<const FieldRange> table,
 std::string RangesMarkdown(absl::Span<const FieldRange> table) {
   std::string out = "| field | range | meaning |\n|---|---|---|\n";
   for (const FieldRange& r : table) {
-    absl::StrAppend(&out, "| `", r.path, "` | ", RangeText(r), " | ",
-                    r.meaning, " |\n");
+    absl::StrAppend(&out, "| `", r.path, "` | ", RangeText(r), " | ", r.meaning,
+                    " |\n");
   }
   return out;
 }

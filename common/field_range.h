@@ -14,8 +14,8 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/status.h"
 #include "google/protobuf/message.h"

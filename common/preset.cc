@@ -27,7 +27,8 @@ Status LoadConfigOrPreset(const std::string& file_or_preset,
                                absl::EndsWith(file_or_preset, ".yaml") ||
                                absl::EndsWith(file_or_preset, ".yml") ||
                                absl::EndsWith(file_or_preset, ".json");
-  if (exists || looks_like_path) return LoadConfigFile(file_or_preset, msg, ranges);
+  if (exists || looks_like_path)
+    return LoadConfigFile(file_or_preset, msg, ranges);
   for (int i = 0; i < num_presets; ++i) {
     if (file_or_preset == presets[i].name) {
       return ParseConfig(presets[i].contents,

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/field_range.h"
 #include "common/status.h"

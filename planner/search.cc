@@ -397,7 +397,10 @@ Status ValidateRequest(const PlanRequest& req) {
   RETURN_IF_ERROR(CheckValue(req.top_k, plan_range("--top"), "--top"));
   RETURN_IF_ERROR(CheckValue(req.time_budget_s, plan_range("--time-budget"),
                              "--time-budget"));
-  RETURN_IF_ERROR(ValidateJob(req.job, "job"));
+  // The planner's fields only: launch settings are the control plane's.
+  JobSpec planned = req.job;
+  planned.clear_launch();
+  RETURN_IF_ERROR(ValidateJob(planned, "job"));
   if (!req.job.has_global_batch()) {
     return absl::InvalidArgumentError("job: field 'global_batch' is missing");
   }

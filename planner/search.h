@@ -63,11 +63,11 @@ struct PlanRequest {
 };
 
 // Runs the search. InvalidArgument for impossible requests (a value outside
-// PlanRanges or JobRanges, naming it and its range, a GPU count no layout can use, pinned values that contradict
-// each other, a negative time budget); ResourceExhausted when layouts exist
-// but none fits in memory, naming the closest one and what it lacked;
-// DeadlineExceeded when the time budget ran out before any candidate fit.
-// Thread-safe.
+// PlanRanges or JobRanges, naming it and its range, a GPU count no layout can
+// use, pinned values that contradict each other, a negative time budget);
+// ResourceExhausted when layouts exist but none fits in memory, naming the
+// closest one and what it lacked; DeadlineExceeded when the time budget ran out
+// before any candidate fit. Thread-safe.
 StatusOr<PlanReport> PlanJob(const PlanRequest& request);
 
 }  // namespace strata::planner

@@ -55,11 +55,12 @@ absl::Span<const FieldRange> ClusterRanges() {
   // GPU and NIC bounds sit one to two orders of magnitude above today's
   // hardware (H100: 989 TFLOP/s, 80 GiB, 3350 GB/s HBM, 450 GB/s NVLink,
   // 400 Gb/s NICs).
-#define STRATA_GPU_RANGES(prefix)                                          \
-  {prefix "gpu.peak_bf16_tflops", 0, 100000, true, "TFLOP/s"},             \
-      {prefix "gpu.memory_gib", 0, 100000, true, "GiB"},                   \
-      {prefix "gpu.gemm_efficiency", 0, 1, true, "fraction of peak"},      \
-      {prefix "gpu.hbm_gbps", 0, 1000000, true, "GB/s"}
+#define STRATA_GPU_RANGES(prefix)                                       \
+  {prefix "gpu.peak_bf16_tflops", 0, 100000, true, "TFLOP/s"},          \
+      {prefix "gpu.memory_gib", 0, 100000, true, "GiB"},                \
+      {prefix "gpu.gemm_efficiency", 0, 1, true, "fraction of peak"}, { \
+    prefix "gpu.hbm_gbps", 0, 1000000, true, "GB/s"                     \
+  }
   static constexpr FieldRange kRanges[] = {
       STRATA_GPU_RANGES(""),
       {"gpus_per_node", 1, kMaxGpusPerNode, false, "GPUs (or CPU ranks)"},
@@ -103,10 +104,10 @@ Status ValidateCluster(const ClusterSpec& c) {
                                         ": overrides need a fixed 'num_nodes'");
     }
     if (static_cast<int64_t>(o.first_node()) + o.num_nodes() > c.num_nodes()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          f, ": node range [", o.first_node(), ", ",
-          static_cast<int64_t>(o.first_node()) + o.num_nodes(),
-          ") is outside the cluster's ", c.num_nodes(), " nodes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(f, ": node range [", o.first_node(), ", ",
+                       static_cast<int64_t>(o.first_node()) + o.num_nodes(),
+                       ") is outside the cluster's ", c.num_nodes(), " nodes"));
     }
   }
   return absl::OkStatus();
@@ -115,8 +116,8 @@ Status ValidateCluster(const ClusterSpec& c) {
 StatusOr<ClusterSpec> LoadCluster(const std::string& file_or_preset) {
   ClusterSpec cluster;
   RETURN_IF_ERROR(LoadConfigOrPreset(file_or_preset, kClusterPresets,
-                                     kClusterPresets_count, "cluster",
-                                     &cluster, ClusterRanges()));
+                                     kClusterPresets_count, "cluster", &cluster,
+                                     ClusterRanges()));
   if (cluster.name().empty()) cluster.set_name(file_or_preset);
   RETURN_IF_ERROR(ValidateCluster(cluster));
   return cluster;

@@ -38,8 +38,7 @@ Status Validate(const std::string& seed) {
     }
     case 1: {
       ClusterSpec c;
-      RETURN_IF_ERROR(
-          ParseConfig(text, "seed", &c, topology::ClusterRanges()));
+      RETURN_IF_ERROR(ParseConfig(text, "seed", &c, topology::ClusterRanges()));
       return topology::ValidateCluster(c);
     }
     default: {

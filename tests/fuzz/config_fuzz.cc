@@ -47,7 +47,8 @@ num_nodes: 4
 // Parses and validates `text` as a model; InvalidArgument or OK.
 strata::StatusOr<strata::ModelSpec> Model(const std::string& text) {
   strata::ModelSpec m;
-  RETURN_IF_ERROR(strata::ParseConfig(text, "model.yaml", &m, sp::ModelRanges()));
+  RETURN_IF_ERROR(
+      strata::ParseConfig(text, "model.yaml", &m, sp::ModelRanges()));
   RETURN_IF_ERROR(sp::NormalizeModel(&m));
   return m;
 }
@@ -102,9 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   req.cluster = *cluster;
   req.job = *job;
   if (!req.job.has_global_batch()) req.job.set_global_batch(8);
-  req.gpus = cluster->num_nodes() > 0
-                 ? strata::topology::ClusterGpus(*cluster)
-                 : cluster->gpus_per_node();
+  req.gpus = cluster->num_nodes() > 0 ? strata::topology::ClusterGpus(*cluster)
+                                      : cluster->gpus_per_node();
   if (req.gpus > sp::kMaxGpus) req.gpus = sp::kMaxGpus;
   req.top_k = 2;
   req.time_budget_s = 0.05;

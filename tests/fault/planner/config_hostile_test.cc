@@ -10,9 +10,9 @@
 #include "common/config.h"
 #include "planner/job.h"
 #include "planner/model.h"
-#include "topology/cluster.h"
 #include "proto/model.pb.h"
 #include "proto/topology.pb.h"
+#include "topology/cluster.h"
 
 namespace strata {
 namespace {
@@ -23,9 +23,9 @@ void ExpectRejected(const std::string& text, const std::string& what) {
   ModelSpec m;
   const auto start = std::chrono::steady_clock::now();
   Status st = ParseConfig(text, "hostile.yaml", &m, planner::ModelRanges());
-  const double s = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ASSERT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   const std::string msg(st.message());
   EXPECT_EQ(msg.rfind("hostile.yaml", 0), 0u) << msg;
@@ -66,9 +66,9 @@ Status TimedParse(const std::string& text, absl::Span<const FieldRange> r,
   ClusterSpec c;
   const auto start = std::chrono::steady_clock::now();
   Status st = ParseConfig(text, "bomb.yaml", &c, r);
-  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           start)
-                 .count();
+  *seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return st;
 }
 

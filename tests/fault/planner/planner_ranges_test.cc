@@ -101,8 +101,7 @@ TEST(PlannerRangesTest, ModelFieldsHaveRanges) {
   m.set_hidden_size(64);
   m.set_num_attention_heads(1);
   m.set_vocab_size(10);
-  ExpectRangeError(NormalizeModel(&m), "num_layers", "10000000",
-                   "[1, 4096]");
+  ExpectRangeError(NormalizeModel(&m), "num_layers", "10000000", "[1, 4096]");
   m.set_num_layers(2);
   m.set_seq_length(0);
   ExpectRangeError(NormalizeModel(&m), "seq_length", "= 0", "[1, 1048576]");
@@ -114,8 +113,7 @@ TEST(PlannerRangesTest, ModelFieldsHaveRanges) {
 TEST(PlannerRangesTest, PlanRequestValuesHaveRanges) {
   PlanRequest req = Request(8, 8);
   req.job.set_seq_length(0);  // `--seq 0` used to mean "the model's"
-  ExpectRangeError(PlanJob(req).status(), "seq_length", "= 0",
-                   "[1, 1048576]");
+  ExpectRangeError(PlanJob(req).status(), "seq_length", "= 0", "[1, 1048576]");
   req = Request(1 << 20, 8);
   ExpectRangeError(PlanJob(req).status(), "--gpus", "1048576", "[1, 131072]");
   req = Request(8, 8);
@@ -151,9 +149,9 @@ TEST(PlannerRangesTest, LargestAcceptedInputsPlanWithinTheBudget) {
   req.top_k = 1;
   const auto start = std::chrono::steady_clock::now();
   auto report = PlanJob(req);
-  const double s = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_TRUE(report.ok() || absl::IsResourceExhausted(report.status()) ||
               absl::IsDeadlineExceeded(report.status()))
       << report.status();
