@@ -1,9 +1,17 @@
 #include "cli/control_client.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "control/codec.h"
 
 namespace strata::cli {
 namespace {
@@ -23,6 +31,46 @@ std::optional<control::CurveClientConfig> LoadCurveOrFail(
   return *std::move(curve);
 }
 
+// Endpoint problems that are local (a typo, a host name that does not
+// resolve) are reported as such, before any wait for an answer.
+const std::string& ValidEndpointOrFail(const std::string& endpoint) {
+  auto bad = [&](const std::string& why) {
+    Fail("", kExitBadInput,
+         absl::StrCat("--coordinator/STRATA_COORDINATOR '", endpoint,
+                      "': ", why));
+  };
+  absl::string_view rest = endpoint;
+  if (absl::ConsumePrefix(&rest, "ipc://")) {
+    if (rest.empty()) bad("ipc:// needs a socket path");
+    return endpoint;
+  }
+  if (absl::ConsumePrefix(&rest, "tcp://")) {
+    const size_t colon = rest.rfind(':');
+    int port = 0;
+    if (colon == std::string_view::npos ||
+        !absl::SimpleAtoi(rest.substr(colon + 1), &port) || port <= 0 ||
+        port > 65535) {
+      bad("expected tcp://HOST:PORT with a port 1-65535");
+    }
+    std::string host(rest.substr(0, colon));
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+    // EAI_AGAIN (resolver unreachable for now) is left to ZeroMQ's retries.
+    if (rc != 0 && rc != EAI_AGAIN) {
+      bad(absl::StrCat("cannot resolve host '", host, "': ", gai_strerror(rc)));
+    }
+    if (found != nullptr) freeaddrinfo(found);
+    return endpoint;
+  }
+  bad("expected tcp://HOST:PORT or ipc://PATH");
+  return endpoint;
+}
+
 }  // namespace
 
 void AddCoordinatorOption(CLI::App* cmd, std::string* endpoint) {
@@ -38,13 +86,14 @@ void AddCoordinatorOption(CLI::App* cmd, std::string* endpoint) {
 }
 
 void Fail(const std::string& what, int code, const std::string& message) {
-  std::fprintf(stderr, "strata %s: %s\n", what.c_str(), message.c_str());
+  std::fprintf(stderr, "strata%s%s: %s\n", what.empty() ? "" : " ",
+               what.c_str(), message.c_str());
   throw CLI::RuntimeError(code);
 }
 
 ControlClient::ControlClient(const std::string& endpoint,
                              std::optional<std::string> curve_dir)
-    : endpoint_(endpoint),
+    : endpoint_(ValidEndpointOrFail(endpoint)),
       client_(&ctx_, endpoint, LoadCurveOrFail(curve_dir)) {}
 
 StatusOr<control::Reply> ControlClient::TryCall(control::Request request,
@@ -58,6 +107,15 @@ control::Reply ControlClient::Call(const char* what, control::Request request,
   if (reply.ok()) return *std::move(reply);
   const Status& s = reply.status();
   if (absl::IsDeadlineExceeded(s)) {
+    absl::string_view path = endpoint_;
+    struct stat st;
+    if (absl::ConsumePrefix(&path, "ipc://") &&
+        stat(std::string(path).c_str(), &st) != 0) {
+      Fail(what, kExitFailed,
+           absl::StrCat("no answer from the coordinator at ", endpoint_,
+                        ": there is no socket file ", std::string(path),
+                        " (no strata-coordinator is listening there)"));
+    }
     Fail(what, kExitFailed,
          absl::StrCat("no answer from the coordinator at ", endpoint_,
                       " within ", timeout_ms,
@@ -66,7 +124,7 @@ control::Reply ControlClient::Call(const char* what, control::Request request,
                       "this client's key authorized?)"));
   }
   int code = absl::IsNotFound(s) || absl::IsInvalidArgument(s) ||
-                     absl::IsFailedPrecondition(s)
+                     absl::IsFailedPrecondition(s) || absl::IsOutOfRange(s)
                  ? kExitBadInput
                  : kExitFailed;
   Fail(what, code, std::string(s.message()));

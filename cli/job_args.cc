@@ -2,15 +2,18 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/field_range.h"
+#include "control/codec.h"
 #include "planner/job.h"
 
 namespace strata::cli {
-
 namespace {
+
+constexpr uintmax_t kMaxJobFileBytes = 4 * control::kMaxFrameBytes;
 
 // CLI11's check for a flag that sets the JobSpec field `path`.
 CLI::Range RangeOf(const char* path) {
@@ -48,7 +51,20 @@ void AddJobOptions(CLI::App* cmd, JobArgs* a) {
 JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   JobSpec spec;
   if (!a.file.empty()) {
-    auto job = planner::LoadJob(a.file);
+    // A file this large cannot encode into one request: refuse it before
+    // spending seconds parsing it. (Comments and YAML syntax make a file
+    // larger than its encoding, hence the margin.)
+    std::error_code ec;
+    const uintmax_t file_bytes = std::filesystem::file_size(a.file, ec);
+    if (!ec && file_bytes > kMaxJobFileBytes) {
+      Fail(what, kExitBadInput,
+           absl::StrCat("job file ", a.file, " is too large: ", file_bytes,
+                        " bytes; a job file may be at most ", kMaxJobFileBytes,
+                        " bytes and must encode to at most ",
+                        control::kMaxFrameBytes,
+                        " bytes (one control request)"));
+    }
+    auto job = planner::LoadJob(a.file, kMaxJobFileBytes);
     if (!job.ok())
       Fail(what, kExitBadInput, std::string(job.status().message()));
     spec = *std::move(job);
@@ -84,6 +100,21 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   }
   Status st = planner::ValidateJob(spec, "job");
   if (!st.ok()) Fail(what, kExitBadInput, std::string(st.message()));
+  // The submit request must fit in one control frame, or the coordinator
+  // drops it unanswered.
+  control::Request request;
+  *request.mutable_submit_job()->mutable_spec() = spec;
+  const size_t encoded = control::EncodeRequest(request).size();
+  if (encoded > control::kMaxFrameBytes) {
+    Fail(what, kExitBadInput,
+         absl::StrCat(a.file.empty() ? "the job" : "job file " + a.file,
+                      " is too large: it encodes to ", encoded,
+                      " bytes; one control request holds at most ",
+                      control::kMaxFrameBytes,
+                      " bytes (launch.command and launch.env are limited "
+                      "further by the coordinator, see strata-coordinator "
+                      "--help)"));
+  }
   return spec;
 }
 

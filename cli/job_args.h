@@ -26,7 +26,8 @@ struct JobArgs {
 
 void AddJobOptions(CLI::App* cmd, JobArgs* args);
 
-// Loads and merges; exits 2 naming the problem on bad input.
+// Loads and merges; exits 2 naming the problem on bad input, including a
+// job too large for one control request (with its sizes).
 JobSpec BuildJobSpec(const char* what, const JobArgs& args);
 
 // Polls the job until it ends, printing new output (and events) as they

@@ -30,7 +30,17 @@ std::string Clock(int64_t unix_ms) {
   return buf;
 }
 
+// Says so when the coordinator cannot persist changes (nothing when it can).
+void PrintHealth(const control::CoordinatorHealth& h) {
+  if (h.state_error().empty()) return;
+  std::printf(
+      "COORDINATOR STATE NOT WRITABLE since %s (%lld changes refused): %s\n",
+      Clock(h.since_unix_ms()).c_str(),
+      static_cast<long long>(h.refused_changes()), h.state_error().c_str());
+}
+
 void PrintJobTable(const control::JobsReply& jobs) {
+  PrintHealth(jobs.health());
   std::printf("%-10s %-20s %-10s %7s %6s %-9s %s\n", "JOB", "NAME", "STATE",
               "ATTEMPT", "RANKS", "SUBMITTED", "MESSAGE");
   for (const auto& j : jobs.jobs()) {
@@ -180,6 +190,7 @@ void AddStatus(CLI::App* app) {
     } else if (q->job.empty()) {
       PrintJobTable(reply.jobs());
     } else {
+      PrintHealth(reply.jobs().health());
       PrintJob(reply.jobs().jobs(0));
     }
   });
@@ -267,6 +278,7 @@ void AddWorkers(CLI::App* app) {
       std::printf("%s\n", MessageToJson(reply.list_workers()).c_str());
       return;
     }
+    PrintHealth(reply.list_workers().health());
     std::printf("%-20s %-6s %-16s %5s %8s %4s %-9s %s\n", "WORKER", "ALIVE",
                 "ADDRESS", "CORES", "MEM GiB", "GPUS", "LAST HB", "RUNNING");
     for (const auto& w : reply.list_workers().workers()) {

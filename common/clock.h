@@ -41,17 +41,21 @@ class SystemClock : public Clock {
 };
 
 // Test clock: time moves only when Advance() is called, and both readings
-// move together (SteadyNowMs() == NowMs()). Not thread-safe.
+// move together, unless AdvanceWall() set the wall clock apart (a system
+// time change). Not thread-safe.
 class FakeClock : public Clock {
  public:
   explicit FakeClock(int64_t start_ms = 1'000'000) : now_ms_(start_ms) {}
-  int64_t NowMs() const override { return now_ms_; }
+  int64_t NowMs() const override { return now_ms_ + wall_offset_ms_; }
   int64_t SteadyNowMs() const override { return now_ms_; }
   // REQUIRES: ms >= 0.
   void Advance(int64_t ms) { now_ms_ += ms; }
+  // Moves the wall reading only (either way), as setting the date does.
+  void AdvanceWall(int64_t ms) { wall_offset_ms_ += ms; }
 
  private:
   int64_t now_ms_;
+  int64_t wall_offset_ms_ = 0;
 };
 
 }  // namespace strata

@@ -188,8 +188,9 @@ size_t FirstTooDeepLine(std::string_view text) {
 // line) and counting nodes so aliases cannot expand without bound.
 class YamlToJson {
  public:
-  YamlToJson(const std::string& source, absl::Span<const FieldRange> ranges)
-      : source_(source), ranges_(ranges) {}
+  YamlToJson(const std::string& source, absl::Span<const FieldRange> ranges,
+             size_t max_json_bytes)
+      : source_(source), ranges_(ranges), max_json_bytes_(max_json_bytes) {}
 
   Status Message(const YAML::Node& node, const Descriptor* desc,
                  const std::string& path, std::string* out) {
@@ -409,8 +410,10 @@ class YamlToJson {
       }
       case FieldDescriptor::CPPTYPE_STRING:
         AppendJsonString(text, out);
-        if (out->size() > kMaxConfigBytes * 4) {
-          return Error(node, path, "the values expand to more than 4 MiB");
+        if (out->size() > max_json_bytes_) {
+          return Error(node, path,
+                       absl::StrCat("the values expand to more than ",
+                                    max_json_bytes_, " bytes"));
         }
         return absl::OkStatus();
       default:
@@ -431,6 +434,7 @@ class YamlToJson {
 
   const std::string& source_;
   absl::Span<const FieldRange> ranges_;
+  size_t max_json_bytes_;
   int64_t nodes_ = 0;
 };
 
@@ -438,12 +442,12 @@ class YamlToJson {
 
 Status ParseConfig(std::string_view text, const std::string& source,
                    google::protobuf::Message* msg,
-                   absl::Span<const FieldRange> ranges) {
+                   absl::Span<const FieldRange> ranges, size_t max_bytes) {
   msg->Clear();
-  if (text.size() > kMaxConfigBytes) {
+  if (text.size() > max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": ", text.size(), " bytes; config files are limited to ",
-        kMaxConfigBytes, " bytes"));
+        max_bytes, " bytes"));
   }
   if (size_t bad = FirstBadUtf8(text); bad != std::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -471,7 +475,7 @@ Status ParseConfig(std::string_view text, const std::string& source,
   }
   std::string json;
   try {
-    RETURN_IF_ERROR(YamlToJson(source, ranges)
+    RETURN_IF_ERROR(YamlToJson(source, ranges, 4 * max_bytes)
                         .Message(root, msg->GetDescriptor(), "", &json));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
@@ -497,20 +501,20 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 Status LoadConfigFile(const std::string& path, google::protobuf::Message* msg,
-                      absl::Span<const FieldRange> ranges) {
+                      absl::Span<const FieldRange> ranges, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoToStatus(errno, "cannot open " + path);
   // One byte past the limit is enough to tell that the file is too big.
-  std::string text(kMaxConfigBytes + 1, '\0');
+  std::string text(max_bytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return absl::UnavailableError("error reading " + path);
   text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxConfigBytes) {
+  if (text.size() > max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": more than ", kMaxConfigBytes,
-        " bytes; config files are limited to ", kMaxConfigBytes, " bytes"));
+        path, ": more than ", max_bytes, " bytes; config files are limited to ",
+        max_bytes, " bytes"));
   }
-  return ParseConfig(text, path, msg, ranges);
+  return ParseConfig(text, path, msg, ranges, max_bytes);
 }
 
 std::string MessageToJson(const google::protobuf::Message& msg, bool pretty) {

@@ -26,23 +26,26 @@
 
 namespace strata {
 
-inline constexpr size_t kMaxConfigBytes = 1 << 20;  // 1 MiB
+inline constexpr size_t kMaxConfigBytes = 1 << 20;  // 1 MiB, by default
 inline constexpr int kMaxConfigDepth = 64;          // nesting levels
 inline constexpr int64_t kMaxConfigNodes = 200000;  // values, aliases expanded
 
 // Parses `text` (YAML 1.2 or JSON) into `msg`, which is cleared first.
 // `source` names the input in error messages (usually the path).
 // Numbers (and counts of list entries) whose path `ranges` lists must lie
-// in their range. Returns InvalidArgument on any syntax, unknown-field,
-// type, range or limit error.
+// in their range. Texts longer than `max_bytes` are refused (strings may
+// expand through aliases to 4 x max_bytes). Returns InvalidArgument on any
+// syntax, unknown-field, type, range or limit error.
 Status ParseConfig(std::string_view text, const std::string& source,
                    google::protobuf::Message* msg,
-                   absl::Span<const FieldRange> ranges = {});
+                   absl::Span<const FieldRange> ranges = {},
+                   size_t max_bytes = kMaxConfigBytes);
 
-// Reads the file at `path` (at most kMaxConfigBytes + 1 bytes) and parses
-// it with ParseConfig. NotFound when the file cannot be opened.
+// Reads the file at `path` (at most max_bytes + 1 bytes) and parses it with
+// ParseConfig. NotFound when the file cannot be opened.
 Status LoadConfigFile(const std::string& path, google::protobuf::Message* msg,
-                      absl::Span<const FieldRange> ranges = {});
+                      absl::Span<const FieldRange> ranges = {},
+                      size_t max_bytes = kMaxConfigBytes);
 
 // Serialises `msg` to JSON with the proto field names (snake_case), printing
 // fields that hold default values too, so scripts see a stable shape.

@@ -1,6 +1,7 @@
 #include "control/curve_keys.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -29,12 +30,18 @@ constexpr std::string_view kZ85Alphabet =
 
 struct FileText {
   std::string text;
-  mode_t mode = 0;
 };
 
-// Reads at most `limit` bytes of `path`, with the mode of the opened file
-// (fstat on the descriptor, so the mode checked is the one of what was read).
-StatusOr<FileText> ReadSmallFile(const std::string& path, size_t limit) {
+std::string ParentDir(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+// Reads at most `limit` bytes of the trust file `path` after checking its
+// directory and itself (CheckTrustedStat on the opened descriptor, so what
+// is checked is what is read).
+StatusOr<FileText> ReadSmallFile(const std::string& path, size_t limit,
+                                 Trust trust) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open " + path);
   FileText out;
@@ -44,11 +51,16 @@ StatusOr<FileText> ReadSmallFile(const std::string& path, size_t limit) {
     close(fd);
     return ErrnoToStatus(err, "stat " + path);
   }
-  out.mode = st.st_mode;
   if (!S_ISREG(st.st_mode)) {
     close(fd);
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not a regular file"));
+  }
+  Status trusted = CheckTrustedStat(path, st, trust);
+  if (trusted.ok()) trusted = CheckTrustedPath(ParentDir(path));
+  if (!trusted.ok()) {
+    close(fd);
+    return trusted;
   }
   if (static_cast<size_t>(st.st_size) > limit) {
     close(fd);
@@ -132,7 +144,54 @@ Status WriteFileExclusive(const std::string& path, const std::string& text,
   return absl::OkStatus();
 }
 
+std::string ModeText(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", mode & 07777);
+  return text;
+}
+
+std::string UserName(uid_t uid) {
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found) {
+    return absl::StrCat(uid, " (", found->pw_name, ")");
+  }
+  return absl::StrCat(uid);
+}
+
 }  // namespace
+
+Status CheckTrustedStat(const std::string& path, const struct stat& st,
+                        Trust trust) {
+  const char* what = S_ISDIR(st.st_mode) ? "directory" : "file";
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing CURVE trust ", what, " ", path, ": owned by uid ",
+        UserName(st.st_uid), ", not by root or this process's user (uid ",
+        UserName(geteuid()), "; mode ", ModeText(st.st_mode),
+        "). Whoever owns it can plant keys. Run: chown ", UserName(geteuid()),
+        " ", path));
+  }
+  if (trust == Trust::kSecret && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secret key file ", path, " is accessible by group or others (mode ",
+        ModeText(st.st_mode), "); refusing to use it. Run: chmod 600 ", path));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing CURVE trust ", what, " ", path,
+        ": writable by group or others (mode ", ModeText(st.st_mode),
+        "), so anyone could plant a key. Run: chmod go-w ", path));
+  }
+  return absl::OkStatus();
+}
+
+Status CheckTrustedPath(const std::string& path, Trust trust) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "stat " + path);
+  return CheckTrustedStat(path, st, trust);
+}
 
 Status CheckCurveSupported() {
   if (zmq_has("curve") == 0) {
@@ -189,19 +248,14 @@ Status ValidateKeyName(const std::string& name) {
 }
 
 StatusOr<std::string> ReadPublicKeyFile(const std::string& path) {
-  ASSIGN_OR_RETURN(FileText f, ReadSmallFile(path, kMaxKeyFileBytes));
+  ASSIGN_OR_RETURN(FileText f,
+                   ReadSmallFile(path, kMaxKeyFileBytes, Trust::kPublic));
   return ParseSingleKey(path, f.text);
 }
 
 StatusOr<std::string> ReadSecretKeyFile(const std::string& path) {
-  ASSIGN_OR_RETURN(FileText f, ReadSmallFile(path, kMaxKeyFileBytes));
-  if ((f.mode & (S_IRWXG | S_IRWXO)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", f.mode & 07777);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "secret key file ", path, " is accessible by group or others (mode ",
-        mode, "); refusing to use it. Run: chmod 600 ", path));
-  }
+  ASSIGN_OR_RETURN(FileText f,
+                   ReadSmallFile(path, kMaxKeyFileBytes, Trust::kSecret));
   return ParseSingleKey(path, f.text);
 }
 
@@ -278,6 +332,8 @@ StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
   std::vector<AuthorizedKey> keys;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
+    RETURN_IF_ERROR(CheckTrustedPath(path));
+    RETURN_IF_ERROR(CheckTrustedPath(ParentDir(path)));
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(path, ec)) {
       if (e.path().extension() == kPublicKeySuffix) files.push_back(e.path());
@@ -292,7 +348,8 @@ StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
       keys.push_back({key, f.stem().string()});
     }
   } else {
-    ASSIGN_OR_RETURN(FileText f, ReadSmallFile(path, kMaxAllowListBytes));
+    ASSIGN_OR_RETURN(FileText f,
+                     ReadSmallFile(path, kMaxAllowListBytes, Trust::kPublic));
     for (const auto& [number, line] : KeyLines(f.text)) {
       std::vector<std::string> fields =
           absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());

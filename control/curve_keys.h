@@ -11,7 +11,14 @@
 // or one file with a key per line ("KEY [NAME]", '#' comments). NAME becomes
 // the ZAP user id, so logs name the client. All functions are thread-safe and
 // return errors that name the file and say how to fix it.
+//
+// Every key file and allow-list read here is a trust file: it, and the
+// directory holding it, must be owned by root or by this process's effective
+// user and must not be writable by group or others (CheckTrustedPath), or
+// whoever can write it could plant a key. Reads refuse anything else.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <string>
 #include <vector>
@@ -49,11 +56,25 @@ Status ValidateZ85Key(const std::string& key, const std::string& what);
 // The 32 raw bytes of a validated Z85 key.
 std::string DecodeZ85Key(const std::string& key);
 
+// How a trust file or directory must be protected: kPublic = not writable by
+// group or others; kSecret = no access at all for group or others.
+enum class Trust { kPublic, kSecret };
+
+// OK if `st` (the stat of `path`) is owned by root or geteuid() and its mode
+// follows `trust`; otherwise FailedPrecondition naming the path, its mode
+// and owner, and the fix.
+Status CheckTrustedStat(const std::string& path, const struct stat& st,
+                        Trust trust);
+// stat(2)s `path` (following symlinks) and checks it as above; NotFound if
+// it does not exist.
+Status CheckTrustedPath(const std::string& path, Trust trust = Trust::kPublic);
+
 // Reads a key file (format above). NotFound if missing, InvalidArgument if
-// it holds no key, several keys or a malformed key.
+// it holds no key, several keys or a malformed key, FailedPrecondition if it
+// or its directory fails CheckTrustedPath (kPublic) or it is not a regular
+// file.
 StatusOr<std::string> ReadPublicKeyFile(const std::string& path);
-// Same, and FailedPrecondition if the file is not a regular file or its mode
-// grants any permission to group or others.
+// Same with the file checked as kSecret (no group/other access at all).
 StatusOr<std::string> ReadSecretKeyFile(const std::string& path);
 // Reads DIR/NAME.key and DIR/NAME.key_secret and checks that the public key
 // belongs to the secret key (zmq_curve_public).
@@ -72,7 +93,9 @@ Status WritePublicKeyFile(const std::string& path, const std::string& key,
                           const std::string& comment);
 
 // Loads an allow-list from a directory of *.key files or a file of keys.
-// Duplicate keys are merged. InvalidArgument names the bad file and line.
+// Duplicate keys are merged. InvalidArgument names the bad file and line;
+// FailedPrecondition if the list, a key file in it or the directory holding
+// it fails CheckTrustedPath.
 StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
     const std::string& path);
 

@@ -24,6 +24,13 @@ StatusOr<control::Reply> DealerClient::Call(control::Request request,
   uint64_t id = next_id_++;
   request.set_request_id(id);
   std::string out = EncodeRequest(std::move(request));
+  if (out.size() > kMaxFrameBytes) {
+    // The server would drop the connection unanswered (ZMQ_MAXMSGSIZE):
+    // a local error, said now instead of a timeout.
+    return absl::OutOfRangeError(absl::StrCat(
+        "request ", id, " is ", out.size(),
+        " bytes; one control frame holds at most ", kMaxFrameBytes, " bytes"));
+  }
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   try {

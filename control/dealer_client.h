@@ -31,7 +31,8 @@ class DealerClient : public Client {
   DealerClient(zmq::context_t* context, const std::string& endpoint,
                const std::optional<CurveClientConfig>& curve = std::nullopt);
 
-  // Client::Call; fills in the protocol version and request id.
+  // Client::Call; fills in the protocol version and request id. OutOfRange,
+  // without sending, when the encoded request exceeds kMaxFrameBytes.
   StatusOr<control::Reply> Call(control::Request request,
                                 int timeout_ms) override;
 

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "coordinator/server/router_server.h"
 
@@ -36,12 +37,42 @@ int main(int argc, char** argv) {
   app.add_option("--missed-heartbeats", missed,
                  "intervals without heartbeat before a worker is lost")
       ->check(CLI::Range(1, 100));
+  // docs/control-plane.md "Limits": what one job may ask for.
+  strata::coordinator::JobLimits limits;
+  app.add_option("--max-nodes", limits.max_nodes, "nodes one job may use")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-ranks-per-node", limits.max_ranks_per_node,
+                 "ranks one job may run on one node")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--max-ranks", limits.max_ranks,
+                 "ranks of one job (nodes x ranks per node)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--max-ranks-per-core", limits.max_ranks_per_core,
+                 "ranks per CPU core or GPU a worker reported")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-command-bytes", limits.max_command_bytes,
+                 "bytes of a job's launch.command")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-env-bytes", limits.max_env_bytes,
+                 "bytes of a job's launch.env (keys and values)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-active-jobs", limits.max_active_jobs,
+                 "pending and running jobs kept at once")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   auto logger = strata::GetLogger("CTRL");
+  strata::RouteProtobufLogs(logger);  // bad frames must not flood stderr
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) {
@@ -59,7 +90,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
 
   strata::SystemClock clock;
-  auto store = strata::coordinator::StateStore::Open(state_dir + "/db");
+  auto store = strata::coordinator::StateStore::Open(state_dir + "/db", &clock);
   if (!store.ok()) {
     std::cerr << "strata-coordinator: " << store.status().message() << "\n";
     return 1;
@@ -69,7 +100,7 @@ int main(int argc, char** argv) {
   sc::LogStore logs(state_dir + "/logs");
   sc::KvStore kv(store->get());
   sc::JobManager jobs(&clock, store->get(), &events, &logs, &kv,
-                      {.lost_after_ms = heartbeat_ms * missed});
+                      {.limits = limits});
   for (auto s : {events.Recover(), kv.Recover(), jobs.Recover()}) {
     if (!s.ok()) {
       std::cerr << "strata-coordinator: recovering state from " << state_dir
@@ -79,11 +110,14 @@ int main(int argc, char** argv) {
   }
   logger->info("recovered {} jobs, {} KV keys from {}", jobs.List().jobs_size(),
                kv.size(), state_dir);
-  sc::Service service(
-      &clock,
-      {.heartbeat_interval_ms = heartbeat_ms,
-       .lost_after_ms = heartbeat_ms * missed},
-      {.jobs = &jobs, .kv = &kv, .events = &events, .logs = &logs});
+  sc::Service service(&clock,
+                      {.heartbeat_interval_ms = heartbeat_ms,
+                       .lost_after_ms = heartbeat_ms * missed},
+                      {.jobs = &jobs,
+                       .kv = &kv,
+                       .events = &events,
+                       .logs = &logs,
+                       .store = store->get()});
   std::optional<strata::control::CurveServerConfig> curve;
   if (!curve_dir.empty()) {
     auto loaded = strata::control::LoadCurveServerConfig(curve_dir);

@@ -44,9 +44,9 @@ Status ValidateJob(const JobSpec& job, absl::string_view where) {
   return CheckRanges(job, JobRanges(), where);
 }
 
-StatusOr<JobSpec> LoadJob(const std::string& path) {
+StatusOr<JobSpec> LoadJob(const std::string& path, size_t max_bytes) {
   JobSpec job;
-  RETURN_IF_ERROR(LoadConfigFile(path, &job, JobRanges()));
+  RETURN_IF_ERROR(LoadConfigFile(path, &job, JobRanges(), max_bytes));
   RETURN_IF_ERROR(ValidateJob(job, path));
   return job;
 }

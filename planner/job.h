@@ -8,6 +8,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/config.h"
 #include "common/field_range.h"
 #include "common/status.h"
 #include "proto/job.pb.h"
@@ -24,7 +25,10 @@ absl::Span<const FieldRange> JobRanges();
 // [1, 131072]" for the first field outside JobRanges.
 Status ValidateJob(const JobSpec& job, absl::string_view where);
 
-// Loads and validates a JobSpec YAML/JSON file.
-StatusOr<JobSpec> LoadJob(const std::string& path);
+// Loads and validates a JobSpec YAML/JSON file of at most `max_bytes`
+// (ParseConfig's limits otherwise; large launch.env maps need more than
+// the default).
+StatusOr<JobSpec> LoadJob(const std::string& path,
+                          size_t max_bytes = kMaxConfigBytes);
 
 }  // namespace strata::planner

@@ -2,8 +2,9 @@
 // the node, and wires the WorkerAgent (worker/worker_agent.h: registration,
 // heartbeats, orders, re-registration) to the coordinator (DealerClient),
 // the ranks (RankSupervisor) and their telemetry (TelemetrySink), then steps
-// it until SIGINT/SIGTERM or until it gives up on the coordinator (exit 1),
-// and stops the ranks.
+// it until SIGINT/SIGTERM (exit 0) or until the coordinator rejects the
+// registration (exit 1), and stops the ranks. A coordinator outage does not
+// end the worker: its ranks run on for --coordinator-grace-ms.
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/net.h"
 #include "control/dealer_client.h"
@@ -49,7 +51,7 @@ std::string StoreUri(const std::string& coordinator) {
 int main(int argc, char** argv) {
   CLI::App app{"strata worker: runs a node's ranks for the coordinator"};
   std::string coordinator, node_name, address, work_dir;
-  int64_t lost_ms = 10000;
+  int64_t grace_ms = 600000;
   app.add_option("--coordinator", coordinator,
                  "coordinator endpoint, e.g. tcp://10.0.0.1:7077")
       ->required();
@@ -67,15 +69,18 @@ int main(int argc, char** argv) {
   app.add_option("--peer", peer,
                  "measure TCP bandwidth to HOST:PORT (`strata probe "
                  "--serve-peer PORT` there) and report it in the probe");
-  app.add_option("--coordinator-timeout-ms", lost_ms,
-                 "stop ranks and exit after this long without the coordinator")
-      ->check(CLI::Range(100, 3600000));
+  app.add_option("--coordinator-grace-ms", grace_ms,
+                 "keep ranks running this long without an answer from the "
+                 "coordinator (paused, restarting, unreachable), then stop "
+                 "them; the worker keeps reconnecting either way")
+      ->check(CLI::Range(int64_t{100}, int64_t{7} * 24 * 3600 * 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   auto logger = strata::GetLogger("WORKER");
+  strata::RouteProtobufLogs(logger);
   auto probe = strata::probe::ProbeNode();
   if (!probe.ok()) {
     std::cerr << "strata-worker: probe failed: " << probe.status() << "\n";
@@ -156,7 +161,7 @@ int main(int argc, char** argv) {
   options.node_name = node_name;
   options.address = address;
   options.probe = *probe;
-  options.coordinator_timeout_ms = lost_ms;
+  options.coordinator_grace_ms = grace_ms;
   strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
                                     std::move(options), logger);
   int exit_code = 0;

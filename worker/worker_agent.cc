@@ -1,8 +1,10 @@
 #include "worker/worker_agent.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace strata::worker {
 
@@ -17,7 +19,10 @@ WorkerAgent::WorkerAgent(const Clock* clock, control::Client* client,
       logger_(std::move(logger)),
       interval_ms_(options_.initial_interval_ms),
       next_report_ms_(clock->SteadyNowMs()),
-      last_ok_ms_(clock->SteadyNowMs()) {}
+      last_ok_ms_(clock->SteadyNowMs()),
+      stop_grace_ms_(options_.stop_grace_ms),
+      jitter_(options_.jitter_seed),
+      limiter_(logger_, {}, clock) {}
 
 int64_t WorkerAgent::MsUntilNextReport() const {
   return std::max<int64_t>(0, next_report_ms_ - clock_->SteadyNowMs());
@@ -26,6 +31,7 @@ int64_t WorkerAgent::MsUntilNextReport() const {
 Status WorkerAgent::Step() {
   ranks_->Poll();
   for (auto& s : steps_->TakeChanged()) {
+    latest_steps_[{s.job_id(), s.rank()}] = s;
     unsent_steps_[{s.job_id(), s.rank()}] = std::move(s);
   }
   const int64_t now = clock_->SteadyNowMs();
@@ -34,6 +40,7 @@ Status WorkerAgent::Step() {
   if (ranks_->TakeDirty() && failures_ == 0) {
     next_report_ms_ = std::min(next_report_ms_, now);
   }
+  limiter_.Flush();
   if (now < next_report_ms_) return absl::OkStatus();
   const int timeout_ms = static_cast<int>(
       std::min(interval_ms_ * 2, options_.max_call_timeout_ms));
@@ -46,6 +53,7 @@ Status WorkerAgent::Step() {
 
 control::Request WorkerAgent::BuildReport() {
   control::Request req;
+  report_has_logs_ = false;
   if (worker_id_.empty()) {
     auto* reg = req.mutable_register_worker();
     reg->set_node_name(options_.node_name);
@@ -57,8 +65,11 @@ control::Request WorkerAgent::BuildReport() {
   auto* hb = req.mutable_heartbeat();
   hb->set_worker_id(worker_id_);
   for (auto& r : ranks_->Reports()) *hb->add_ranks() = std::move(r);
-  for (auto& c : ranks_->CollectLogs(options_.max_log_bytes_per_heartbeat)) {
-    *hb->add_logs() = std::move(c);
+  if (failures_ == 0) {
+    for (auto& c : ranks_->CollectLogs(options_.max_log_bytes_per_heartbeat)) {
+      *hb->add_logs() = std::move(c);
+    }
+    report_has_logs_ = true;
   }
   for (const auto& [key, s] : unsent_steps_) *hb->add_steps() = s;
   return req;
@@ -66,11 +77,13 @@ control::Request WorkerAgent::BuildReport() {
 
 void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   if (failures_ > 0) {
-    logger_->info("coordinator at {} answers again after {} failed call(s)",
-                  options_.coordinator, failures_);
+    logger_->warn(
+        "coordinator at {} answers again after {} ms and {} failed call(s)",
+        options_.coordinator, now - last_ok_ms_, failures_);
   }
   failures_ = 0;
   last_ok_ms_ = now;
+  stopped_for_grace_ = false;
   if (reply.has_register_worker()) {
     worker_id_ = reply.register_worker().worker_id();
     if (reply.register_worker().heartbeat_interval_ms() > 0) {
@@ -78,6 +91,8 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
     }
     logger_->info("registered with {} as {} (heartbeat {} ms)",
                   options_.coordinator, worker_id_, interval_ms_);
+    // The coordinator may be new: tell it how far each rank got.
+    unsent_steps_ = latest_steps_;
     next_report_ms_ = now;  // fetch orders now
     return;
   }
@@ -89,10 +104,16 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
     next_report_ms_ = now;
     return;
   }
-  ranks_->CommitLogs();
+  if (report_has_logs_) ranks_->CommitLogs();
   unsent_steps_.clear();
+  if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
   for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
   for (const auto& order : hb.launch()) ranks_->Launch(order);
+  // Telemetry of ranks no longer held is not re-sent.
+  std::set<std::string> held;
+  for (const auto& r : ranks_->Reports()) held.insert(r.job_id());
+  std::erase_if(latest_steps_,
+                [&](const auto& kv) { return !held.contains(kv.first.first); });
   next_report_ms_ = now + (ranks_->running() > 0
                                ? std::min(interval_ms_, options_.busy_report_ms)
                                : interval_ms_);
@@ -107,23 +128,42 @@ Status WorkerAgent::OnFailure(const Status& status, int64_t now) {
                      status.message()));
   }
   const int64_t silent_ms = now - last_ok_ms_;
-  if (silent_ms > options_.coordinator_timeout_ms) {
-    return absl::UnavailableError(absl::StrCat(
-        "lost the coordinator at ", options_.coordinator, ": no answer for ",
-        silent_ms, " ms (limit ", options_.coordinator_timeout_ms, " ms, ",
-        failures_, " failed call(s)); last error: ", status.message()));
-  }
-  // retry_initial_ms x 2^(failures - 1), at most the heartbeat interval.
+  if (silent_ms > options_.coordinator_grace_ms) StopRanksAfterGrace(silent_ms);
+  // retry_initial_ms x 2^(failures - 1), at most the heartbeat interval,
+  // minus a random part.
   int64_t delay = options_.retry_initial_ms;
   for (int i = 1; i < failures_ && delay < interval_ms_; ++i) delay *= 2;
   delay = std::min(delay, interval_ms_);
+  if (options_.retry_jitter > 0) {
+    std::uniform_real_distribution<double> cut(0, options_.retry_jitter);
+    delay -= static_cast<int64_t>(static_cast<double>(delay) * cut(jitter_));
+  }
+  delay = std::max<int64_t>(delay, 1);
   next_report_ms_ = now + delay;
-  logger_->warn(
-      "coordinator at {} unreachable for {} ms ({} failed call(s): {}); "
-      "retrying in {} ms",
+  limiter_.Warn(
+      options_.coordinator, "unreachable",
+      "coordinator at {} unreachable for {} ms ({} failed call(s): "
+      "{}); retrying in {} ms; ranks kept for {} ms more",
       options_.coordinator, silent_ms, failures_, std::string(status.message()),
-      delay);
+      delay, std::max<int64_t>(0, options_.coordinator_grace_ms - silent_ms));
   return absl::OkStatus();
+}
+
+void WorkerAgent::StopRanksAfterGrace(int64_t silent_ms) {
+  if (stopped_for_grace_) return;
+  stopped_for_grace_ = true;
+  std::set<std::string> attempts;
+  for (const auto& r : ranks_->Reports()) {
+    attempts.insert(absl::StrCat(r.job_id(), "/", r.attempt()));
+  }
+  if (attempts.empty()) return;
+  logger_->error(
+      "no answer from the coordinator at {} for {} ms (grace {} ms, "
+      "--coordinator-grace-ms): stopping {} running rank(s) of attempt(s) "
+      "{}; this worker keeps retrying and will take new work when it answers",
+      options_.coordinator, silent_ms, options_.coordinator_grace_ms,
+      ranks_->running(), absl::StrJoin(attempts, ", "));
+  for (const auto& key : attempts) ranks_->Stop(key, stop_grace_ms_);
 }
 
 }  // namespace strata::worker

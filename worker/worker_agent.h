@@ -14,17 +14,29 @@
 //   `busy_report_ms` while ranks run, so output and telemetry flow);
 // - each call waits up to min(2 x interval, `max_call_timeout_ms`);
 // - a failed call is retried after a backoff that starts at
-//   `retry_initial_ms` and doubles per consecutive failure, up to the
-//   heartbeat interval (retrying less often would let the coordinator
-//   declare the worker lost while it is merely slow);
-// - after `coordinator_timeout_ms` without a successful call, or when the
-//   coordinator rejects the registration, Step() returns the error and the
-//   caller stops the ranks and exits.
-// Registration lists the ranks the worker still holds, so a restarted
-// coordinator re-adopts them instead of restarting their job. Orders are
-// declarative (the coordinator re-sends what the worker lacks), so a lost
-// reply needs no recovery here. Output is committed (RankRunner::CommitLogs)
-// and telemetry forgotten only once a heartbeat carrying them was answered.
+//   `retry_initial_ms` and doubles per consecutive failure, capped at the
+//   heartbeat interval (retrying less often would let a restarted
+//   coordinator declare the worker lost before it re-registers), each delay
+//   shortened by a random fraction up to `retry_jitter` so a fleet of
+//   workers does not retry in lockstep.
+//
+// Coordinator outages (killed, restarted, paused, unreachable): the ranks
+// keep running and the worker keeps retrying. When the coordinator answers
+// again — the same process after a pause, or a restarted one that loaded its
+// state — the worker re-registers if it is unknown, listing the ranks it
+// holds (running or exited, with PIDs and exit codes), and sends the latest
+// step of each rank again, so the coordinator adopts them as the running
+// attempt instead of restarting the job. Only after `coordinator_grace_ms`
+// without a successful call does the worker stop its ranks (an error names
+// the coordinator, the silence and the attempts stopped); it keeps retrying
+// afterwards, as an idle worker. While calls fail, reports carry no output:
+// a request queued in a paused coordinator is handled when it resumes, and
+// re-sending the same output in every retry would store it many times.
+// Output is committed (RankRunner::CommitLogs) and telemetry forgotten only
+// once a report carrying them was answered. Orders are declarative (the
+// coordinator re-sends what the worker lacks), so a lost reply needs no
+// recovery here. Warnings about an unreachable coordinator are rate-limited
+// (common/log_limiter.h).
 //
 // Thread model: single-threaded; the owner's loop calls Step() on one
 // thread. Not thread-safe. Borrows every dependency; they must outlive it.
@@ -33,10 +45,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 
 #include "common/clock.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "control/client.h"
@@ -51,14 +65,21 @@ struct WorkerAgentOptions {
   std::string node_name;    // identity the worker registers under
   std::string address;      // host its ranks are reached at
   control::NodeProbe probe;
-  // Give up after this long without a successful call.
-  int64_t coordinator_timeout_ms = 10000;
+  // Stop the ranks after this long without a successful call (the worker
+  // itself keeps retrying).
+  int64_t coordinator_grace_ms = 600000;
   // Heartbeat interval until the coordinator sets one.
   int64_t initial_interval_ms = 1000;
   // Report period while ranks run (capped by the interval).
   int64_t busy_report_ms = 200;
   // First retry delay after a failed call; doubles up to the interval.
   int64_t retry_initial_ms = 100;
+  // Each retry delay is cut by a random fraction in [0, retry_jitter).
+  double retry_jitter = 0.5;
+  uint64_t jitter_seed = std::random_device{}();
+  // SIGTERM-to-SIGKILL time when the grace expires, until the coordinator
+  // has set one in a heartbeat reply.
+  int64_t stop_grace_ms = 5000;
   int64_t max_call_timeout_ms = 5000;
   // Relayed output per heartbeat; the rest follows with the next one.
   size_t max_log_bytes_per_heartbeat = 1 << 20;
@@ -73,9 +94,9 @@ class WorkerAgent {
 
   // One turn of the loop: polls the ranks, takes new telemetry and, when a
   // report is due, makes one (blocking) call to the coordinator and carries
-  // out its orders. OK to go on; InvalidArgument when the coordinator
-  // rejected the registration, Unavailable when it has not answered for
-  // `coordinator_timeout_ms` (both name the coordinator): stop then.
+  // out its orders. OK to go on (also while the coordinator is away);
+  // InvalidArgument, naming the coordinator, when it rejected the
+  // registration: stop then.
   Status Step();
 
   // Milliseconds until the next report is due (0 if due now); the loop may
@@ -90,6 +111,8 @@ class WorkerAgent {
   control::Request BuildReport();
   void OnReply(const control::Reply& reply, int64_t now);
   Status OnFailure(const Status& status, int64_t now);
+  // Stops every attempt held once the grace has expired.
+  void StopRanksAfterGrace(int64_t silent_ms);
 
   const Clock* clock_;
   control::Client* client_;
@@ -100,10 +123,17 @@ class WorkerAgent {
 
   std::string worker_id_;
   int64_t interval_ms_;
-  int64_t next_report_ms_;  // steady time the next report is due
-  int64_t last_ok_ms_;      // steady time of the last successful call
-  int failures_ = 0;        // consecutive failed calls
-  // Latest telemetry per (job, rank) not yet accepted by the coordinator.
+  int64_t next_report_ms_;          // steady time the next report is due
+  int64_t last_ok_ms_;              // steady time of the last successful call
+  int failures_ = 0;                // consecutive failed calls
+  bool report_has_logs_ = false;    // the call in progress carries output
+  bool stopped_for_grace_ = false;  // since the last successful call
+  int64_t stop_grace_ms_;           // the coordinator's, once it set one
+  std::mt19937_64 jitter_;
+  LogLimiter limiter_;  // warnings about the coordinator
+  // Latest telemetry per (job, rank) of the ranks held, re-sent after a
+  // re-registration; and the part not yet accepted by the coordinator.
+  std::map<std::pair<std::string, int>, control::StepReport> latest_steps_;
   std::map<std::pair<std::string, int>, control::StepReport> unsent_steps_;
 };
 

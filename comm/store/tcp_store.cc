@@ -5,7 +5,8 @@
 // Replies:  [code, message-or-value]; code is the decimal absl status code.
 // The server runs one thread per client over an in-memory store, so blocking
 // get/wait calls of one client never stall another. Frames above 64 MiB or
-// malformed frames close that connection.
+// malformed frames close that connection, with a warning naming the peer,
+// rate-limited per peer address (common/log_limiter.h).
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "comm/store.h"
 #include "comm/tcp/socket.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 
 namespace strata::comm {
@@ -95,7 +97,11 @@ std::vector<std::string> Serve(Store& store,
 
 class Server final : public TcpStoreServer {
  public:
-  Server(int fd, int port) : fd_(fd), port_(port), store_(NewInMemoryStore()) {
+  Server(int fd, int port)
+      : fd_(fd),
+        port_(port),
+        store_(NewInMemoryStore()),
+        limiter_(GetLogger("COMM")) {
     thread_ = std::thread([this] { AcceptLoop(); });
   }
   ~Server() override { Stop(); }
@@ -111,11 +117,13 @@ class Server final : public TcpStoreServer {
       t.join();
       close(cfd);
     }
+    limiter_.FlushAll();
   }
 
  private:
   void AcceptLoop() {
     while (!stopping_) {
+      limiter_.Flush();  // summaries of floods that stopped
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, 100) <= 0) continue;
       int cfd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -130,8 +138,9 @@ class Server final : public TcpStoreServer {
       auto req = ReadFrame(cfd, kIoTimeoutMs);
       if (!req.ok()) {
         if (req.status().code() == absl::StatusCode::kInvalidArgument) {
-          GetLogger("COMM")->warn("tcp store: dropping client: {}",
-                                  std::string(req.status().message()));
+          const std::string peer = tcp::PeerAddress(cfd);
+          limiter_.Warn(peer, "bad frame", "tcp store: dropping client {}: {}",
+                        peer, std::string(req.status().message()));
         }
         return;
       }
@@ -141,6 +150,7 @@ class Server final : public TcpStoreServer {
 
   int fd_, port_;
   std::shared_ptr<Store> store_;
+  LogLimiter limiter_;  // shared by the client threads (thread-safe)
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   std::mutex mu_;

@@ -139,4 +139,16 @@ Status ReadAll(int fd, void* data, size_t n, int timeout_ms) {
   return absl::OkStatus();
 }
 
+std::string PeerAddress(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  char text[INET_ADDRSTRLEN] = {};
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      addr.sin_family != AF_INET ||
+      inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) == nullptr) {
+    return "unknown peer";
+  }
+  return text;
+}
+
 }  // namespace strata::comm::tcp

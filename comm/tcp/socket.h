@@ -19,5 +19,8 @@ Status WriteAll(int fd, const void* data, size_t n, int timeout_ms);
 Status ReadAll(int fd, void* data, size_t n, int timeout_ms);
 void SetNonBlocking(int fd, bool on);
 void SetNoDelay(int fd);
+// The connected peer's dotted IPv4 address, for messages; "unknown peer"
+// if it cannot be had (not IPv4, already disconnected).
+std::string PeerAddress(int fd);
 
 }  // namespace strata::comm::tcp

@@ -14,9 +14,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "comm/tcp/socket.h"
+#include "common/log_limiter.h"
 
 namespace strata::comm {
 namespace {
+
+// Warnings about connections that are not ranks of the group, shared by
+// every transport of the process (thread-safe).
+LogLimiter& IgnoredConnections() {
+  static LogLimiter limiter(GetLogger("COMM"));
+  return limiter;
+}
 
 int RemainingMs(Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -197,7 +205,19 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
         tcp::ReadAll(fd, hello, sizeof(hello), std::min(timeout_ms, 5000));
     if (!st.ok() || hello[0] <= rank || hello[0] >= size || hello[1] < 0 ||
         hello[1] >= opts.streams || t->fds()[hello[0]][hello[1]] >= 0) {
-      close(fd);  // garbage or duplicate connection: ignore it
+      // Garbage, a stray process or a duplicate: ignore it, say so (rate-
+      // limited: anyone who can reach the port can repeat it).
+      const std::string peer = tcp::PeerAddress(fd);
+      IgnoredConnections().Warn(
+          peer, "not a peer",
+          "rank {}: ignoring a connection from {} that is not a rank of this "
+          "group ({})",
+          rank, peer,
+          st.ok() ? absl::StrCat("hello: rank ", hello[0], " stream ", hello[1],
+                                 " of ", size, " ranks x ", opts.streams,
+                                 " streams")
+                  : std::string(st.message()));
+      close(fd);
       continue;
     }
     tcp::SetNoDelay(fd);

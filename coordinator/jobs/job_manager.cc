@@ -24,10 +24,22 @@ std::string DescribeExit(const control::RankReport& r) {
   return absl::StrCat("exited with code ", r.exit_code());
 }
 
+bool ExitedZero(const control::RankReport& r) {
+  return r.state() == control::RANK_EXITED && r.exit_code() == 0 &&
+         r.signal() == 0;
+}
+
 bool Failed(const control::RankReport& r) {
   return r.state() == control::RANK_FAILED_TO_START ||
          (r.state() == control::RANK_EXITED &&
           (r.exit_code() != 0 || r.signal() != 0));
+}
+
+void SetEnd(control::JobInfo& job, control::JobState state,
+            const std::string& message, int64_t now_ms) {
+  job.set_state(state);
+  job.set_end_unix_ms(now_ms);
+  job.set_message(message);
 }
 
 }  // namespace
@@ -40,8 +52,7 @@ JobManager::JobManager(const Clock* clock, StateStore* store, EventLog* events,
       logs_(logs),
       kv_(kv),
       options_(options),
-      logger_(GetLogger("CTRL")),
-      started_ms_(clock->NowMs()) {}
+      logger_(GetLogger("CTRL")) {}
 
 bool JobManager::Active(const control::JobInfo& job) {
   return job.state() == control::PENDING || job.state() == control::RUNNING;
@@ -61,6 +72,24 @@ Status JobManager::Recover() {
     }
     jobs_[info.job_id()] = info;
   }
+  // Jobs stored before the limits (or under looser ones) are failed here,
+  // before anything is allocated for them: one of them must not take the
+  // coordinator down at every start.
+  for (auto& [id, job] : jobs_) {
+    if (!Active(job)) continue;
+    Status limits = CheckJobLimits(job.spec(), options_.limits);
+    if (limits.ok()) continue;
+    const std::string reason =
+        absl::StrCat("refused at coordinator start: ", limits.message(),
+                     " (stored before this limit applied)");
+    logger_->error("{}: {}", id, reason);
+    Status s = Finish(job, control::FAILED, reason);
+    if (!s.ok()) {
+      // Not scheduled either way; the next start fails it again.
+      SetEnd(job, control::FAILED, reason, clock_->NowMs());
+      logger_->error("{}: {}", id, s.ToString());
+    }
+  }
   auto next = store_->Get("meta/next_job_id");
   if (next.ok()) {
     if (!absl::SimpleAtoi(*next, &next_id_)) {
@@ -69,8 +98,16 @@ Status JobManager::Recover() {
   } else if (!absl::IsNotFound(next.status())) {
     return next.status();
   }
-  started_ms_ = clock_->NowMs();
   return absl::OkStatus();
+}
+
+Status JobManager::Resync() {
+  std::vector<StateStore::Mutation> rows;
+  rows.emplace_back("meta/next_job_id", absl::StrCat(next_id_));
+  for (const auto& [id, job] : jobs_) {
+    rows.emplace_back(absl::StrCat("job/", id), job.SerializeAsString());
+  }
+  return store_->Write(rows);
 }
 
 Status JobManager::Persist(const control::JobInfo& info) {
@@ -78,9 +115,10 @@ Status JobManager::Persist(const control::JobInfo& info) {
                      info.SerializeAsString());
 }
 
-void JobManager::PersistOrLog(const control::JobInfo& info) {
-  Status s = Persist(info);
-  if (!s.ok()) logger_->error("persisting {}: {}", info.job_id(), s.ToString());
+Status JobManager::Commit(control::JobInfo& job, control::JobInfo next) {
+  RETURN_IF_ERROR(Persist(next));
+  job = std::move(next);
+  return absl::OkStatus();
 }
 
 int64_t JobManager::WaitMs(const control::JobInfo& job) const {
@@ -88,32 +126,55 @@ int64_t JobManager::WaitMs(const control::JobInfo& job) const {
   return s > 0 ? s * 1000LL : options_.default_worker_wait_ms;
 }
 
-StatusOr<std::string> JobManager::Submit(const JobSpec& spec) {
+StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
+                                         const WorkerRegistry* registry) {
   const JobLaunch& l = spec.launch();
   if (l.command().empty() || l.command(0).empty()) {
     return absl::InvalidArgumentError("job spec: launch.command is empty");
   }
-  if (l.nodes() < 0 || l.ranks_per_node() < 0 || l.max_restarts() < 0 ||
-      l.min_nodes() < 0 || l.worker_wait_s() < 0 || l.stop_grace_ms() < 0) {
-    return absl::InvalidArgumentError(
-        "job spec: launch.nodes, ranks_per_node, min_nodes, max_restarts, "
-        "worker_wait_s and stop_grace_ms must be >= 0");
-  }
+  RETURN_IF_ERROR(CheckJobLimits(spec, options_.limits));
   if (l.nodes() > 0 && l.min_nodes() > l.nodes()) {
     return absl::InvalidArgumentError(
         absl::StrCat("job spec: launch.min_nodes (", l.min_nodes(),
                      ") exceeds launch.nodes (", l.nodes(), ")"));
   }
+  RETURN_IF_ERROR(
+      CheckLaunchOrderSize(spec, std::max(1, l.ranks_per_node()), 0));
+  if (registry != nullptr && l.ranks_per_node() > 0) {
+    // Placeable on at least one registered worker? (None registered yet:
+    // checked again at placement.)
+    Status fits = absl::OkStatus();
+    const control::ListWorkersReply workers = registry->List();
+    for (const auto& w : workers.workers()) {
+      fits = CheckNodeCapacity(l.ranks_per_node(), w, options_.limits);
+      if (fits.ok()) break;
+    }
+    if (!fits.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job spec: launch.ranks_per_node=", l.ranks_per_node(),
+          " cannot be placed on any registered worker: ", fits.message()));
+    }
+  }
+  const int64_t active =
+      std::count_if(jobs_.begin(), jobs_.end(),
+                    [](const auto& j) { return Active(j.second); });
+  if (active >= options_.limits.max_active_jobs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        active, " jobs are pending or running; this coordinator keeps at most ",
+        options_.limits.max_active_jobs,
+        " (strata-coordinator --max-active-jobs): wait or cancel some"));
+  }
   std::string id = absl::StrCat("job-", next_id_);
-  RETURN_IF_ERROR(store_->Put("meta/next_job_id", absl::StrCat(next_id_ + 1)));
-  ++next_id_;
   control::JobInfo info;
   info.set_job_id(id);
   *info.mutable_spec() = spec;
   info.set_state(control::PENDING);
   info.set_submit_unix_ms(clock_->NowMs());
   info.set_pending_since_unix_ms(clock_->NowMs());
-  RETURN_IF_ERROR(Persist(info));
+  RETURN_IF_ERROR(
+      store_->Write({{"meta/next_job_id", absl::StrCat(next_id_ + 1)},
+                     {absl::StrCat("job/", id), info.SerializeAsString()}}));
+  ++next_id_;
   jobs_[id] = info;
   events_->Record(
       id, 0, "submitted",
@@ -144,7 +205,7 @@ StatusOr<control::JobInfo> JobManager::Cancel(const std::string& job_id) {
         absl::StrCat("job ", job_id, " already ended (",
                      control::JobState_Name(job.state()), ")"));
   }
-  Finish(job, control::CANCELLED, "cancelled by user");
+  RETURN_IF_ERROR(Finish(job, control::CANCELLED, "cancelled by user"));
   return job;
 }
 
@@ -154,37 +215,55 @@ control::JobsReply JobManager::List() const {
   return reply;
 }
 
-void JobManager::Finish(control::JobInfo& job, control::JobState state,
-                        const std::string& message) {
-  job.set_state(state);
-  job.set_end_unix_ms(clock_->NowMs());
-  job.set_message(message);
-  PersistOrLog(job);
+Status JobManager::Finish(control::JobInfo& job, control::JobState state,
+                          const std::string& message) {
+  control::JobInfo next = job;
+  SetEnd(next, state, message, clock_->NowMs());
+  RETURN_IF_ERROR(Commit(job, std::move(next)));
+  Ended(job);
+  return absl::OkStatus();
+}
+
+void JobManager::Ended(const control::JobInfo& job) {
+  const control::JobState state = job.state();
   std::string kind = state == control::SUCCEEDED   ? "succeeded"
                      : state == control::CANCELLED ? "cancelled"
                                                    : "failed";
-  events_->Record(job.job_id(), job.attempt(), kind, message);
-  kv_->DeletePrefix(job.job_id() + "/");
+  events_->Record(job.job_id(), job.attempt(), kind, job.message());
+  Status s = kv_->DeletePrefix(job.job_id() + "/");
+  if (!s.ok())
+    logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
 }
 
-void JobManager::FailAttempt(control::JobInfo& job, const std::string& reason) {
-  events_->Record(job.job_id(), job.attempt(), "attempt_failed", reason);
-  kv_->DeletePrefix(AttemptKey(job.job_id(), job.attempt()) + "/");
-  steps_.erase(job.job_id());
-  if (job.restart_count() >= job.spec().launch().max_restarts()) {
-    Finish(job, control::FAILED,
+Status JobManager::FailAttempt(control::JobInfo& job,
+                               const std::string& reason) {
+  const int failed_attempt = job.attempt();
+  control::JobInfo next = job;
+  const bool restart = job.restart_count() < job.spec().launch().max_restarts();
+  if (!restart) {
+    SetEnd(next, control::FAILED,
            absl::StrCat(reason, " (no restarts left: max_restarts=",
-                        job.spec().launch().max_restarts(), ")"));
-    return;
+                        job.spec().launch().max_restarts(), ")"),
+           clock_->NowMs());
+  } else {
+    next.set_restart_count(job.restart_count() + 1);
+    next.set_attempt(next.restart_count());
+    next.set_state(control::PENDING);
+    next.set_message(reason);
+    next.clear_ranks();
+    next.set_start_unix_ms(0);
+    next.set_pending_since_unix_ms(clock_->NowMs());
   }
-  job.set_restart_count(job.restart_count() + 1);
-  job.set_attempt(job.restart_count());
-  job.set_state(control::PENDING);
-  job.set_message(reason);
-  job.clear_ranks();
-  job.set_start_unix_ms(0);
-  job.set_pending_since_unix_ms(clock_->NowMs());
-  PersistOrLog(job);
+  RETURN_IF_ERROR(Commit(job, std::move(next)));
+  events_->Record(job.job_id(), failed_attempt, "attempt_failed", reason);
+  Status s = kv_->DeletePrefix(AttemptKey(job.job_id(), failed_attempt) + "/");
+  if (!s.ok())
+    logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
+  steps_.erase(job.job_id());
+  if (!restart) {
+    Ended(job);
+    return absl::OkStatus();
+  }
   events_->Record(
       job.job_id(), job.attempt(), "restarting",
       absl::StrCat("restart ", job.restart_count(), " of ",
@@ -192,25 +271,35 @@ void JobManager::FailAttempt(control::JobInfo& job, const std::string& reason) {
   (void)logs_->Note(job.job_id(),
                     absl::StrCat("[strata] attempt ", job.attempt(),
                                  ": restarting after: ", reason));
+  return absl::OkStatus();
 }
 
 void JobManager::Tick(const WorkerRegistry& registry) {
+  // Nothing can be recorded: leave every job as it is on disk until the
+  // store recovers (StateStore::MaybeResume, called by the event loop).
+  if (!Writable()) return;
   const int64_t now = clock_->NowMs();
   for (auto& [id, job] : jobs_) {
     if (job.state() == control::RUNNING) {
       for (const auto& node : job.node_info()) {
         const control::WorkerInfo* w = registry.Find(node.worker_id());
-        bool lost = w != nullptr ? !w->alive()
-                                 : now - started_ms_ > options_.lost_after_ms;
+        // Unknown: not re-registered since a coordinator restart.
+        bool lost = w != nullptr ? !w->alive() : !registry.Settling();
         if (lost) {
           events_->Record(id, job.attempt(), "worker_lost",
                           absl::StrCat(node.worker_id(), " (node ",
                                        node.node_name(), ") lost"));
-          FailAttempt(job, absl::StrCat("worker ", node.worker_id(),
-                                        " lost (no heartbeat)"));
+          (void)FailAttempt(job, absl::StrCat("worker ", node.worker_id(),
+                                              " lost (no heartbeat)"));
           break;
         }
       }
+    }
+    // A success whose write failed while the store was unwritable.
+    if (job.state() == control::RUNNING && job.ranks_size() > 0 &&
+        std::all_of(job.ranks().begin(), job.ranks().end(), ExitedZero)) {
+      (void)Finish(job, control::SUCCEEDED,
+                   absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
     }
     if (job.state() == control::PENDING) TryPlace(job, registry);
   }
@@ -219,16 +308,30 @@ void JobManager::Tick(const WorkerRegistry& registry) {
 void JobManager::TryPlace(control::JobInfo& job,
                           const WorkerRegistry& registry) {
   const int64_t now = clock_->NowMs();
+  const JobLaunch& l = job.spec().launch();
   std::set<std::string> assigned;
   for (const auto& [id, other] : jobs_) {
     if (other.state() != control::RUNNING) continue;
     for (const auto& n : other.node_info()) assigned.insert(n.worker_id());
   }
   std::vector<control::WorkerInfo> idle;
-  int alive_free = 0, draining = 0;
+  int alive_free = 0, draining = 0, alive = 0;
+  Status too_small = absl::OkStatus();  // why a worker cannot host the job
+  int too_small_alive = 0;
   const control::ListWorkersReply workers = registry.List();
   for (const auto& w : workers.workers()) {
-    if (!w.alive() || assigned.contains(w.worker_id())) continue;
+    if (!w.alive()) continue;
+    ++alive;
+    // Sizes the worker's probe would give the job are checked before any
+    // per-rank allocation (ranks_per_node 0 takes the worker's GPU count).
+    Status fits = CheckNodeCapacity(RanksPerNode(job.spec(), w.probe()), w,
+                                    options_.limits);
+    if (!fits.ok()) {
+      too_small = fits;
+      ++too_small_alive;
+      continue;
+    }
+    if (assigned.contains(w.worker_id())) continue;
     ++alive_free;
     if (w.holds_size() > 0) {
       ++draining;
@@ -236,8 +339,13 @@ void JobManager::TryPlace(control::JobInfo& job,
       idle.push_back(w);
     }
   }
-  const JobLaunch& l = job.spec().launch();
-  const int want = l.nodes() > 0 ? l.nodes() : std::max(1, alive_free);
+  if (alive > 0 && too_small_alive == alive) {
+    (void)Finish(job, control::FAILED,
+                 absl::StrCat("cannot be placed: ", too_small.message()));
+    return;
+  }
+  const int want = std::min(l.nodes() > 0 ? l.nodes() : std::max(1, alive_free),
+                            options_.limits.max_nodes);
   const int min_nodes = l.min_nodes() > 0 ? l.min_nodes() : want;
   int take = 0;
   if (static_cast<int>(idle.size()) >= want) {
@@ -246,52 +354,78 @@ void JobManager::TryPlace(control::JobInfo& job,
              static_cast<int>(idle.size()) >= min_nodes) {
     take = static_cast<int>(idle.size());  // shrink: re-planned below
   } else {
-    if (now - job.pending_since_unix_ms() > WaitMs(job)) {
-      Finish(job, control::FAILED,
-             absl::StrCat("needs ", want, " idle workers (at least ", min_nodes,
-                          " on restart) but has ", idle.size(), " idle of ",
-                          registry.AliveCount(), " alive after ",
-                          WaitMs(job) / 1000, " s"));
+    // Not while workers may still be re-registering after a restart or a
+    // pause of the coordinator.
+    if (!registry.Settling() &&
+        now - job.pending_since_unix_ms() > WaitMs(job)) {
+      (void)Finish(
+          job, control::FAILED,
+          absl::StrCat(
+              "needs ", want, " idle workers (at least ", min_nodes,
+              " on restart) but has ", idle.size(), " idle of ",
+              registry.AliveCount(), " alive after ", WaitMs(job) / 1000, " s",
+              too_small.ok()
+                  ? std::string()
+                  : absl::StrCat(" (", too_small_alive,
+                                 " too small: ", too_small.message(), ")")));
     }
     return;
   }
   idle.resize(take);
+  const int64_t world =
+      static_cast<int64_t>(RanksPerNode(job.spec(), idle[0].probe())) * take;
+  if (world > options_.limits.max_ranks) {
+    (void)Finish(job, control::FAILED,
+                 absl::StrCat("attempt ", job.attempt(), " would have ", world,
+                              " ranks on ", take,
+                              " nodes; this coordinator allows at most ",
+                              options_.limits.max_ranks,
+                              " (strata-coordinator --max-ranks)"));
+    return;
+  }
   auto plan = PlanAttempt(job.spec(), idle);
+  if (plan.ok()) {
+    Status fits = CheckLaunchOrderSize(
+        job.spec(), RanksPerNode(job.spec(), idle[0].probe()),
+        PlanFileJson(*plan).size());
+    if (!fits.ok()) plan = fits;
+  }
   if (!plan.ok()) {
-    Finish(job, control::FAILED,
-           absl::StrCat("planning attempt ", job.attempt(), " on ", take,
-                        " nodes: ", plan.status().message()));
+    (void)Finish(job, control::FAILED,
+                 absl::StrCat("planning attempt ", job.attempt(), " on ", take,
+                              " nodes: ", plan.status().message()));
     return;
   }
   // MASTER_PORT: rank 0 runs on a worker host; for `strata run`, Slurm's
   // first node and tests that is this host (documented limitation).
   auto port = net::PickFreePort();
   if (!port.ok()) {
-    Finish(job, control::FAILED, std::string(port.status().message()));
+    (void)Finish(job, control::FAILED, std::string(port.status().message()));
     return;
   }
-  *job.mutable_plan() = *plan;
-  job.clear_nodes();
-  job.clear_node_info();
+  control::JobInfo next = job;
+  *next.mutable_plan() = *plan;
+  next.clear_nodes();
+  next.clear_node_info();
   std::vector<std::string> names;
   for (const auto& w : idle) {
-    job.add_nodes(w.worker_id());
-    control::WorkerInfo* n = job.add_node_info();
+    next.add_nodes(w.worker_id());
+    control::WorkerInfo* n = next.add_node_info();
     *n = w;
     n->clear_holds();
     names.push_back(w.node_name());
   }
-  job.set_master_port(*port);
-  job.clear_ranks();
+  next.set_master_port(*port);
+  next.clear_ranks();
   for (int r = 0; r < plan->placement().ranks_size(); ++r) {
-    control::RankReport* rr = job.add_ranks();
+    control::RankReport* rr = next.add_ranks();
     rr->set_job_id(job.job_id());
     rr->set_attempt(job.attempt());
     rr->set_rank(r);
   }
-  job.set_state(control::RUNNING);
-  job.set_start_unix_ms(now);
-  PersistOrLog(job);
+  next.set_state(control::RUNNING);
+  next.set_start_unix_ms(now);
+  if (!Commit(job, std::move(next)).ok()) return;  // still PENDING; retried
   events_->Record(job.job_id(), job.attempt(), "launched",
                   absl::StrCat(plan->placement().ranks_size(), " ranks on ",
                                take, " nodes [", absl::StrJoin(names, ", "),
@@ -319,17 +453,27 @@ void JobManager::OnWorkerReport(
     held.insert({job.job_id(), r.rank()});
     control::RankReport* cur = job.mutable_ranks(r.rank());
     if (cur->state() == r.state() && cur->pid() == r.pid()) continue;
+    const bool exited = r.state() == control::RANK_EXITED ||
+                        r.state() == control::RANK_FAILED_TO_START;
+    // An exit cannot be acted on while the store is unwritable: it stays
+    // unseen, and the worker reports it again with its next heartbeat.
+    if (exited && !Writable()) continue;
+    const control::RankReport before = *cur;
     *cur = r;
     touched.insert(job.job_id());
-    if (r.state() == control::RANK_EXITED ||
-        r.state() == control::RANK_FAILED_TO_START) {
+    if (exited) {
       events_->Record(job.job_id(), job.attempt(), "rank_exited",
                       absl::StrCat("rank ", r.rank(), " on ", worker_id, " ",
                                    DescribeExit(r)));
     }
     if (Failed(r)) {
-      FailAttempt(job, absl::StrCat("rank ", r.rank(), " on ", worker_id, " ",
-                                    DescribeExit(r)));
+      Status s =
+          FailAttempt(job, absl::StrCat("rank ", r.rank(), " on ", worker_id,
+                                        " ", DescribeExit(r)));
+      if (!s.ok()) {
+        *cur = before;  // seen again with the next report
+        continue;
+      }
       stop.insert(AttemptKey(r.job_id(), r.attempt()));
     }
   }
@@ -346,28 +490,27 @@ void JobManager::OnWorkerReport(
         continue;
       }
       const int attempt = job.attempt();
-      FailAttempt(job, absl::StrCat("rank ", rank, " vanished from ", worker_id,
-                                    " (worker restarted?)"));
-      stop.insert(AttemptKey(id, attempt));
       to_launch.clear();
+      if (FailAttempt(job, absl::StrCat("rank ", rank, " vanished from ",
+                                        worker_id, " (worker restarted?)"))
+              .ok()) {
+        stop.insert(AttemptKey(id, attempt));
+      }
       break;
     }
+    if (job.state() != control::RUNNING) continue;
     auto launches = BuildLaunches(job, to_launch, index.plan_json);
     if (!launches.ok()) {
-      Finish(job, control::FAILED,
-             absl::StrCat("attempt ", job.attempt(), ": ",
-                          launches.status().message()));
+      (void)Finish(job, control::FAILED,
+                   absl::StrCat("attempt ", job.attempt(), ": ",
+                                launches.status().message()));
       continue;
     }
     for (auto& l : *launches) *orders->add_launch() = std::move(l);
-    if (job.state() == control::RUNNING && touched.contains(id) &&
-        std::all_of(job.ranks().begin(), job.ranks().end(),
-                    [](const control::RankReport& r) {
-                      return r.state() == control::RANK_EXITED &&
-                             r.exit_code() == 0 && r.signal() == 0;
-                    })) {
-      Finish(job, control::SUCCEEDED,
-             absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
+    if (touched.contains(id) &&
+        std::all_of(job.ranks().begin(), job.ranks().end(), ExitedZero)) {
+      (void)Finish(job, control::SUCCEEDED,
+                   absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
     }
   }
   // Rank states are not persisted on every change: after a coordinator
@@ -405,8 +548,15 @@ void JobManager::OnLogs(
   for (const auto& c : chunks) {
     if (!jobs_.contains(c.job_id())) continue;
     Status s = logs_->Append(c);
-    if (!s.ok())
-      logger_->warn("storing output of {}: {}", c.job_id(), s.ToString());
+    // Logged when output starts and stops being lost, not for every chunk
+    // (a full disk would otherwise add a line per heartbeat).
+    if (!s.ok() && !losing_output_) {
+      logger_->error("storing job output (first loss: {}): {}", c.job_id(),
+                     s.ToString());
+    } else if (s.ok() && losing_output_) {
+      logger_->info("storing job output again");
+    }
+    losing_output_ = !s.ok();
   }
 }
 

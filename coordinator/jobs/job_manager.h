@@ -15,7 +15,17 @@
 // wanted. Lost replies, worker or coordinator restarts therefore converge
 // without extra protocol. A worker is given a new attempt only once it holds
 // nothing (old ranks stopped), so attempts never overlap on a node.
-// Event-loop thread only; not thread-safe.
+//
+// Durability: every state change is written to the StateStore first and
+// applied to memory only when the write succeeded. A cancel or submit whose
+// write fails returns the store's error to the client; a transition driven
+// by workers or time (placement, rank exit, worker loss, success) that cannot
+// be written is not applied and is retried by the next heartbeat or tick
+// once the store is writable again (Tick() does nothing while it is not).
+//
+// Limits (job_limits.h) are checked at submit, on jobs loaded by Recover()
+// (violators are failed, never scheduled) and at placement, before anything
+// is allocated per rank. Event-loop thread only; not thread-safe.
 #pragma once
 
 #include <map>
@@ -25,6 +35,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/jobs/event_log.h"
+#include "coordinator/jobs/job_limits.h"
 #include "coordinator/jobs/log_store.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/registry/worker_registry.h"
@@ -34,11 +45,9 @@
 namespace strata::coordinator {
 
 struct JobOptions {
-  // After a coordinator (re)start, a node worker that has not re-registered
-  // within this window is declared lost.
-  int64_t lost_after_ms = 3000;
   int64_t default_worker_wait_ms = 60000;  // JobLaunch.worker_wait_s = 0
   int64_t default_grace_ms = 5000;         // JobLaunch.stop_grace_ms = 0
+  JobLimits limits;
 };
 
 class JobManager {
@@ -48,17 +57,31 @@ class JobManager {
              LogStore* logs, KvStore* kv, JobOptions options = {});
 
   // Reloads every job from the store. DataLoss if a record does not parse.
+  // Stored PENDING/RUNNING jobs that break the limits are failed (with the
+  // reason) instead of being scheduled.
   Status Recover();
 
-  // Validates the spec and stores it as a PENDING job ("job-<n>").
-  StatusOr<std::string> Submit(const JobSpec& spec);
+  // Writes every job record again from memory (after the store was
+  // reopened: a write reported failed may have reached the disk anyway).
+  Status Resync();
+
+  // Validates the spec against the limits and, when `registry` is given and
+  // launch.ranks_per_node is set, against the registered workers' capacity;
+  // stores it as a PENDING job ("job-<n>"). The store's error (nothing
+  // stored) when the write fails.
+  StatusOr<std::string> Submit(const JobSpec& spec,
+                               const WorkerRegistry* registry = nullptr);
   StatusOr<control::JobInfo> Get(const std::string& job_id) const;
   // Moves a PENDING/RUNNING job to CANCELLED (its ranks are stopped through
-  // the next heartbeats); FailedPrecondition if it has already ended.
+  // the next heartbeats); FailedPrecondition if it has already ended, the
+  // store's error (job unchanged) if the change cannot be written.
   StatusOr<control::JobInfo> Cancel(const std::string& job_id);
   control::JobsReply List() const;
 
-  // Fails attempts whose workers are lost; places pending attempts.
+  // Fails attempts whose workers are lost; places pending attempts. While
+  // the registry is Settling() (just after a coordinator restart or pause)
+  // a worker it does not know yet is not lost and pending attempts do not
+  // time out.
   void Tick(const WorkerRegistry& registry);
 
   // Applies a worker's rank report (heartbeat or re-registration) and fills
@@ -74,11 +97,16 @@ class JobManager {
  private:
   static bool Active(const control::JobInfo& job);
   Status Persist(const control::JobInfo& info);
-  void PersistOrLog(const control::JobInfo& info);
+  // Writes `next` and, if that succeeded, makes it `job`.
+  Status Commit(control::JobInfo& job, control::JobInfo next);
   void TryPlace(control::JobInfo& job, const WorkerRegistry& registry);
-  void FailAttempt(control::JobInfo& job, const std::string& reason);
-  void Finish(control::JobInfo& job, control::JobState state,
-              const std::string& message);
+  // Each writes the new state first; on error `job` is unchanged.
+  Status FailAttempt(control::JobInfo& job, const std::string& reason);
+  Status Finish(control::JobInfo& job, control::JobState state,
+                const std::string& message);
+  // Records the end event and drops the job's KV keys (after Finish).
+  void Ended(const control::JobInfo& job);
+  bool Writable() const { return store_->health().writable; }
   int64_t WaitMs(const control::JobInfo& job) const;
 
   // Per-attempt lookups derived from the job record, rebuilt when the
@@ -99,8 +127,8 @@ class JobManager {
   KvStore* kv_;
   JobOptions options_;
   Logger logger_;
-  int64_t started_ms_;
   int64_t next_id_ = 1;
+  bool losing_output_ = false;  // the last LogStore::Append failed
   std::map<std::string, control::JobInfo> jobs_;
   // Latest telemetry per job and rank (memory only).
   std::map<std::string, std::map<int, control::StepReport>> steps_;

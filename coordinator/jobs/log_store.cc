@@ -43,9 +43,8 @@ Status LogStore::Append(const control::LogChunk& chunk) {
   std::error_code ec;
   std::filesystem::create_directories(JobDir(chunk.job_id()), ec);
   if (ec) {
-    return absl::InternalError(absl::StrCat("cannot create ",
-                                            JobDir(chunk.job_id()), ": ",
-                                            ec.message()));
+    return absl::InternalError(absl::StrCat(
+        "cannot create ", JobDir(chunk.job_id()), ": ", ec.message()));
   }
   RETURN_IF_ERROR(AppendFile(
       absl::StrCat(JobDir(chunk.job_id()), "/rank-", chunk.rank(), ".log"),
@@ -70,11 +69,10 @@ Status LogStore::Note(const std::string& job_id, const std::string& line) {
 StatusOr<control::LogsReply> LogStore::Read(
     const control::LogsRequest& request) const {
   RETURN_IF_ERROR(CheckJobId(request.job_id()));
-  std::string path =
-      request.rank() < 0
-          ? absl::StrCat(JobDir(request.job_id()), "/all.log")
-          : absl::StrCat(JobDir(request.job_id()), "/rank-", request.rank(),
-                         ".log");
+  std::string path = request.rank() < 0
+                         ? absl::StrCat(JobDir(request.job_id()), "/all.log")
+                         : absl::StrCat(JobDir(request.job_id()), "/rank-",
+                                        request.rank(), ".log");
   control::LogsReply reply;
   std::error_code ec;
   int64_t size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
@@ -82,8 +80,10 @@ StatusOr<control::LogsReply> LogStore::Read(
   int64_t offset = request.offset();
   if (offset < 0) offset = std::max<int64_t>(0, size + offset);
   offset = std::min(offset, size);
-  int64_t max =
-      request.max_bytes() > 0 ? request.max_bytes() : kDefaultReadBytes;
+  // Never more than the default: a reply must fit in one control frame.
+  int64_t max = request.max_bytes() > 0
+                    ? std::min<int64_t>(request.max_bytes(), kDefaultReadBytes)
+                    : kDefaultReadBytes;
   int64_t n = std::min(max, size - offset);
   std::string data(static_cast<size_t>(n), '\0');
   if (n > 0) {

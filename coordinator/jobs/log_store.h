@@ -22,9 +22,9 @@ class LogStore {
   // Appends a line to the merged log only (attempt boundaries).
   Status Note(const std::string& job_id, const std::string& line);
 
-  // Reads up to max_bytes (0: 1 MiB) from `offset` (< 0: the last -offset
-  // bytes) of rank `rank`'s log, or the merged log when rank < 0. A job
-  // without output yet reads as empty.
+  // Reads up to max_bytes (0 or more than 1 MiB: 1 MiB) from `offset` (< 0: the
+  // last -offset bytes) of rank `rank`'s log, or the merged log when rank < 0.
+  // A job without output yet reads as empty.
   StatusOr<control::LogsReply> Read(const control::LogsRequest& request) const;
 
  private:

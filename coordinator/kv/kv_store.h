@@ -4,7 +4,8 @@
 // they survive a coordinator SIGKILL, not a machine crash), so ranks that
 // rendezvoused before a coordinator restart still find their keys.
 // Blocking Get/Wait are done by the client polling Missing() (see
-// control/kv_client.h). Event-loop thread only.
+// control/kv_client.h). Every change is written before it is applied to
+// memory; a failed write changes nothing. Event-loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@ class KvStore {
   // Keys and values are limited so one client cannot exhaust memory.
   static constexpr size_t kMaxKeyBytes = 4096;
   static constexpr size_t kMaxValueBytes = 1 << 20;
+  // All keys and values together (ResourceExhausted beyond).
+  static constexpr size_t kMaxTotalBytes = size_t{256} << 20;
 
   explicit KvStore(StateStore* store);  // must outlive this
   Status Recover();
@@ -32,13 +35,17 @@ class KvStore {
   StatusOr<int64_t> Add(const std::string& key, int64_t delta);
   std::vector<std::string> Missing(const std::vector<std::string>& keys) const;
   Status Delete(const std::string& key);
-  // Drops every key starting with `prefix` (a finished job's namespace).
-  void DeletePrefix(const std::string& prefix);
+  // Drops every key starting with `prefix` (a finished job's namespace), in
+  // one atomic write; on error nothing is dropped.
+  Status DeletePrefix(const std::string& prefix);
   size_t size() const { return values_.size(); }
+  // Makes the stored keys equal to memory again (after a store reopen).
+  Status Resync();
 
  private:
   StateStore* store_;
   std::map<std::string, std::string> values_;
+  size_t total_bytes_ = 0;  // keys + values
 };
 
 }  // namespace strata::coordinator

@@ -1,5 +1,6 @@
 #include "coordinator/registry/worker_registry.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -7,7 +8,7 @@
 namespace strata::coordinator {
 
 WorkerRegistry::WorkerRegistry(const Clock* clock, RegistryOptions options)
-    : clock_(clock), options_(options) {}
+    : clock_(clock), options_(options), grace_from_ms_(clock->SteadyNowMs()) {}
 
 StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
     const control::RegisterWorkerRequest& request) {
@@ -24,6 +25,7 @@ StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
   SetHolds(id, request.ranks());
   info.set_alive(true);
   info.set_last_heartbeat_unix_ms(clock_->NowMs());
+  last_seen_ms_[id] = clock_->SteadyNowMs();
   control::RegisterWorkerReply reply;
   reply.set_worker_id(id);
   reply.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
@@ -40,20 +42,29 @@ control::HeartbeatReply WorkerRegistry::Heartbeat(
   }
   it->second.set_alive(true);
   it->second.set_last_heartbeat_unix_ms(clock_->NowMs());
+  last_seen_ms_[it->first] = clock_->SteadyNowMs();
   return reply;
 }
 
 std::vector<std::string> WorkerRegistry::CheckLiveness() {
   std::vector<std::string> lost;
-  int64_t now = clock_->NowMs();
+  const int64_t now = clock_->SteadyNowMs();
   for (auto& [id, info] : workers_) {
-    if (info.alive() &&
-        now - info.last_heartbeat_unix_ms() > options_.lost_after_ms) {
+    const int64_t since = std::max(last_seen_ms_[id], grace_from_ms_);
+    if (info.alive() && now - since > options_.lost_after_ms) {
       info.set_alive(false);
       lost.push_back(id);
     }
   }
   return lost;
+}
+
+void WorkerRegistry::GraceAfterPause() {
+  grace_from_ms_ = clock_->SteadyNowMs();
+}
+
+bool WorkerRegistry::Settling() const {
+  return clock_->SteadyNowMs() - grace_from_ms_ <= options_.lost_after_ms;
 }
 
 void WorkerRegistry::SetHolds(

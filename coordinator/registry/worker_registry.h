@@ -1,7 +1,11 @@
 // Tracks registered workers and their liveness (docs/architecture.md). A worker
 // that has not heartbeated for `lost_after_ms` is marked lost by
-// CheckLiveness(). Runs on the coordinator event loop thread only; not
-// thread-safe.
+// CheckLiveness(). Liveness runs on the Clock's steady reading, so a wall-
+// clock jump loses nobody. Silence is only the worker's fault while the
+// coordinator itself ran: after the registry's creation (a coordinator
+// restart) and after GraceAfterPause() (the event loop was stopped), every
+// worker gets a full `lost_after_ms` window to report before it can be lost.
+// Runs on the coordinator event loop thread only; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +38,18 @@ class WorkerRegistry {
   // restarted); a lost worker that heartbeats again is revived.
   control::HeartbeatReply Heartbeat(const control::HeartbeatRequest& request);
 
-  // Marks workers silent for longer than lost_after_ms as lost and returns
-  // the ids newly lost by this call.
+  // Marks workers silent for longer than lost_after_ms (counted from their
+  // last heartbeat or the last pause, whichever is later) as lost and
+  // returns the ids newly lost by this call.
   std::vector<std::string> CheckLiveness();
+
+  // The coordinator did not run for a while (SIGSTOP, swapped out, a stalled
+  // disk): heartbeats may be waiting unread. Starts every worker's liveness
+  // window afresh now.
+  void GraceAfterPause();
+  // True within lost_after_ms of the registry's creation or of the last
+  // GraceAfterPause(): workers may not have been able to report yet.
+  bool Settling() const;
 
   // Records which attempts ("<job>/<attempt>") the worker still holds.
   void SetHolds(
@@ -52,6 +65,8 @@ class WorkerRegistry {
   const Clock* clock_;
   RegistryOptions options_;
   std::map<std::string, control::WorkerInfo> workers_;  // by worker id
+  std::map<std::string, int64_t> last_seen_ms_;         // steady, by worker id
+  int64_t grace_from_ms_;  // steady: creation or the last pause
 };
 
 }  // namespace strata::coordinator

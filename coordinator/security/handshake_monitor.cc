@@ -3,7 +3,6 @@
 #include <zmq.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -33,7 +32,10 @@ std::string Describe(uint16_t event, uint32_t value) {
 
 HandshakeMonitor::HandshakeMonitor(zmq::context_t* context,
                                    zmq::socket_t* socket, Logger logger)
-    : context_(context), socket_(socket), logger_(std::move(logger)) {}
+    : context_(context),
+      socket_(socket),
+      logger_(std::move(logger)),
+      limiter_(logger_) {}
 
 HandshakeMonitor::~HandshakeMonitor() {
   if (started_) {
@@ -86,15 +88,12 @@ uint64_t HandshakeMonitor::Drain() {
     if ((id & kEvents) == 0) continue;
     ++count;
     ++failures_;
-    const std::string why = Describe(id, value);
-    uint64_t suppressed = 0;
-    if (limiter_.Allow(why, std::chrono::steady_clock::now(), &suppressed)) {
-      logger_->warn(
-          "rejected unauthenticated connection on {}: {} ({} handshake "
-          "failures so far; {} repeats suppressed)",
-          address.to_string(), why, failures_, suppressed);
-    }
+    limiter_.Warn(address.to_string(), Describe(id, value),
+                  "rejected unauthenticated connection on {}: {} ({} "
+                  "handshake failures so far)",
+                  address.to_string(), Describe(id, value), failures_);
   }
+  limiter_.Flush();
   return count;
 }
 

@@ -4,7 +4,8 @@
 // garbage on the port. libzmq reports them as socket monitor events
 // ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL / _NO_DETAIL; ZAP denials arrive as
 // _HANDSHAKE_FAILED_AUTH and are skipped here (ZapHandler counts them).
-// Logged at warn, once per (event, error) per minute.
+// Logged at warn through a LogLimiter (common/log_limiter.h) keyed by
+// (endpoint, reason).
 //
 // Runs on the server's event-loop thread: Drain() reads pending events
 // without blocking. Must be destroyed before the monitored socket.
@@ -14,9 +15,9 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "coordinator/security/log_limiter.h"
 
 namespace strata::coordinator {
 

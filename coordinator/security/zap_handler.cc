@@ -76,6 +76,7 @@ ZapHandler::ZapHandler(zmq::context_t* context,
                        const control::CurveServerConfig& config, Logger logger)
     : socket_(*context, zmq::socket_type::rep),
       logger_(std::move(logger)),
+      limiter_(logger_),
       authorized_path_(config.authorized_path),
       allowed_keys_(MakeAllowList(config.authorized)) {
   socket_.set(zmq::sockopt::linger, 0);
@@ -112,6 +113,7 @@ void ZapHandler::Loop() {
     try {
       zmq::poll(&item, 1, std::chrono::milliseconds(100));
       if ((item.revents & ZMQ_POLLIN) != 0) HandleOne();
+      limiter_.Flush();  // summaries of floods that stopped
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       if (e.num() != EINTR) logger_->error("ZAP handler: {}", e.what());
@@ -131,10 +133,17 @@ ZapDecision ZapHandler::Decide(const ZapRequest& request) {
   last_reload_ = now;
   auto keys = control::ReadAuthorizedKeys(authorized_path_);
   if (!keys.ok()) {
-    logger_->warn("ZAP: keeping the old allow-list, re-reading {} failed: {}",
-                  authorized_path_, std::string(keys.status().message()));
+    // E.g. the list became group/world-writable or foreign-owned: a key
+    // planted there must not get in. Logged when the reason changes.
+    std::string why(keys.status().message());
+    if (why != reload_error_) {
+      logger_->error("ZAP: keeping the last good allow-list; refusing {}: {}",
+                     authorized_path_, why);
+      reload_error_ = why;
+    }
     return d;
   }
+  reload_error_.clear();
   if (!keys->empty()) allowed_keys_ = MakeAllowList(*keys);
   return DecideZap(request, allowed_keys_);
 }
@@ -163,15 +172,11 @@ void ZapHandler::HandleOne() {
                    address);
   } else {
     ++denied_;
-    uint64_t suppressed = 0;
-    if (limiter_.Allow(d.status_text + "|" + address,
-                       std::chrono::steady_clock::now(), &suppressed)) {
-      logger_->warn(
-          "ZAP: denied connection from {}: {} ({} unauthenticated so far; "
-          "{} repeats suppressed)",
-          address.empty() ? "?" : address, d.status_text, denied_.load(),
-          suppressed);
-    }
+    limiter_.Warn(address.empty() ? "?" : address, d.status_text,
+                  "ZAP: denied connection from {}: {} ({} unauthenticated so "
+                  "far)",
+                  address.empty() ? "?" : address, d.status_text,
+                  denied_.load());
   }
   // RFC 27 "ZAP reply": version, request id, status code, status text,
   // user id, metadata. Sent even for unparsable requests so REP can go on.

@@ -4,10 +4,12 @@
 // (RFC 26) on sockets with ZMQ_ZAP_DOMAIN set; it answers 200 only for
 // mechanism CURVE, domain control::kZapDomain and a client public key in the
 // allow-list, and 400 with a reason for everything else. Each denial is
-// counted (denied()) and logged at warn, once per key and peer address per
-// minute (LogLimiter). An unknown key triggers a re-read of the allow-list
-// file/directory, at most once a second, so newly authorized clients get in
-// without a restart.
+// counted (denied()) and logged at warn, rate-limited per peer address and
+// reason (common/log_limiter.h). An unknown key triggers a re-read of the
+// allow-list file/directory, at most once a second, so newly authorized
+// clients get in without a restart. A re-read that fails the trust checks of
+// control/curve_keys.h (group/world-writable, foreign-owned) is refused and
+// logged at error; the last good list stays in force.
 //
 // One handler per zmq context (the inproc endpoint is per context): Start()
 // fails with AlreadyExists if another one is bound.
@@ -21,10 +23,10 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "control/curve_config.h"
-#include "coordinator/security/log_limiter.h"
 
 namespace strata::coordinator {
 
@@ -89,10 +91,11 @@ class ZapHandler {
 
   zmq::socket_t socket_;  // REP; used by the thread once started
   Logger logger_;
+  LogLimiter limiter_;
   std::string authorized_path_;
   AllowList allowed_keys_;  // the thread's once started
   std::chrono::steady_clock::time_point last_reload_{};
-  LogLimiter limiter_;  // the thread's
+  std::string reload_error_;  // why the last re-read was refused, if it was
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> denied_{0};
   std::atomic<uint64_t> allowed_{0};

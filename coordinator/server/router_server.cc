@@ -1,5 +1,7 @@
 #include "coordinator/server/router_server.h"
 
+#include <zmq.h>
+
 #include <cerrno>
 #include <chrono>
 #include <vector>
@@ -7,6 +9,16 @@
 #include "absl/strings/str_cat.h"
 
 namespace strata::coordinator {
+namespace {
+
+// The sender's IP, where libzmq knows it (TCP peers speaking ZMTP 2+;
+// not ipc:// peers, nor bytes taken for ZMTP 1.0 frames).
+std::string PeerOf(zmq::message_t& msg) {
+  const char* address = zmq_msg_gets(msg.handle(), "Peer-Address");
+  return address != nullptr ? address : "unknown peer";
+}
+
+}  // namespace
 
 RouterServer::RouterServer(zmq::context_t* context, Service* service,
                            Logger logger,
@@ -15,7 +27,8 @@ RouterServer::RouterServer(zmq::context_t* context, Service* service,
       curve_(std::move(curve)),
       socket_(*context, zmq::socket_type::router),
       service_(service),
-      logger_(std::move(logger)) {
+      logger_(std::move(logger)),
+      limiter_(logger_, {}, service->clock()) {
   // Peers sending larger frames are disconnected by libzmq before we read.
   socket_.set(zmq::sockopt::maxmsgsize,
               static_cast<int64_t>(control::kMaxFrameBytes));
@@ -71,10 +84,13 @@ void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
     PollOnce(tick_ms);
     const int64_t now = clock->SteadyNowMs();
     if (now - last_tick >= tick_ms) {
+      service_->NoteLoopGap(now - last_tick);
       service_->Tick();
+      limiter_.Flush();
       last_tick = now;
     }
   }
+  limiter_.FlushAll();
 }
 
 bool RouterServer::PollOnce(int timeout_ms) {
@@ -106,14 +122,17 @@ bool RouterServer::PollOnce(int timeout_ms) {
       }
     }
   } catch (const zmq::error_t& e) {
-    logger_->warn("recv failed: {}", e.what());
+    limiter_.Warn("?", "recv", "recv failed: {}", e.what());
     return false;
   }
   if (parts.empty()) return false;
+  const std::string peer = PeerOf(parts.back());
   if (parts.size() != 2) {
     ++rejects_.malformed;
-    logger_->warn("rejected message with {} frames (expected identity+1)",
-                  parts.size());
+    limiter_.Warn(peer, "malformed message",
+                  "rejected message from {} with {} frames (expected "
+                  "identity+1)",
+                  peer, parts.size());
     return true;
   }
   std::string_view frame(parts[1].data<char>(), parts[1].size());
@@ -121,19 +140,34 @@ bool RouterServer::PollOnce(int timeout_ms) {
   auto request = control::DecodeRequest(frame, &rejects_, &request_id);
   control::Reply reply;
   if (!request.ok()) {
-    logger_->warn("rejected request from peer ({} rejects so far): {}",
+    limiter_.Warn(peer, "bad request",
+                  "rejected request from {} ({} rejects so far): {}", peer,
                   rejects_.Total(), std::string(request.status().message()));
     reply = control::MakeReply(request_id, request.status());
   } else {
     reply = service_->Handle(*request);
     ++handled_;
   }
+  const uint64_t reply_id = reply.request_id();
   std::string out = control::EncodeReply(std::move(reply));
+  if (out.size() > control::kMaxFrameBytes) {
+    // The peer's ZMQ_MAXMSGSIZE would drop it and leave it waiting: say why.
+    logger_->warn(
+        "reply to request {} is {} bytes, over the {} byte frame "
+        "limit; answering ResourceExhausted",
+        reply_id, out.size(), control::kMaxFrameBytes);
+    out = control::EncodeReply(control::MakeReply(
+        reply_id,
+        absl::ResourceExhaustedError(absl::StrCat(
+            "the reply would be ", out.size(),
+            " bytes, more than one control frame (", control::kMaxFrameBytes,
+            " bytes); ask for less (one job, fewer events)"))));
+  }
   try {
     socket_.send(parts[0], zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(out), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
-    logger_->warn("send reply failed: {}", e.what());
+    limiter_.Warn(peer, "send", "send reply to {} failed: {}", peer, e.what());
   }
   return true;
 }

@@ -1,9 +1,12 @@
 // ZeroMQ transport for the coordinator: a ROUTER socket that decodes each
 // frame, passes valid requests to Service::Handle and sends the reply back to
 // the sending DEALER. Bad frames (oversized, truncated, malformed, wrong
-// protocol version, wrong frame count) are logged with the reason, counted in
-// rejects(), answered with an InvalidArgument reply when addressable, and
-// never crash the loop. Owns its socket; run on one thread.
+// protocol version, wrong frame count) are logged with the reason and the
+// peer's address, counted in rejects(), answered with an InvalidArgument
+// reply when addressable, and never crash the loop. Every such line is rate-
+// limited per peer and kind (common/log_limiter.h): a flood of garbage logs
+// a few lines and a "suppressed K similar messages" summary. Owns its
+// socket; run on one thread.
 //
 // With a control::CurveServerConfig the socket is a CURVE server (ZMTP CURVE,
 // RFC 26) and only allow-listed client keys get through the ZAP handler (RFC
@@ -18,6 +21,7 @@
 #include <zmq.hpp>
 
 #include "common/clock.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "control/codec.h"
@@ -43,7 +47,9 @@ class RouterServer {
   StatusOr<std::string> Bind(const std::string& endpoint);
 
   // Handles messages until `stop` is set; calls Service::Tick() every
-  // `tick_ms` on the service's clock (Service::clock()).
+  // `tick_ms` on the service's clock (Service::clock()), after telling the
+  // service how long the loop took since the last tick (NoteLoopGap). Logs
+  // every pending "suppressed" summary before returning.
   void Run(const std::atomic<bool>& stop, int tick_ms = 100);
 
   // Handles at most one pending message, waiting up to `timeout_ms`.
@@ -66,6 +72,7 @@ class RouterServer {
   std::unique_ptr<HandshakeMonitor> monitor_;  // destroyed before socket_
   Service* service_;
   Logger logger_;
+  LogLimiter limiter_;  // for every line a peer can cause
   control::RejectCounters rejects_;
   uint64_t handled_ = 0;
 };

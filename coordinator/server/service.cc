@@ -1,6 +1,7 @@
 #include "coordinator/server/service.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "control/codec.h"
 
 namespace strata::coordinator {
@@ -12,9 +13,46 @@ Status Missing(const char* what) {
 }  // namespace
 
 Service::Service(const Clock* clock, RegistryOptions options, Services services)
-    : clock_(clock), registry_(clock, options), s_(services) {}
+    : clock_(clock),
+      options_(options),
+      registry_(clock, options),
+      s_(services) {}
+
+void Service::NoteLoopGap(int64_t gap_ms) {
+  if (gap_ms <= options_.heartbeat_interval_ms) return;
+  registry_.GraceAfterPause();
+  const std::string what = absl::StrCat(
+      "the coordinator did not run for ", gap_ms, " ms (paused?); workers get ",
+      options_.lost_after_ms, " ms to report before any is declared lost");
+  GetLogger("CTRL")->warn("{}", what);
+  if (s_.events != nullptr)
+    s_.events->Record("", 0, "coordinator_paused", what);
+}
+
+control::CoordinatorHealth Service::Health() const {
+  control::CoordinatorHealth h;
+  if (s_.store == nullptr) return h;
+  const StoreHealth& sh = s_.store->health();
+  h.set_state_dir(s_.store->dir());
+  if (sh.writable) return h;
+  h.set_state_error(sh.error);
+  h.set_since_unix_ms(sh.since_unix_ms);
+  h.set_refused_changes(sh.failed_writes);
+  return h;
+}
 
 void Service::Tick() {
+  if (s_.store != nullptr) {
+    s_.store->MaybeResume();
+    // After a reopen the disk may hold writes that were reported failed:
+    // put memory (what was acknowledged) back before anything else.
+    if (s_.store->generation() != synced_generation_ &&
+        s_.store->health().writable) {
+      Status s = s_.jobs != nullptr ? s_.jobs->Resync() : absl::OkStatus();
+      if (s.ok() && s_.kv != nullptr) s = s_.kv->Resync();
+      if (s.ok()) synced_generation_ = s_.store->generation();
+    }
+  }
   for (const auto& id : registry_.CheckLiveness()) {
     if (s_.events != nullptr) {
       s_.events->Record("", 0, "worker_lost",
@@ -62,6 +100,7 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
     }
     case control::Request::kListWorkers:
       *reply.mutable_list_workers() = registry_.List();
+      *reply.mutable_list_workers()->mutable_health() = Health();
       return reply;
     case control::Request::kKvSet:
     case control::Request::kKvGet:
@@ -140,13 +179,14 @@ StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
   control::JobInfo info;
   switch (request.body_case()) {
     case control::Request::kSubmitJob: {
-      auto id = s_.jobs->Submit(request.submit_job().spec());
+      auto id = s_.jobs->Submit(request.submit_job().spec(), &registry_);
       if (!id.ok()) return id.status();
       reply.mutable_submit_job()->set_job_id(*id);
       return reply;
     }
     case control::Request::kListJobs:
       *reply.mutable_jobs() = s_.jobs->List();
+      *reply.mutable_jobs()->mutable_health() = Health();
       return reply;
     case control::Request::kJobStatus: {
       ASSIGN_OR_RETURN(info, s_.jobs->Get(request.job_status().job_id()));
@@ -158,6 +198,7 @@ StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
     }
   }
   *reply.mutable_jobs()->add_jobs() = std::move(info);
+  *reply.mutable_jobs()->mutable_health() = Health();
   return reply;
 }
 

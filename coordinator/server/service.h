@@ -22,6 +22,8 @@ struct Services {
   KvStore* kv = nullptr;
   EventLog* events = nullptr;
   LogStore* logs = nullptr;
+  // Resumed from Tick() when unwritable; its health is put in list replies.
+  StateStore* store = nullptr;
 };
 
 class Service {
@@ -31,8 +33,20 @@ class Service {
   // Never fails: errors are reported in reply.status.
   control::Reply Handle(const control::Request& request);
 
-  // Periodic work (liveness, placement, restarts); call from the event loop.
+  // Periodic work (store recovery, liveness, placement, restarts); call
+  // from the event loop.
   void Tick();
+
+  // The state store's health (writable when there is no store).
+  control::CoordinatorHealth Health() const;
+
+  // The event loop reports the time since its previous tick before each
+  // Tick(). A gap longer than the heartbeat interval means the coordinator
+  // itself did not run (SIGSTOP, swapped out, a stalled disk) and heartbeats
+  // may be waiting unread: every worker gets a fresh liveness window
+  // (WorkerRegistry::GraceAfterPause) instead of being declared lost, and
+  // the pause is logged and recorded as a "coordinator_paused" event.
+  void NoteLoopGap(int64_t gap_ms);
 
   WorkerRegistry& registry() { return registry_; }
   // The clock the handlers read (and the event loop paces Tick() with).
@@ -44,8 +58,10 @@ class Service {
   StatusOr<control::Reply> HandleJob(const control::Request& request);
 
   const Clock* clock_;
+  const RegistryOptions options_;
   WorkerRegistry registry_;
   Services s_;
+  int64_t synced_generation_ = 0;  // store generation memory was written to
 };
 
 }  // namespace strata::coordinator

@@ -1,26 +1,55 @@
 // Durable key/value state of the coordinator in RocksDB under --state-dir
 // (schema in docs/control-plane.md: "job/<id>" -> JobInfo, "meta/next_job_id").
 // Every Put is written with sync=true so a SIGKILL right after a reply loses
-// nothing acknowledged. RocksDB errors are converted here. Thread-compatible.
+// nothing acknowledged. RocksDB errors are converted here.
+//
+// Durability contract: a mutation is done only when its write returned OK;
+// callers apply it to memory after that, never before. When a write fails
+// (disk full, I/O error) the store turns unwritable: it logs one ERROR naming
+// the state dir and the errno, refuses further writes with the same error
+// (ResourceExhausted for ENOSPC, Unavailable for other I/O errors) and tries
+// rocksdb::DB::Resume() - or, when RocksDB refuses to resume (7.8 after a
+// failed WAL append), closing and reopening the database - plus a 256 KiB
+// probe write, with backoff (100 ms doubling to 2 s), from MaybeResume(), which
+// the event loop calls every tick and every write calls first. Once a probe
+// write succeeds it is writable again (logged), without a restart. A reopen
+// bumps generation(): a write whose fsync failed may still have reached the
+// disk, so owners of in-memory state then write it again (Service::Tick).
+// health() tells clients which state the store is in.
+// Thread-compatible (event-loop thread only).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace rocksdb {
 class DB;
-}
+struct Options;
+}  // namespace rocksdb
 
 namespace strata::coordinator {
 
+struct StoreHealth {
+  bool writable = true;
+  std::string error;          // why not, naming the state dir and errno
+  int64_t since_unix_ms = 0;  // when it became unwritable
+  int64_t failed_writes = 0;  // refused since then
+};
+
 class StateStore {
  public:
-  // Opens (creating if missing) the database in `dir`.
-  static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir);
+  // Opens (creating if missing) the database in `dir`. `clock` (default: the
+  // system clock) paces the resume backoff and must outlive the store.
+  static StatusOr<std::unique_ptr<StateStore>> Open(
+      const std::string& dir, const Clock* clock = nullptr);
   ~StateStore();
 
   // `sync` = false skips the fsync of the write-ahead log: the write survives
@@ -29,15 +58,42 @@ class StateStore {
   Status Put(const std::string& key, const std::string& value,
              bool sync = true);
   Status Delete(const std::string& key, bool sync = true);
+  // Several puts (value) and deletes (nullopt) applied atomically: all or
+  // none.
+  using Mutation = std::pair<std::string, std::optional<std::string>>;
+  Status Write(const std::vector<Mutation>& mutations, bool sync = true);
   // NotFound if absent.
   StatusOr<std::string> Get(const std::string& key);
   // All (key, value) pairs whose key starts with `prefix`, in key order.
   StatusOr<std::vector<std::pair<std::string, std::string>>> Scan(
       const std::string& prefix);
 
+  // When unwritable and the backoff allows: DB::Resume() and a probe write.
+  void MaybeResume();
+  const StoreHealth& health() const { return health_; }
+  // Incremented by every reopen.
+  int64_t generation() const { return generation_; }
+  const std::string& dir() const { return dir_; }
+
  private:
-  explicit StateStore(rocksdb::DB* db);
+  StateStore(rocksdb::DB* db, std::string dir, const Clock* clock);
+  static rocksdb::Options DbOptions();
+  Status Closed() const;  // reads while a reopen has not succeeded yet
+  // Runs `write` unless the store is unwritable (then returns its error);
+  // a failed write makes it unwritable.
+  template <typename WriteFn>
+  Status Mutate(const std::string& what, WriteFn write);
+  void MarkUnwritable(const Status& error);
+
   std::unique_ptr<rocksdb::DB> db_;
+  std::string dir_;
+  const Clock* clock_;
+  Logger logger_;
+  StoreHealth health_;
+  Status error_;  // the write error while unwritable
+  int64_t next_resume_ms_ = 0;
+  int64_t backoff_ms_ = 0;
+  int64_t generation_ = 0;
 };
 
 }  // namespace strata::coordinator

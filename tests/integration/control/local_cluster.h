@@ -24,7 +24,9 @@ class LocalCluster {
  public:
   // 500 ms heartbeats: a worker is lost after 1.5 s of silence, which a
   // loaded 2-core CI machine does not produce by accident.
-  LocalCluster(int workers, int heartbeat_ms = 500)
+  // `worker_args` are added to every strata-worker's command line.
+  LocalCluster(int workers, int heartbeat_ms = 500,
+               std::vector<std::string> worker_args = {})
       : bin_(std::getenv("STRATA_BINARY_DIR") ? std::getenv("STRATA_BINARY_DIR")
                                               : "."),
         heartbeat_ms_(heartbeat_ms) {
@@ -36,11 +38,17 @@ class LocalCluster {
     endpoint_ = "ipc://" + dir_ + "/coordinator.sock";
     StartCoordinator();
     for (int i = 0; i < workers; ++i) {
-      pid_t pid = Spawn(
-          {bin_ + "/worker/strata-worker", "--coordinator", endpoint_,
-           "--node-name", "node-" + std::to_string(i), "--address", "127.0.0.1",
-           "--work-dir", dir_ + "/node-" + std::to_string(i)},
-          dir_ + "/worker-" + std::to_string(i) + ".log");
+      std::vector<std::string> args = {bin_ + "/worker/strata-worker",
+                                       "--coordinator",
+                                       endpoint_,
+                                       "--node-name",
+                                       "node-" + std::to_string(i),
+                                       "--address",
+                                       "127.0.0.1",
+                                       "--work-dir",
+                                       dir_ + "/node-" + std::to_string(i)};
+      args.insert(args.end(), worker_args.begin(), worker_args.end());
+      pid_t pid = Spawn(args, dir_ + "/worker-" + std::to_string(i) + ".log");
       workers_.push_back(pid);
     }
     client_ = std::make_unique<control::DealerClient>(&ctx_, endpoint_);
@@ -153,6 +161,9 @@ class LocalCluster {
   const std::string& endpoint() const { return endpoint_; }
   const std::string& dir() const { return dir_; }
   const std::string& bin() const { return bin_; }
+  // -1 while it is not running.
+  pid_t coordinator_pid() const { return coordinator_; }
+  pid_t worker_pid(int i) const { return workers_[i]; }
 
  private:
   std::string bin_, dir_, endpoint_;

@@ -222,5 +222,34 @@ TEST_F(CurveKeysTest, ClientConfigFindsItsKeypair) {
   unsetenv(kCurveDirEnv);
 }
 
+TEST_F(CurveKeysTest, TrustFilesOthersCanWriteAreRefused) {
+  auto keys = GenerateCurveKeyPair();
+  ASSERT_TRUE(keys.ok());
+  ASSERT_TRUE(WriteKeyPair(dir_, "c", *keys).ok());
+  EXPECT_TRUE(ReadPublicKeyFile(dir_ + "/c.key").ok());
+  fs::permissions(dir_ + "/c.key", fs::perms::group_write,
+                  fs::perm_options::add);
+  EXPECT_NE(Msg(ReadPublicKeyFile(dir_ + "/c.key").status())
+                .find("writable by group or others (mode 0664)"),
+            std::string::npos);
+  fs::permissions(dir_ + "/c.key", fs::perms::group_write,
+                  fs::perm_options::remove);
+  // The directory holding a key counts too.
+  fs::permissions(dir_, fs::perms::others_write, fs::perm_options::add);
+  auto r = ReadKeyPair(dir_, "c");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(Msg(r.status()).find(dir_ + ": writable by group or others"),
+            std::string::npos)
+      << r.status();
+  fs::permissions(dir_, fs::perms::others_write, fs::perm_options::remove);
+  // An allow-list directory anyone can write into.
+  ASSERT_TRUE(AuthorizeClientKey(dir_, "c", keys->public_key).ok());
+  ASSERT_TRUE(ReadAuthorizedKeys(dir_ + "/authorized_keys").ok());
+  fs::permissions(dir_ + "/authorized_keys", fs::perms::all);
+  EXPECT_NE(Msg(ReadAuthorizedKeys(dir_ + "/authorized_keys").status())
+                .find("(mode 0777)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::control

@@ -15,8 +15,7 @@ namespace strata::coordinator {
 
 class ControlFixture {
  public:
-  explicit ControlFixture(JobOptions options = {.lost_after_ms = 3000,
-                                                .default_worker_wait_ms = 10000,
+  explicit ControlFixture(JobOptions options = {.default_worker_wait_ms = 10000,
                                                 .default_grace_ms = 100}) {
     static std::atomic<int> counter{0};
     dir_ = std::filesystem::temp_directory_path() /
@@ -60,8 +59,7 @@ class ControlFixture {
     if (recovered.ok()) recovered = jobs->Recover();
     service = std::make_unique<Service>(
         &clock,
-        RegistryOptions{.heartbeat_interval_ms = 1000,
-                        .lost_after_ms = options_.lost_after_ms},
+        RegistryOptions{.heartbeat_interval_ms = 1000, .lost_after_ms = 3000},
         Services{.jobs = jobs.get(),
                  .kv = kv.get(),
                  .events = events.get(),

@@ -135,6 +135,53 @@ TEST_F(JobsTest, RejectsBadSpecsAndUnknownJobs) {
   EXPECT_NE(Call(logs).status().code(), 0);
 }
 
+TEST_F(JobsTest, SizesOverTheLimitsAreRefusedNamingTheFlag) {
+  auto refused = [&](const JobSpec& spec, const std::string& flag) {
+    control::Request r;
+    *r.mutable_submit_job()->mutable_spec() = spec;
+    control::Reply reply = Call(r);
+    EXPECT_EQ(reply.status().code(),
+              static_cast<int>(absl::StatusCode::kInvalidArgument))
+        << flag;
+    EXPECT_NE(reply.status().message().find(flag), std::string::npos)
+        << reply.status().message();
+  };
+  refused(Spec("rpn", 1, 100000000), "--max-ranks-per-node");
+  refused(Spec("nodes", 5000, 1), "--max-nodes");
+  refused(Spec("world", 4096, 512), "--max-ranks");
+  JobSpec cmd = Spec("cmd");
+  cmd.mutable_launch()->add_command(std::string(70 << 10, 'x'));
+  refused(cmd, "--max-command-bytes");
+  JobSpec env = Spec("env");
+  (*env.mutable_launch()->mutable_env())["BIG"] = std::string(70 << 10, 'x');
+  refused(env, "--max-env-bytes");
+  // Registered workers have 8 cores: 4 x 8 = 32 ranks per node at most.
+  Register("n1");
+  refused(Spec("cores", 1, 33), "--max-ranks-per-core");
+  EXPECT_EQ(f_.jobs->List().jobs_size(), 0);
+  auto ok = f_.jobs->Submit(Spec("fits", 1, 32), &f_.service->registry());
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST_F(JobsTest, StoredJobOverTheLimitsIsFailedAtRecover) {
+  control::JobInfo job;
+  job.set_job_id("job-1");
+  *job.mutable_spec() = Spec("huge", 1, 100000000);
+  job.set_state(control::PENDING);
+  ASSERT_TRUE(f_.store->Put("job/job-1", job.SerializeAsString()).ok());
+  f_.Restart();
+  ASSERT_TRUE(f_.recovered.ok()) << f_.recovered;
+  auto got = f_.jobs->Get("job-1");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state(), control::FAILED);
+  EXPECT_NE(got->message().find("refused at coordinator start"),
+            std::string::npos)
+      << got->message();
+  Register("n1");
+  f_.service->Tick();  // nothing to place, nothing allocated
+  EXPECT_EQ(f_.jobs->Get("job-1")->state(), control::FAILED);
+}
+
 TEST_F(JobsTest, CorruptRecordIsDataLoss) {
   ASSERT_TRUE(f_.store->Put("job/job-1", "\xff\xff\xff").ok());
   f_.Restart();
@@ -321,6 +368,58 @@ TEST_F(JobsTest, RunningJobIsReadoptedAfterCoordinatorRestart) {
   for (auto& r : held) r = Exited(r, 0);
   Beat(w, held);
   EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
+}
+
+// The coordinator itself was stopped for 30 s (SIGSTOP): on resume the event
+// loop reports the gap, and workers get a fresh window to report before any
+// is declared lost; the running attempt stays.
+TEST_F(JobsTest, PausedCoordinatorKeepsTheRunningAttempt) {
+  const std::string id = Submit(Spec("pause", 2, 1));
+  std::string w1 = Register("n1"), w2 = Register("n2");
+  f_.service->Tick();
+  std::vector<control::RankReport> held1, held2;
+  for (const auto& l : Launches(w1)) held1.push_back(Running(l));
+  for (const auto& l : Launches(w2)) held2.push_back(Running(l));
+  Beat(w1, held1);
+  Beat(w2, held2);
+  f_.clock.Advance(30000);  // paused: nothing ran
+  Beat(w1, held1);          // the first queued request is handled first
+  f_.service->NoteLoopGap(30000);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::RUNNING);
+  f_.clock.Advance(2500);  // w2's next report comes within the window
+  Beat(w1, held1);
+  Beat(w2, held2);
+  f_.service->Tick();
+  control::JobInfo job = Job(id);
+  EXPECT_EQ(job.state(), control::RUNNING) << job.message();
+  EXPECT_EQ(job.restart_count(), 0);
+  EXPECT_EQ(f_.service->registry().AliveCount(), 2);
+  // A worker that stays silent after the window is lost as usual.
+  f_.clock.Advance(1000);
+  Beat(w1, held1);
+  f_.clock.Advance(2600);
+  Beat(w1, held1);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).restart_count(), 1);
+  EXPECT_NE(Job(id).message().find("w-n2 lost"), std::string::npos);
+}
+
+// A short gap (the loop was merely busy) changes nothing; a wall-clock jump
+// (the date was set an hour ahead) loses nobody: liveness is steady time.
+TEST_F(JobsTest, WallClockJumpLosesNoWorker) {
+  const std::string id = Submit(Spec("jump", 1, 1));
+  std::string w = Register("n1");
+  f_.service->Tick();
+  std::vector<control::RankReport> held;
+  for (const auto& l : Launches(w)) held.push_back(Running(l));
+  Beat(w, held);
+  f_.clock.AdvanceWall(3600 * 1000);
+  f_.clock.Advance(500);
+  f_.service->NoteLoopGap(500);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::RUNNING);
+  EXPECT_EQ(f_.service->registry().AliveCount(), 1);
 }
 
 TEST_F(JobsTest, LogsAreStoredMergedAndPerRank) {

@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "coordinator/security/log_limiter.h"
-
 namespace strata::coordinator {
 namespace {
 
@@ -123,21 +121,6 @@ TEST(ZapHandlerTest, AnswersRequestsOverInproc) {
   ZapHandler second(&ctx, config, GetLogger("CTRL"));
   EXPECT_EQ(second.Start().code(), absl::StatusCode::kAlreadyExists);
   handler.Stop();
-}
-
-TEST(LogLimiterTest, OncePerKeyPerPeriod) {
-  LogLimiter limiter(std::chrono::seconds(60), 2);
-  auto t0 = LogLimiter::SteadyClock::time_point{} + std::chrono::hours(1);
-  uint64_t suppressed = 99;
-  EXPECT_TRUE(limiter.Allow("a", t0, &suppressed));
-  EXPECT_EQ(suppressed, 0u);
-  EXPECT_FALSE(limiter.Allow("a", t0 + std::chrono::seconds(1), &suppressed));
-  EXPECT_FALSE(limiter.Allow("a", t0 + std::chrono::seconds(2), &suppressed));
-  EXPECT_TRUE(limiter.Allow("b", t0, &suppressed));
-  EXPECT_TRUE(limiter.Allow("a", t0 + std::chrono::seconds(61), &suppressed));
-  EXPECT_EQ(suppressed, 2u);
-  EXPECT_TRUE(limiter.Allow("c", t0, &suppressed));  // table full: cleared
-  EXPECT_TRUE(limiter.Allow("a", t0 + std::chrono::seconds(62), &suppressed));
 }
 
 }  // namespace

@@ -101,6 +101,28 @@ TEST(OpsTest, GeluBackward) {
   CheckGradient(x, dx, loss, "dx");
 }
 
+TEST(OpsTest, GeluIsTheTanhFormulaToFloatPrecision) {
+  // The trainer computes GeLU through its own exp (no libm call); it must
+  // equal 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))) everywhere,
+  // including far out where e^{-2z} over- or underflows.
+  std::vector<float> x;
+  for (float u = -40.0f; u <= 40.0f; u += 0.0013f) x.push_back(u);
+  std::vector<float> y(x.size());
+  Gelu(x.data(), static_cast<int>(x.size()), y.data());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = x[i];
+    // 0.5 u (1 + tanh z) written as u sigmoid(2z), in double (in the tanh
+    // form 1 + tanh z cancels to 0 long before the value is 0).
+    const double z = 0.7978845608028654 * (u + 0.044715 * u * u * u);
+    const double want = u / (1 + std::exp(-2 * z));
+    const double err = std::fabs(y[i] - want);
+    if (err > 1e-30) worst = std::max(worst, err / std::fabs(want));
+    ASSERT_TRUE(std::isfinite(y[i])) << "u=" << u;
+  }
+  EXPECT_LT(worst, 1e-5) << "worst relative error";
+}
+
 TEST(OpsTest, CausalAttentionBackward) {
   const int seqs = 2, s = 5, heads = 2, d = 3, n = seqs * s * heads * d;
   auto q = Random(n, 11), k = Random(n, 12), v = Random(n, 13),

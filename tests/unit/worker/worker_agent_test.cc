@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -160,7 +161,9 @@ class WorkerAgentTest : public ::testing::Test {
     o.address = "10.0.0.5";
     o.probe.set_hostname("host-a");
     o.probe.set_cpu_cores(8);
-    o.coordinator_timeout_ms = 10000;
+    o.coordinator_grace_ms = 600000;  // the default: 10 minutes
+    o.retry_jitter = 0;  // exact call times; JitterSpreadsRetries checks it
+    options_ = o;
     agent_ = std::make_unique<WorkerAgent>(&clock_, &coordinator_, &ranks_,
                                            &steps_, o, GetLogger("WORKER"));
   }
@@ -189,10 +192,28 @@ class WorkerAgentTest : public ::testing::Test {
     return coordinator_.calls.back().request;
   }
 
+  // Rebuilds the agent with changed options.
+  void Reset(const std::function<void(WorkerAgentOptions&)>& change) {
+    change(options_);
+    agent_ =
+        std::make_unique<WorkerAgent>(&clock_, &coordinator_, &ranks_, &steps_,
+                                      options_, GetLogger("WORKER"));
+  }
+  // Steps at each due report until `ms` have passed; all steps succeed.
+  void RunFor(int64_t ms) {
+    const int64_t end = clock_.SteadyNowMs() + ms;
+    while (clock_.SteadyNowMs() < end) {
+      clock_.Advance(
+          std::min(agent_->MsUntilNextReport(), end - clock_.SteadyNowMs()));
+      StepOk();
+    }
+  }
+
   FakeClock clock_;
   FakeCoordinator coordinator_;
   FakeRanks ranks_;
   FakeSteps steps_;
+  WorkerAgentOptions options_;
   std::unique_ptr<WorkerAgent> agent_;
 };
 
@@ -329,26 +350,141 @@ TEST_F(WorkerAgentTest, ReRegistersAfterTheCoordinatorRestarts) {
   EXPECT_EQ(CallTimes(), (std::vector<int64_t>{0, 0, 0, 200, 2300, 2300}));
 }
 
-TEST_F(WorkerAgentTest,
-       BacksOffWhileUnreachableThenGivesUpNamingTheCoordinator) {
+TEST_F(WorkerAgentTest, BacksOffUpToTheIntervalWhileUnreachable) {
   Start();
   coordinator_.down = true;
   coordinator_.fail_fast = true;
-  Status s;
-  while (s.ok()) {
-    clock_.Advance(agent_->MsUntilNextReport());
-    s = agent_->Step();
-  }
-  // Retries 100, 200, 400, 800 ms apart, then at the heartbeat interval,
-  // until 10 s have passed without an answer.
+  RunFor(10000);
+  // Retries 100, 200, 400, 800 ms apart, then at the heartbeat interval;
+  // no giving up.
   EXPECT_EQ(CallTimes(),
             (std::vector<int64_t>{0, 0, 1000, 1100, 1300, 1700, 2500, 3500,
-                                  4500, 5500, 6500, 7500, 8500, 9500, 10500}));
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(s.message(),
-            "lost the coordinator at tcp://coord:7077: no answer for 10500 ms "
-            "(limit 10000 ms, 13 failed call(s)); last error: send queue is "
-            "full");
+                                  4500, 5500, 6500, 7500, 8500, 9500}));
+}
+
+TEST_F(WorkerAgentTest, RanksOutliveA30sOutageAndAreReportedAsTheyRan) {
+  coordinator_.launch = {Order("job-1", 0, 0), Order("job-1", 0, 1)};
+  Start();
+  StepOk();
+  control::StepReport step;
+  step.set_job_id("job-1");
+  step.set_rank(1);
+  step.set_step(41);
+  steps_.pending = {step};
+  StepWhenDue();             // accepted
+  coordinator_.down = true;  // SIGSTOP: every call times out
+  RunFor(30000);
+  EXPECT_TRUE(ranks_.stopped.empty());
+  EXPECT_EQ(ranks_.running(), 2);
+  ranks_.Exit("job-1", 0, 0, 0);  // finished during the outage
+  RunFor(1000);
+  coordinator_.down = false;  // SIGCONT: the same coordinator
+  RunFor(1000);
+  const auto& hb = LastRequest().heartbeat();
+  EXPECT_EQ(hb.worker_id(), "worker-1");  // still known: no re-registration
+  ASSERT_EQ(hb.ranks_size(), 2);
+  EXPECT_EQ(hb.ranks(0).state(), control::RANK_EXITED);
+  EXPECT_EQ(hb.ranks(1).state(), control::RANK_RUNNING);
+  EXPECT_EQ(hb.ranks(1).pid(), 4001);
+  EXPECT_EQ(ranks_.launched.size(), 2u);
+  EXPECT_TRUE(ranks_.stopped.empty());
+}
+
+TEST_F(WorkerAgentTest, RestartedCoordinatorLearnsTheRanksAndTheirSteps) {
+  coordinator_.launch = {Order("job-1", 0, 0)};
+  Start();
+  StepOk();
+  control::StepReport step;
+  step.set_job_id("job-1");
+  step.set_rank(0);
+  step.set_step(1234);
+  steps_.pending = {step};
+  StepWhenDue();
+  EXPECT_EQ(LastRequest().heartbeat().steps_size(), 1);
+  StepWhenDue();
+  EXPECT_EQ(LastRequest().heartbeat().steps_size(), 0);  // accepted
+  coordinator_.down = true;
+  RunFor(120000);  // two minutes without a coordinator
+  coordinator_.down = false;
+  coordinator_.Restart();  // a new process that loaded its state
+  StepWhenDue();           // reregister
+  StepOk();                // registration with the ranks held
+  ASSERT_TRUE(LastRequest().has_register_worker());
+  ASSERT_EQ(LastRequest().register_worker().ranks_size(), 1);
+  EXPECT_EQ(LastRequest().register_worker().ranks(0).pid(), 4000);
+  StepOk();  // first heartbeat: the step the rank had reached
+  const auto& hb = LastRequest().heartbeat();
+  ASSERT_EQ(hb.steps_size(), 1);
+  EXPECT_EQ(hb.steps(0).step(), 1234);
+  EXPECT_EQ(ranks_.launched.size(), 1u);
+  EXPECT_TRUE(ranks_.stopped.empty());
+}
+
+TEST_F(WorkerAgentTest, GraceExpiryStopsTheRanksOnceAndKeepsRetrying) {
+  Reset([](WorkerAgentOptions& o) { o.coordinator_grace_ms = 5000; });
+  coordinator_.launch = {Order("job-1", 0, 0), Order("job-2", 3, 0)};
+  Start();
+  StepOk();
+  coordinator_.down = coordinator_.fail_fast = true;
+  RunFor(4900);
+  EXPECT_TRUE(ranks_.stopped.empty());
+  RunFor(1000);
+  // Both attempts, with the grace the coordinator last sent.
+  EXPECT_EQ(ranks_.stopped, (std::vector<std::pair<std::string, int64_t>>{
+                                {"job-1/0", 5000}, {"job-2/3", 5000}}));
+  const size_t calls = coordinator_.calls.size();
+  RunFor(60000);  // still retrying, once per interval
+  EXPECT_EQ(coordinator_.calls.size(), calls + 60);
+  EXPECT_EQ(ranks_.stopped.size(), 2u);  // stopped once
+  coordinator_.down = false;
+  RunFor(1000);
+  EXPECT_EQ(LastRequest().heartbeat().ranks_size(), 0);  // reports none
+}
+
+TEST_F(WorkerAgentTest, JitterSpreadsRetriesWithinTheBackoff) {
+  Reset([](WorkerAgentOptions& o) {
+    o.retry_jitter = 0.5;
+    o.jitter_seed = 7;
+  });
+  Start();
+  coordinator_.down = coordinator_.fail_fast = true;
+  RunFor(20000);
+  const auto t = CallTimes();
+  std::set<int64_t> gaps;
+  for (size_t i = 3; i < t.size(); ++i) {
+    const int64_t gap = t[i] - t[i - 1];
+    // Backoff 100 .. 1000 ms, cut by up to half.
+    EXPECT_GE(gap, 50) << i;
+    EXPECT_LE(gap, 1000) << i;
+    if (i > 8) {
+      EXPECT_GT(gap, 500) << i;  // at the cap: 500 .. 1000 ms
+      gaps.insert(gap);
+    }
+  }
+  EXPECT_GT(gaps.size(), 5u) << "retries are not spread";
+}
+
+TEST_F(WorkerAgentTest, RetriesCarryNoOutputAndCommitOnlyWhatWasSent) {
+  coordinator_.launch = {Order("job-1", 0, 0)};
+  Start();
+  StepOk();
+  control::LogChunk chunk;
+  chunk.set_job_id("job-1");
+  chunk.set_data("line\n");
+  ranks_.output = {chunk};
+  coordinator_.down = coordinator_.fail_fast = true;
+  StepWhenDue();  // the first failed call did carry it
+  EXPECT_EQ(LastRequest().heartbeat().logs_size(), 1);
+  StepWhenDue();
+  StepWhenDue();
+  EXPECT_EQ(LastRequest().heartbeat().logs_size(), 0);  // retries do not
+  coordinator_.down = false;
+  StepWhenDue();  // answered: a report without output commits nothing
+  EXPECT_EQ(LastRequest().heartbeat().logs_size(), 0);
+  EXPECT_TRUE(ranks_.committed.empty());
+  StepWhenDue();  // the output goes with the next one
+  ASSERT_EQ(LastRequest().heartbeat().logs_size(), 1);
+  EXPECT_EQ(ranks_.committed.size(), 1u);
 }
 
 TEST_F(WorkerAgentTest, BackoffResetsOnceTheCoordinatorAnswers) {
@@ -395,12 +531,15 @@ TEST_F(WorkerAgentTest, OutputAndTelemetryAreDroppedOnlyOnceAccepted) {
   EXPECT_EQ(LastRequest().heartbeat().logs_size(), 1);
   EXPECT_TRUE(ranks_.committed.empty());
   coordinator_.down = false;
-  StepWhenDue();  // sent again, accepted
+  StepWhenDue();  // telemetry sent again, accepted; output not in a retry
   const auto& hb = LastRequest().heartbeat();
-  ASSERT_EQ(hb.logs_size(), 1);
-  EXPECT_EQ(hb.logs(0).data(), "step 7\n");
   ASSERT_EQ(hb.steps_size(), 1);
   EXPECT_EQ(hb.steps(0).step(), 8);
+  EXPECT_EQ(hb.logs_size(), 0);
+  StepWhenDue();  // output sent again, accepted
+  ASSERT_EQ(LastRequest().heartbeat().logs_size(), 1);
+  EXPECT_EQ(LastRequest().heartbeat().logs(0).data(), "step 7\n");
+  EXPECT_EQ(LastRequest().heartbeat().steps_size(), 0);
   ASSERT_EQ(ranks_.committed.size(), 1u);
   StepWhenDue();
   EXPECT_EQ(LastRequest().heartbeat().logs_size(), 0);
