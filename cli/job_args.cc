@@ -6,33 +6,42 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/config.h"
+#include "common/field_range.h"
 #include "control/codec.h"
+#include "planner/job.h"
 
 namespace strata::cli {
 namespace {
+
 constexpr uintmax_t kMaxJobFileBytes = 4 * control::kMaxFrameBytes;
+
+// CLI11's check for a flag that sets the JobSpec field `path`.
+CLI::Range RangeOf(const char* path) {
+  const FieldRange* r = FindRange(planner::JobRanges(), path);
+  return CLI::Range(static_cast<int>(r->min), static_cast<int>(r->max));
+}
+
 }  // namespace
 
 void AddJobOptions(CLI::App* cmd, JobArgs* a) {
   cmd->add_option("job", a->file, "JobSpec YAML/JSON file (optional with --)");
   cmd->add_option("--name", a->name, "job name");
   cmd->add_option("--nodes", a->nodes, "workers to use")
-      ->check(CLI::Range(1, 100000));
+      ->check(RangeOf("launch.nodes"));
   cmd->add_option("--ranks-per-node", a->ranks_per_node,
                   "ranks per node (default: one per GPU, else 1)")
-      ->check(CLI::Range(1, 4096));
+      ->check(RangeOf("launch.ranks_per_node"));
   cmd->add_option("--min-nodes", a->min_nodes,
                   "restarts may continue on this few nodes (re-planned)")
-      ->check(CLI::Range(1, 100000));
+      ->check(RangeOf("launch.min_nodes"));
   cmd->add_option("--max-restarts", a->max_restarts, "restarts after failures")
-      ->check(CLI::Range(0, 1000));
+      ->check(RangeOf("launch.max_restarts"));
   cmd->add_option("--tp", a->tp, "fixed tensor-parallel size")
-      ->check(CLI::Range(1, 4096));
+      ->check(RangeOf("constraints.tp"));
   cmd->add_option("--pp", a->pp, "fixed pipeline-parallel size")
-      ->check(CLI::Range(1, 4096));
+      ->check(RangeOf("constraints.pp"));
   cmd->add_option("--cp", a->cp, "fixed context-parallel size")
-      ->check(CLI::Range(1, 4096));
+      ->check(RangeOf("constraints.cp"));
   cmd->add_option("--model", a->model,
                   "model preset/file: let the planner pick the parallelism");
   cmd->add_option("--ckpt", a->ckpt, "checkpoint URI (STRATA_CKPT_URI)");
@@ -55,8 +64,10 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
                         control::kMaxFrameBytes,
                         " bytes (one control request)"));
     }
-    Status s = LoadConfigFile(a.file, &spec);
-    if (!s.ok()) Fail(what, kExitBadInput, std::string(s.message()));
+    auto job = planner::LoadJob(a.file, kMaxJobFileBytes);
+    if (!job.ok())
+      Fail(what, kExitBadInput, std::string(job.status().message()));
+    spec = *std::move(job);
   }
   JobLaunch* l = spec.mutable_launch();
   if (!CommandAfterDashDash().empty()) {
@@ -87,6 +98,8 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
     }
     (*l->mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  Status st = planner::ValidateJob(spec, "job");
+  if (!st.ok()) Fail(what, kExitBadInput, std::string(st.message()));
   // The submit request must fit in one control frame, or the coordinator
   // drops it unanswered.
   control::Request request;

@@ -13,7 +13,9 @@
 #include "cli/commands.h"
 #include "cli/plan_format.h"
 #include "common/config.h"
+#include "common/field_range.h"
 #include "planner/emit.h"
+#include "planner/job.h"
 #include "planner/model.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
@@ -27,6 +29,7 @@ struct PlanArgs {
   int seq = 0, top = 5;
   double time_budget_s = planner::kDefaultTimeBudgetS;
   bool explain = false;
+  CLI::Option* seq_option = nullptr;  // seq applies only when given
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -34,7 +37,14 @@ struct PlanArgs {
   throw CLI::RuntimeError(code);
 }
 
-// Parses "tp=8,pp=16,recompute=full" into constraints.
+// Checks a flag's value against the range table entry `path`.
+Status CheckFlag(double value, absl::Span<const FieldRange> table,
+                 absl::string_view path, absl::string_view flag) {
+  return CheckValue(value, *FindRange(table, path), flag);
+}
+
+// Parses "tp=8,pp=16,recompute=full" into constraints; values must lie in
+// JobRanges' constraints.* ranges.
 Status ParseFix(const std::string& text, PlanConstraints* fix) {
   if (text.empty()) return absl::OkStatus();
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -60,6 +70,19 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
     if (!absl::SimpleAtoi(value, &v)) {
       return absl::InvalidArgumentError(
           "--fix " + key + " expects an integer, got '" + value + "'");
+    }
+    static const std::map<std::string, std::string> kField = {
+        {"tp", "tp"},          {"pp", "pp"},   {"dp", "dp"},
+        {"cp", "cp"},          {"vpp", "vpp"}, {"mbs", "micro_batch"},
+        {"zero", "zero_stage"}};
+    if (auto it = kField.find(key); it != kField.end()) {
+      RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
+                                "constraints." + it->second, "--fix " + key));
+    } else if (key == "distopt" || key == "sp") {
+      if (v != 0 && v != 1) {
+        return absl::InvalidArgumentError("--fix " + key +
+                                          " must be 0 or 1, got " + value);
+      }
     }
     if (key == "tp")
       fix->set_tp(v);
@@ -88,7 +111,26 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
   return absl::OkStatus();
 }
 
+// The numeric flags, checked before any file is read.
+Status CheckFlags(const PlanArgs& args) {
+  RETURN_IF_ERROR(CheckFlag(static_cast<double>(args.gpus),
+                            planner::PlanRanges(), "--gpus", "--gpus"));
+  RETURN_IF_ERROR(CheckFlag(static_cast<double>(args.global_batch),
+                            planner::JobRanges(), "global_batch",
+                            "--global-batch"));
+  if (args.seq_option->count() > 0) {
+    RETURN_IF_ERROR(
+        CheckFlag(args.seq, planner::JobRanges(), "seq_length", "--seq"));
+  }
+  RETURN_IF_ERROR(CheckFlag(args.top, planner::PlanRanges(), "--top", "--top"));
+  return CheckFlag(args.time_budget_s, planner::PlanRanges(), "--time-budget",
+                   "--time-budget");
+}
+
 void RunPlan(const PlanArgs& args) {
+  if (Status st = CheckFlags(args); !st.ok()) {
+    Fail(kExitBadInput, std::string(st.message()));
+  }
   auto model = planner::LoadModel(args.model);
   if (!model.ok()) Fail(kExitBadInput, std::string(model.status().message()));
   auto cluster = topology::LoadCluster(args.cluster);
@@ -106,7 +148,7 @@ void RunPlan(const PlanArgs& args) {
   req.top_k = args.top;
   req.time_budget_s = args.time_budget_s;
   req.job.set_global_batch(args.global_batch);
-  req.job.set_seq_length(args.seq);
+  if (args.seq_option->count() > 0) req.job.set_seq_length(args.seq);
   req.megatron_compatible = args.emit == "megatron";
   Status st = ParseFix(args.fix, req.job.mutable_constraints());
   if (!st.ok()) Fail(kExitBadInput, std::string(st.message()));
@@ -150,7 +192,8 @@ void AddPlanCommand(CLI::App* app) {
   cmd->add_option("--global-batch", args->global_batch,
                   "sequences per optimizer step")
       ->required();
-  cmd->add_option("--seq", args->seq, "sequence length (default: the model's)");
+  args->seq_option = cmd->add_option("--seq", args->seq,
+                                     "sequence length (default: the model's)");
   cmd->add_option("--top", args->top, "plans to show")->capture_default_str();
   cmd->add_option("--fix", args->fix,
                   "pin dimensions: tp=8,pp=16,dp=..,cp=..,vpp=..,mbs=..,"

@@ -1,11 +1,13 @@
-# Fuzzing of the control envelope decoder (tests/fuzz/):
-#  - envelope_corpus_test: replays tests/fuzz/corpus through the fuzz
-#    target's checks with the main compiler (always, GCC included);
-#  - envelope_fuzz: ctest test running tests/fuzz/run_fuzz.sh, a clang +
-#    libFuzzer sub-build fuzzing for STRATA_FUZZ_SECONDS. STRATA_FUZZ=AUTO
-#    skips it with a message when clang/libFuzzer are missing, ON fails
-#    then, OFF does not register it.
-set(STRATA_FUZZ AUTO CACHE STRING "Fuzz the envelope decoder in ctest: AUTO, ON or OFF")
+# Fuzzing (tests/fuzz/) of the control envelope decoder and of config-file
+# parsing (model, cluster, job files, and planning what they accept):
+#  - envelope_corpus_test, config_corpus_test: replay tests/fuzz/corpus and
+#    tests/fuzz/config_corpus through the fuzz targets' checks with the main
+#    compiler (always, GCC included);
+#  - envelope_fuzz, config_fuzz: ctest tests running tests/fuzz/run_fuzz.sh,
+#    a clang + libFuzzer sub-build fuzzing for STRATA_FUZZ_SECONDS.
+#    STRATA_FUZZ=AUTO skips them with a message when clang/libFuzzer are
+#    missing, ON fails then, OFF does not register them.
+set(STRATA_FUZZ AUTO CACHE STRING "Fuzz the envelope decoder and config parsing in ctest: AUTO, ON or OFF")
 set_property(CACHE STRATA_FUZZ PROPERTY STRINGS AUTO ON OFF)
 set(STRATA_FUZZ_SECONDS 20 CACHE STRING "Seconds envelope_fuzz runs in ctest")
 
@@ -19,12 +21,29 @@ if(STRATA_BUILD_TESTS)
     GTest::gtest GTest::gtest_main)
   add_test(NAME envelope_corpus_test COMMAND envelope_corpus_test)
 
+  add_executable(config_corpus_test
+    ${PROJECT_SOURCE_DIR}/tests/fuzz/config_corpus_test.cc
+    ${PROJECT_SOURCE_DIR}/tests/fuzz/config_fuzz.cc)
+  target_compile_definitions(config_corpus_test PRIVATE
+    STRATA_CONFIG_CORPUS_DIR="${PROJECT_SOURCE_DIR}/tests/fuzz/config_corpus")
+  target_link_libraries(config_corpus_test PRIVATE strata_planner
+    GTest::gtest GTest::gtest_main)
+  add_test(NAME config_corpus_test COMMAND config_corpus_test)
+
   if(NOT STRATA_FUZZ STREQUAL "OFF")
     add_test(NAME envelope_fuzz
       COMMAND bash ${PROJECT_SOURCE_DIR}/tests/fuzz/run_fuzz.sh
         ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/fuzz
         ${STRATA_FUZZ_SECONDS} ${STRATA_FUZZ})
     set_tests_properties(envelope_fuzz PROPERTIES
-      SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS fuzz)
+      SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS fuzz
+      RESOURCE_LOCK strata_fuzz_build)
+    add_test(NAME config_fuzz
+      COMMAND bash ${PROJECT_SOURCE_DIR}/tests/fuzz/run_fuzz.sh
+        ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/fuzz
+        ${STRATA_FUZZ_SECONDS} ${STRATA_FUZZ} config_fuzz)
+    set_tests_properties(config_fuzz PROPERTIES
+      SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS fuzz
+      RESOURCE_LOCK strata_fuzz_build)
   endif()
 endif()

@@ -461,9 +461,10 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     int64_t sum = 0;
     for (int k = 0; k < classes->size; ++k) {
       StageClass& cl = classes->at[k];
-      cl.layers = std::max(
-          1,
-          static_cast<int>(std::floor((target - cl.beta) / cl.alpha + 1e-9)));
+      // At least one layer and at most all of them (also keeps a huge
+      // or NaN quotient of a near-zero alpha out of the int conversion).
+      const double fit = std::floor((target - cl.beta) / cl.alpha + 1e-9);
+      cl.layers = !(fit >= 1) ? 1 : fit >= l ? l : static_cast<int>(fit);
       sum += static_cast<int64_t>(cl.layers) * cl.count;
     }
     return sum;

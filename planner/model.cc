@@ -23,31 +23,30 @@ std::vector<std::string> ModelPresetNames() {
   return PresetNames(kModelPresets, kModelPresets_count);
 }
 
+absl::Span<const FieldRange> ModelRanges() {
+  static constexpr FieldRange kRanges[] = {
+      {"num_layers", 1, kMaxLayers, false, "transformer layers"},
+      {"hidden_size", 1, 262144, false, "model width h"},
+      {"num_attention_heads", 1, 65536, false, "must divide hidden_size"},
+      {"num_query_groups", 1, 65536, false,
+       "must divide the heads; absent: the heads (multi-head attention)"},
+      {"ffn_hidden_size", 1, 1048576, false, "MLP width; absent: 4 h"},
+      {"vocab_size", 1, 16777216, false, "tokens"},
+      {"seq_length", 1, kMaxSeqLength, false,
+       "default training sequence, tokens; absent: give --seq"},
+  };
+  return kRanges;
+}
+
 Status NormalizeModel(ModelSpec* m) {
-  RETURN_IF_ERROR(Require(
-      m->num_layers() > 0, *m,
-      absl::StrCat("field 'num_layers' must be > 0, got ", m->num_layers())));
-  RETURN_IF_ERROR(Require(
-      m->hidden_size() > 0, *m,
-      absl::StrCat("field 'hidden_size' must be > 0, got ", m->hidden_size())));
-  RETURN_IF_ERROR(
-      Require(m->num_attention_heads() > 0, *m,
-              absl::StrCat("field 'num_attention_heads' must be > 0, got ",
-                           m->num_attention_heads())));
-  RETURN_IF_ERROR(Require(
-      m->vocab_size() > 0, *m,
-      absl::StrCat("field 'vocab_size' must be > 0, got ", m->vocab_size())));
-  RETURN_IF_ERROR(Require(m->seq_length() >= 0 && m->ffn_hidden_size() >= 0 &&
-                              m->num_query_groups() >= 0,
-                          *m,
-                          "fields 'seq_length', 'ffn_hidden_size' and "
-                          "'num_query_groups' must not be negative"));
+  const std::string where = absl::StrCat("model '", m->name(), "'");
+  RETURN_IF_ERROR(CheckRanges(*m, ModelRanges(), where));
   RETURN_IF_ERROR(
       Require(m->hidden_size() % m->num_attention_heads() == 0, *m,
               absl::StrCat("hidden_size ", m->hidden_size(),
                            " is not divisible by num_attention_heads ",
                            m->num_attention_heads())));
-  if (m->num_query_groups() == 0) {
+  if (!m->has_num_query_groups()) {
     m->set_num_query_groups(m->num_attention_heads());
   }
   RETURN_IF_ERROR(
@@ -55,14 +54,15 @@ Status NormalizeModel(ModelSpec* m) {
               absl::StrCat("num_attention_heads ", m->num_attention_heads(),
                            " is not divisible by num_query_groups ",
                            m->num_query_groups())));
-  if (m->ffn_hidden_size() == 0) m->set_ffn_hidden_size(4 * m->hidden_size());
+  if (!m->has_ffn_hidden_size()) m->set_ffn_hidden_size(4 * m->hidden_size());
   return absl::OkStatus();
 }
 
 StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset) {
   ModelSpec model;
   RETURN_IF_ERROR(LoadConfigOrPreset(file_or_preset, kModelPresets,
-                                     kModelPresets_count, "model", &model));
+                                     kModelPresets_count, "model", &model,
+                                     ModelRanges()));
   if (model.name().empty()) model.set_name(file_or_preset);
   RETURN_IF_ERROR(NormalizeModel(&model));
   return model;

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
+#include "common/field_range.h"
 #include "common/status.h"
 #include "proto/job.pb.h"
 #include "proto/model.pb.h"
@@ -23,13 +25,23 @@
 namespace strata::planner {
 
 // Loads a model from a YAML/JSON file or an embedded preset
-// (planner/models/*.yaml) and validates it. Fields left 0 get
+// (planner/models/*.yaml) and validates it. Fields left out get
 // their documented defaults (query groups = heads, ffn = 4h).
+// InvalidArgument naming the file, field, value and range.
 StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset);
 std::vector<std::string> ModelPresetNames();
 
-// Fills defaults, then checks ranges and divisibility (heads divide hidden,
-// query groups divide heads). InvalidArgument naming the field.
+// Largest accepted layer count and sequence length (ModelRanges): the
+// search and the cost model are sized for them (docs/config.md).
+inline constexpr int kMaxLayers = 4096;
+inline constexpr int kMaxSeqLength = 1 << 20;
+
+// The documented range of every numeric ModelSpec field (docs/config.md).
+absl::Span<const FieldRange> ModelRanges();
+
+// Checks ranges (ModelRanges) and divisibility (heads divide hidden, query
+// groups divide heads), then fills defaults. InvalidArgument naming the
+// field, its value and its range.
 Status NormalizeModel(ModelSpec* model);
 
 // Parameter counts, in parameters (not bytes).

@@ -9,20 +9,36 @@
 #include "common/logging.h"
 #include "planner/candidate.h"
 #include "planner/cost_model.h"
+#include "planner/job.h"
 #include "planner/model.h"
 #include "planner/network.h"
 #include "planner/placement.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {
+
+absl::Span<const FieldRange> PlanRanges() {
+  static constexpr FieldRange kRanges[] = {
+      {"--gpus", 1, kMaxGpus, false, "GPUs the plan uses"},
+      {"--top", 1, 1000, false, "plans to show"},
+      {"--time-budget", 0, 3600, false, "seconds the search may take"},
+  };
+  return kRanges;
+}
+
 namespace {
 
+// The divisors of n up to max_value, ascending, in O(sqrt n).
 std::vector<int> Divisors(int64_t n, int64_t max_value) {
-  std::vector<int> out;
-  for (int64_t d = 1; d <= n && d <= max_value; ++d) {
-    if (n % d == 0) out.push_back(static_cast<int>(d));
+  std::vector<int> low, high;
+  for (int64_t d = 1; d * d <= n && d <= max_value; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(static_cast<int>(d));
+    const int64_t e = n / d;
+    if (e != d && e <= max_value) high.push_back(static_cast<int>(e));
   }
-  return out;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // ---------------------------------------------------------------------------
@@ -75,6 +91,8 @@ class SearchSpace {
   const PlanConstraints& fix_;
   const int layers_;
   std::vector<int> tps_, cps_;
+  int64_t max_micro_batch_ = 1;  // sequences
+  int max_vpp_ = 1;
 };
 
 SearchSpace::SearchSpace(const PlanRequest& req, int seq)
@@ -93,9 +111,15 @@ SearchSpace::SearchSpace(const PlanRequest& req, int seq)
   // CP splits each sequence into 2 cp chunks for causal load balance
   // (Megatron context parallelism), so s % (2 cp) == 0.
   cps_ = {1};
-  for (int c = 2; c <= req.gpus && seq % (2 * c) == 0; c *= 2) {
+  for (int c = 2; c <= req.gpus && seq % (2 * c) == 0 &&
+                  (seq / (2 * c) >= kMinCpChunkTokens || fix_.has_cp());
+       c *= 2) {
     cps_.push_back(c);
   }
+  max_micro_batch_ = fix_.has_micro_batch()
+                         ? fix_.micro_batch()
+                         : std::max<int64_t>(1, kMaxMicroBatchTokens / seq);
+  max_vpp_ = fix_.has_vpp() ? fix_.vpp() : kMaxSearchVpp;
 }
 
 // tp x cp x pp with d = N / (t c p): p at most the layers, d divides the
@@ -136,10 +160,13 @@ void SearchSpace::Schedules(const Candidate& layout,
   out->clear();
   const int p = layout.pp;
   const int64_t replica_batch = req_.job.global_batch() / layout.dp;
-  for (int b : Divisors(replica_batch, replica_batch)) {
+  for (int b : Divisors(replica_batch, max_micro_batch_)) {
     if (fix_.has_micro_batch() && fix_.micro_batch() != b) continue;
     const int64_t m = replica_batch / b;
-    for (int v = 1; v <= std::max(1, layers_ / p); ++v) {
+    // vpp > 1 needs p > 1 (and m % p == 0): only v = 1 otherwise.
+    const int max_v =
+        p == 1 || m % p != 0 ? 1 : std::min(max_vpp_, std::max(1, layers_ / p));
+    for (int v = 1; v <= max_v; ++v) {
       if (fix_.has_vpp() && fix_.vpp() != v) continue;
       if (v > 1 && (p == 1 || layers_ < p * v || m % p != 0)) continue;
       Candidate schedule = layout;
@@ -362,49 +389,31 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
 }
 
 Status ValidateRequest(const PlanRequest& req) {
-  if (req.gpus <= 0) {
+  const auto plan_range = [](absl::string_view flag) {
+    return *FindRange(PlanRanges(), flag);
+  };
+  RETURN_IF_ERROR(CheckValue(static_cast<double>(req.gpus),
+                             plan_range("--gpus"), "--gpus"));
+  RETURN_IF_ERROR(CheckValue(req.top_k, plan_range("--top"), "--top"));
+  RETURN_IF_ERROR(CheckValue(req.time_budget_s, plan_range("--time-budget"),
+                             "--time-budget"));
+  // The planner's fields only: launch settings are the control plane's.
+  JobSpec planned = req.job;
+  planned.clear_launch();
+  RETURN_IF_ERROR(ValidateJob(planned, "job"));
+  if (!req.job.has_global_batch()) {
+    return absl::InvalidArgumentError("job: field 'global_batch' is missing");
+  }
+  if (!req.job.has_seq_length() && !req.model.has_seq_length()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--gpus must be > 0, got ", req.gpus));
-  }
-  if (req.job.global_batch() <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("global batch must be > 0, got ", req.job.global_batch()));
-  }
-  if (req.job.seq_length() < 0 ||
-      (req.job.seq_length() == 0 && req.model.seq_length() <= 0)) {
-    return absl::InvalidArgumentError(
-        "sequence length must be > 0 (give --seq or the model's seq_length)");
-  }
-  if (req.top_k <= 0) {
-    return absl::InvalidArgumentError("--top must be > 0");
-  }
-  if (!(req.time_budget_s >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--time-budget must be >= 0 seconds, got ", req.time_budget_s));
+        "the sequence length is missing (give --seq or the model's "
+        "seq_length)");
   }
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
     return absl::InvalidArgumentError(
         absl::StrCat("cluster '", req.cluster.name(), "' has ", capacity,
                      " GPUs; --gpus ", req.gpus, " asks for more"));
-  }
-  const PlanConstraints& k = req.job.constraints();
-  auto positive = [](bool has, int v, const char* name) -> Status {
-    if (has && v <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--fix ", name, " must be > 0, got ", v));
-    }
-    return absl::OkStatus();
-  };
-  RETURN_IF_ERROR(positive(k.has_tp(), k.tp(), "tp"));
-  RETURN_IF_ERROR(positive(k.has_pp(), k.pp(), "pp"));
-  RETURN_IF_ERROR(positive(k.has_dp(), k.dp(), "dp"));
-  RETURN_IF_ERROR(positive(k.has_cp(), k.cp(), "cp"));
-  RETURN_IF_ERROR(positive(k.has_vpp(), k.vpp(), "vpp"));
-  RETURN_IF_ERROR(positive(k.has_micro_batch(), k.micro_batch(), "mbs"));
-  if (k.has_zero_stage() && (k.zero_stage() < 0 || k.zero_stage() > 3)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--fix zero must be 0-3, got ", k.zero_stage()));
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "absl/types/span.h"
+#include "common/field_range.h"
 #include "common/status.h"
 #include "proto/job.pb.h"
 #include "proto/model.pb.h"
@@ -19,10 +21,30 @@ namespace strata::planner {
 
 // Default time budget of a search. A full search of 16,384 GPUs takes
 // under 0.1 s on one core (bench/plan_bench.cc), so the default only stops
-// pathological inputs (e.g. huge batches with many divisors).
-inline constexpr double kDefaultTimeBudgetS = 10.0;
+// pathological inputs: the largest accepted sizes with divisor-rich GPU
+// counts and batches (docs/config.md has the measured worst cases).
+inline constexpr double kDefaultTimeBudgetS = 1.0;
 // Candidates scored between two looks at the clock.
 inline constexpr int kBudgetCheckInterval = 64;
+// Bounds of the searched space (pinned --fix values may exceed them):
+// - virtual stages up to kMaxSearchVpp: the interleaved schedule cuts the
+//   bubble by 1/v but multiplies the pipeline sends by v (Narayanan et al.
+//   SC'21 §2.2), so large v stop paying;
+// - micro-batches up to kMaxMicroBatchTokens tokens (or one sequence):
+//   GEMMs are saturated there (b s / (b s + kGemmHalfDim) > 0.998), so a
+//   larger b only adds activation memory and pipeline bubble;
+// - context-parallel chunks of at least kMinCpChunkTokens tokens (each of
+//   the 2c chunks): smaller ones run attention below half efficiency.
+inline constexpr int kMaxSearchVpp = 16;
+inline constexpr int64_t kMaxMicroBatchTokens = 65536;
+inline constexpr int kMinCpChunkTokens = 128;
+// Largest accepted GPU count of a plan (PlanRanges).
+inline constexpr int64_t kMaxGpus = 131072;
+
+// The documented ranges of `strata plan`'s own flags (docs/config.md);
+// --global-batch, --seq and --fix take JobRanges' global_batch,
+// seq_length and constraints.* ranges.
+absl::Span<const FieldRange> PlanRanges();
 
 struct PlanRequest {
   ModelSpec model;      // normalised (LoadModel / NormalizeModel)
@@ -40,12 +62,12 @@ struct PlanRequest {
   double time_budget_s = kDefaultTimeBudgetS;
 };
 
-// Runs the search. InvalidArgument for impossible requests (bad batch or
-// GPU count, a GPU count no layout can use, pinned values that contradict
-// each other, a negative time budget); ResourceExhausted when layouts exist
-// but none fits in memory, naming the closest one and what it lacked;
-// DeadlineExceeded when the time budget ran out before any candidate fit.
-// Thread-safe.
+// Runs the search. InvalidArgument for impossible requests (a value outside
+// PlanRanges or JobRanges, naming it and its range, a GPU count no layout can
+// use, pinned values that contradict each other, a negative time budget);
+// ResourceExhausted when layouts exist but none fits in memory, naming the
+// closest one and what it lacked; DeadlineExceeded when the time budget ran out
+// before any candidate fit. Thread-safe.
 StatusOr<PlanReport> PlanJob(const PlanRequest& request);
 
 }  // namespace strata::planner

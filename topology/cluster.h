@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
+#include "common/field_range.h"
 #include "common/status.h"
 #include "proto/topology.pb.h"
 
@@ -17,7 +19,15 @@ namespace strata::topology {
 StatusOr<ClusterSpec> LoadCluster(const std::string& file_or_preset);
 std::vector<std::string> ClusterPresetNames();
 
-// InvalidArgument naming the first missing, negative or inconsistent field.
+// Largest accepted node count and GPUs per node (ClusterRanges).
+inline constexpr int kMaxClusterNodes = 131072;
+inline constexpr int kMaxGpusPerNode = 4096;
+
+// The documented range of every numeric ClusterSpec field (docs/config.md).
+absl::Span<const FieldRange> ClusterRanges();
+
+// InvalidArgument naming the first missing, out-of-range (ClusterRanges:
+// field, value, range) or inconsistent field.
 Status ValidateCluster(const ClusterSpec& cluster);
 
 // One node as a plan sees it.
@@ -31,7 +41,7 @@ struct NodeInfo {
   int node_class = 0;  // nodes with equal GPU type and NICs share a class
 };
 
-// Total GPUs in the cluster, or 0 when it is unbounded (num_nodes == 0).
+// Total GPUs in the cluster, or 0 when it is unbounded (num_nodes absent).
 int64_t ClusterGpus(const ClusterSpec& cluster);
 
 // The nodes a job of `num_nodes` nodes gets. Homogeneous clusters give the

@@ -84,7 +84,7 @@ TEST(ConfigTest, JsonOutputUsesProtoFieldNamesAndPrintsDefaults) {
   c.set_gpus_per_node(8);
   std::string json = MessageToJson(c);
   EXPECT_NE(json.find("\"gpus_per_node\":8"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"num_nodes\":0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"intra_node_gbps\":0"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -103,10 +103,14 @@ TEST(ModelTest, BadShapesAreRejectedNamingTheField) {
   EXPECT_NE(NormalizeModel(&m).message().find("num_query_groups 3"),
             std::string::npos);
   m.set_num_query_groups(0);
+  EXPECT_NE(NormalizeModel(&m).message().find(
+                "field 'num_query_groups' = 0 is out of range [1, 65536]"),
+            std::string::npos);
+  m.clear_num_query_groups();
   m.set_num_layers(-2);
-  EXPECT_NE(
-      NormalizeModel(&m).message().find("'num_layers' must be > 0, got -2"),
-      std::string::npos);
+  EXPECT_NE(NormalizeModel(&m).message().find(
+                "field 'num_layers' = -2 is out of range [1, 4096]"),
+            std::string::npos);
 }
 
 TEST(ModelTest, DefaultsAreFilled) {

@@ -136,7 +136,7 @@ TEST(PlacementTest, StagesStayUnderOneLeafWhenTheClusterHasSpareNodes) {
   PlanRequest req;
   req.model = *LoadModel("gpt-18.4b");
   req.cluster = *topology::LoadCluster("dgx-a100");
-  req.cluster.set_num_nodes(0);
+  req.cluster.clear_num_nodes();
   req.cluster.mutable_network()->set_nodes_per_leaf(4);
   req.cluster.mutable_network()->set_oversubscription(3);
   req.gpus = 96;

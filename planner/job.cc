@@ -1,0 +1,54 @@
+#include "planner/job.h"
+
+#include "common/config.h"
+#include "planner/model.h"
+#include "planner/search.h"
+#include "topology/cluster.h"
+
+namespace strata::planner {
+
+absl::Span<const FieldRange> JobRanges() {
+  using topology::kMaxClusterNodes;
+  using topology::kMaxGpusPerNode;
+  static constexpr FieldRange kRanges[] = {
+      {"global_batch", 1, kMaxGlobalBatch, false,
+       "sequences per optimizer step; absent: one per rank"},
+      {"seq_length", 1, kMaxSeqLength, false,
+       "tokens; absent: the model's seq_length"},
+      {"constraints.tp", 1, kMaxGpusPerNode, false, "pinned tensor parallel"},
+      {"constraints.pp", 1, kMaxLayers, false, "pinned pipeline stages"},
+      {"constraints.dp", 1, kMaxGpus, false, "pinned data parallel"},
+      {"constraints.cp", 1, kMaxGpus, false, "pinned context parallel"},
+      {"constraints.vpp", 1, kMaxLayers, false, "pinned virtual stages"},
+      {"constraints.micro_batch", 1, kMaxGlobalBatch, false,
+       "pinned micro-batch, sequences"},
+      {"constraints.zero_stage", 0, 3, false, "pinned ZeRO stage"},
+      {"constraints.memory_reserve_gib", 0, 100000, false,
+       "GiB kept free per GPU; absent: 4"},
+      {"launch.command", 0, 4096, false, "argv entries"},
+      {"launch.env", 0, 4096, false, "environment entries"},
+      {"launch.nodes", 1, kMaxClusterNodes, false,
+       "workers; absent: all registered"},
+      {"launch.ranks_per_node", 1, kMaxGpusPerNode, false,
+       "absent: one per GPU, or 1 without GPUs"},
+      {"launch.max_restarts", 0, 1000, false, "attempts after the first"},
+      {"launch.min_nodes", 1, kMaxClusterNodes, false,
+       "absent: launch.nodes (never shrink)"},
+      {"launch.worker_wait_s", 1, 86400, false, "seconds; absent: 60"},
+      {"launch.stop_grace_ms", 1, 3600000, false, "ms; absent: 5000"},
+  };
+  return kRanges;
+}
+
+Status ValidateJob(const JobSpec& job, absl::string_view where) {
+  return CheckRanges(job, JobRanges(), where);
+}
+
+StatusOr<JobSpec> LoadJob(const std::string& path, size_t max_bytes) {
+  JobSpec job;
+  RETURN_IF_ERROR(LoadConfigFile(path, &job, JobRanges(), max_bytes));
+  RETURN_IF_ERROR(ValidateJob(job, path));
+  return job;
+}
+
+}  // namespace strata::planner
