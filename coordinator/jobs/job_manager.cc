@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/net.h"
 #include "coordinator/jobs/attempt_plan.h"
+#include "planner/job.h"
 
 namespace strata::coordinator {
 namespace {
@@ -133,6 +134,9 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
     return absl::InvalidArgumentError("job spec: launch.command is empty");
   }
   RETURN_IF_ERROR(CheckJobLimits(spec, options_.limits));
+  // The same ranges the CLI checks when it reads a job file: a client that
+  // speaks the protocol directly gets no further.
+  RETURN_IF_ERROR(planner::ValidateJob(spec, "job spec"));
   if (l.nodes() > 0 && l.min_nodes() > l.nodes()) {
     return absl::InvalidArgumentError(
         absl::StrCat("job spec: launch.min_nodes (", l.min_nodes(),
