@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "checkpoint/catalog.h"
@@ -74,6 +75,9 @@ class Checkpointer::Impl {
   void SnapshotLoop();
 
   CheckpointOptions opts_;
+  // Steps whose save failed on this rank: their leftovers are garbage at
+  // the next save even before a newer step commits. Guarded by mu_.
+  std::set<int64_t> failed_steps_;
   // Opened on first use by the caller's thread, read by the persist thread
   // only for saves queued after that.
   std::shared_ptr<Storage> storage_;
@@ -298,6 +302,10 @@ void Checkpointer::Impl::Loop() {
       GetLogger("CKPT")->error("{}", std::string(st.message()));
     }
     RecordResult(st);
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      if (!st.ok()) failed_steps_.insert(staged.step);
+    }
     staged.handle->Finish(st);
     staged.handle.reset();
     ReleaseSlot(std::move(staged));
@@ -310,7 +318,12 @@ void Checkpointer::Impl::Loop() {
 // leftovers of uncommitted steps; the first failure ends the save.
 Status Checkpointer::Impl::Persist(const Staged& s) {
   Storage& storage = *storage_;
-  RETURN_IF_ERROR(storage.CollectGarbage(s.step));
+  std::set<int64_t> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed = failed_steps_;
+  }
+  RETURN_IF_ERROR(storage.CollectGarbage(s.step, failed));
   ASSIGN_OR_RETURN(RankIndex index, internal::WriteRankData(
                                         storage, s.step, opts_.rank,
                                         opts_.block_bytes, s.parts, s.blobs));

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,10 +86,14 @@ class Storage {
   // this rank's entries). FailedPrecondition, deleting nothing, while a
   // reader pins the step.
   virtual Status RemoveStep(int64_t step) = 0;
-  // Deletes this rank's entries of steps that are neither committed nor
-  // `current` (failed attempts, and steps whose manifest retention
-  // removed), so a failed save's partial data does not keep a disk full.
-  virtual Status CollectGarbage(int64_t current) = 0;
+  // Deletes this rank's entries of uncommitted steps other than `current`
+  // that are either in `failed` (this rank's own saves that failed) or older
+  // than the newest committed step (failed elsewhere, or uncommitted by
+  // retention), so a failed save's partial data does not keep a disk full.
+  // Other uncommitted steps are left: rank 0 may still be merging them
+  // after this rank moved on to its next save.
+  virtual Status CollectGarbage(int64_t current,
+                                const std::set<int64_t>& failed) = 0;
   // Human-readable location of an entry, for error messages.
   virtual std::string Where(int64_t step, const std::string& name) const = 0;
 };
@@ -124,8 +129,9 @@ class StorageWrapper : public Storage {
     return target_->PinStep(step);
   }
   Status RemoveStep(int64_t step) override { return target_->RemoveStep(step); }
-  Status CollectGarbage(int64_t current) override {
-    return target_->CollectGarbage(current);
+  Status CollectGarbage(int64_t current,
+                        const std::set<int64_t>& failed) override {
+    return target_->CollectGarbage(current, failed);
   }
   std::string Where(int64_t step, const std::string& name) const override {
     return target_->Where(step, name);

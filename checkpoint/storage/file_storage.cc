@@ -172,11 +172,23 @@ class FileStorage final : public Storage {
 
   // This rank's files in step directories without a manifest (failed or
   // removed saves), other than `current`'s; a directory left empty goes too.
-  Status CollectGarbage(int64_t current) override {
+  Status CollectGarbage(int64_t current,
+                        const std::set<int64_t>& failed) override {
     const std::string mine = absl::StrFormat("rank-%05d.", rank_);
+    // A step newer than the newest commit may still be committing (rank 0
+    // merges the ranks' indexes after they moved on): garbage only if this
+    // rank's own save of it failed.
+    int64_t newest = -1;
     for (int64_t step : ListStepDirs()) {
       struct stat st {};
-      if (step == current || lstat(StepPath(step).c_str(), &st) != 0 ||
+      if (lstat(Where(step, "manifest.pb").c_str(), &st) == 0) {
+        newest = std::max(newest, step);
+      }
+    }
+    for (int64_t step : ListStepDirs()) {
+      struct stat st {};
+      if (step == current || (step > newest && !failed.contains(step)) ||
+          lstat(StepPath(step).c_str(), &st) != 0 ||
           !S_ISDIR(st.st_mode) ||
           lstat(Where(step, "manifest.pb").c_str(), &st) == 0) {
         continue;

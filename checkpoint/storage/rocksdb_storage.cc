@@ -9,6 +9,7 @@
 // reopened before metadata reads (see Options() for why not secondaries).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -271,7 +272,8 @@ class RocksDbStorage final : public Storage {
     return DeleteOwn(step);
   }
 
-  Status CollectGarbage(int64_t current) override {
+  Status CollectGarbage(int64_t current,
+                        const std::set<int64_t>& failed) override {
     if (!writable_) return absl::OkStatus();
     ASSIGN_OR_RETURN(std::vector<int64_t> committed, Steps());
     std::set<int64_t> keep(committed.begin(), committed.end());
@@ -296,8 +298,17 @@ class RocksDbStorage final : public Storage {
     }
     RETURN_IF_ERROR(FromRocks(it->status(), "rocksdb scan " + DbPath(rank_)));
     it.reset();
+    // A step newer than the newest commit may still be committing (rank 0
+    // merges the ranks' indexes after they moved on): garbage only if this
+    // rank's own save of it failed.
+    const int64_t newest =
+        committed.empty()
+            ? -1
+            : *std::max_element(committed.begin(), committed.end());
     for (int64_t s : mine) {
-      if (!keep.count(s)) RETURN_IF_ERROR(DeleteOwn(s));
+      if (!keep.count(s) && (s < newest || failed.contains(s))) {
+        RETURN_IF_ERROR(DeleteOwn(s));
+      }
     }
     return absl::OkStatus();
   }

@@ -24,7 +24,7 @@ source "$SRC/tests/simhost/simhost.sh"
 MPIRUN=$(command -v mpirun) || skip "mpirun not installed"
 need_bins runtime/strata-train launch/strata-exec
 EXEC="$BUILD/launch/strata-exec"
-STEPS=4
+STEPS=8
 
 simhost_up 2 1gbit
 rc=$?

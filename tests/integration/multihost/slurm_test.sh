@@ -28,7 +28,7 @@ for b in munged mungekey slurmctld slurmd sbatch sinfo scontrol squeue scancel; 
     skip "'$b' not installed (deploy/install-deps.sh installs munge slurmctld slurmd slurm-client)"
 done
 need_bins runtime/strata-train cli/strata coordinator/strata-coordinator worker/strata-worker
-STEPS=4
+STEPS=12
 
 simhost_up 2
 rc=$?
