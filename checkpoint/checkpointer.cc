@@ -323,11 +323,18 @@ Status Checkpointer::Impl::Persist(const Staged& s) {
     std::lock_guard<std::mutex> lock(mu_);
     failed = failed_steps_;
   }
-  RETURN_IF_ERROR(storage.CollectGarbage(s.step, failed));
-  ASSIGN_OR_RETURN(RankIndex index, internal::WriteRankData(
-                                        storage, s.step, opts_.rank,
-                                        opts_.block_bytes, s.parts, s.blobs));
-  RETURN_IF_ERROR(internal::WriteRankIndex(storage, s.step, index));
+  Status written = [&]() -> Status {
+    RETURN_IF_ERROR(storage.CollectGarbage(s.step, failed));
+    ASSIGN_OR_RETURN(RankIndex index, internal::WriteRankData(
+                                          storage, s.step, opts_.rank,
+                                          opts_.block_bytes, s.parts, s.blobs));
+    return internal::WriteRankIndex(storage, s.step, index);
+  }();
+  if (!written.ok()) {
+    // Rank 0 would otherwise wait for this rank until its commit timeout.
+    internal::ReportFailed(*opts_.store, s.step, opts_.rank, written);
+    return written;
+  }
   RETURN_IF_ERROR(internal::ReportDurable(*opts_.store, s.step, opts_.rank));
   if (opts_.rank != 0) return absl::OkStatus();
   RETURN_IF_ERROR(internal::WaitForRanks(*opts_.store, s.step, opts_.world_size,

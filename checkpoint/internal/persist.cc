@@ -126,11 +126,25 @@ Status ReportDurable(comm::Store& store, int64_t step, int rank) {
   return store.Set(DoneKey(step, rank), "1");
 }
 
+void ReportFailed(comm::Store& store, int64_t step, int rank,
+                  const Status& error) {
+  (void)store.Set(DoneKey(step, rank),
+                  absl::StrCat("failed: ", error.message()));
+}
+
 Status WaitForRanks(comm::Store& store, int64_t step, int world_size,
                     std::chrono::milliseconds timeout) {
   std::vector<std::string> keys;
   for (int r = 0; r < world_size; ++r) keys.push_back(DoneKey(step, r));
-  return store.Wait(keys, timeout);
+  RETURN_IF_ERROR(store.Wait(keys, timeout));
+  for (int r = 0; r < world_size; ++r) {
+    ASSIGN_OR_RETURN(std::string v, store.Get(keys[r], timeout));
+    if (v.starts_with("failed: ")) {
+      return absl::AbortedError(absl::StrCat("rank ", r, " could not save step ",
+                                             step, ": ", v.substr(8)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 StatusOr<Manifest> MergeRankIndexes(Storage& storage, int64_t step,

@@ -3,7 +3,8 @@
 // and no later step runs (docs/checkpoint.md, "Saving" and "Crash
 // consistency"):
 //
-//   every rank:  WriteRankData -> WriteRankIndex -> ReportDurable
+//   every rank:  WriteRankData -> WriteRankIndex -> ReportDurable (or
+//                ReportFailed when one of them failed)
 //   rank 0:      WaitForRanks -> MergeRankIndexes -> PublishCommit
 //                -> ApplyRetention
 //
@@ -53,9 +54,17 @@ Status WriteRankIndex(Storage& storage, int64_t step, const RankIndex& index);
 // failure (then rank 0 times out in WaitForRanks).
 Status ReportDurable(comm::Store& store, int64_t step, int rank);
 
+// Tells the commit leader that this rank's save of `step` failed with
+// `error`: sets the same key as ReportDurable to "failed: <message>", so
+// rank 0 stops waiting at once instead of at its commit timeout.
+// Best-effort (a store error is dropped: the leader then times out).
+void ReportFailed(comm::Store& store, int64_t step, int rank,
+                  const Status& error);
+
 // Rank 0: blocks until ranks 0..world_size-1 have all reported `step`
-// (ReportDurable). The store's error on failure, DeadlineExceeded after
-// `timeout`.
+// (ReportDurable or ReportFailed). Aborted naming the first rank that
+// reported a failure and its message; the store's error on failure,
+// DeadlineExceeded after `timeout`.
 Status WaitForRanks(comm::Store& store, int64_t step, int world_size,
                     std::chrono::milliseconds timeout);
 
