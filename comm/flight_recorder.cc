@@ -146,6 +146,7 @@ FlightRecorder::FlightRecorder(std::string path, void* base, size_t len)
 FlightRecorder::~FlightRecorder() { munmap(base_, len_); }
 
 int FlightRecorder::AddGroup(const std::string& name) {
+  std::lock_guard<std::mutex> lock(groups_mu_);
   auto* h = static_cast<Header*>(base_);
   uint32_t i = h->groups.load(std::memory_order_relaxed);
   if (i >= kFlightRecorderGroups) return kFlightRecorderGroups - 1;

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,7 @@ class FlightRecorder {
   ~FlightRecorder();  // unmaps; the file stays
 
   // Registers a group; returns its index for Begin(). Groups beyond
-  // kFlightRecorderGroups share the last index.
+  // kFlightRecorderGroups share the last index. Thread-safe.
   int AddGroup(const std::string& name);
 
   // The record of one operation, written by the group's thread only.
@@ -108,6 +109,7 @@ class FlightRecorder {
   std::string path_;
   void* base_;
   size_t len_;
+  std::mutex groups_mu_;  // serializes AddGroup
 };
 
 // Reads the recorder at `path` without any help from its writer.
