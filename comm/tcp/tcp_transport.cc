@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -183,12 +184,39 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
       t->fds()[peer][k] = fd;
     }
   }
-  // Higher ranks connect to us.
+  // Higher ranks connect to us. Connections wait for their 8-byte hello
+  // side by side (each at most 5 s), so connections that never speak (a
+  // port scanner, a slow-drip client) cannot hold up the real peers.
+  struct Pending {
+    int fd;
+    Deadline until;
+    int32_t hello[2];
+    size_t have = 0;
+  };
+  std::vector<Pending> pending;
+  struct PendingCloser {
+    std::vector<Pending>* p;
+    ~PendingCloser() {
+      for (const Pending& x : *p) close(x.fd);
+    }
+  } pending_closer{&pending};
+  // Ignores a connection that is not a peer: garbage, a stray process or a
+  // duplicate. Said once per peer and reason (rate-limited: anyone who can
+  // reach the port can repeat it).
+  auto reject = [&](int fd, const std::string& why) {
+    const std::string peer = tcp::PeerAddress(fd);
+    IgnoredConnections().Warn(
+        peer, "not a peer",
+        "rank {}: ignoring a connection from {} that is not a rank of this "
+        "group ({})",
+        rank, peer, why);
+    close(fd);
+  };
   const int expected = (size - 1 - rank) * opts.streams;
   const Deadline end = SteadyClock::now() + opts.connect_timeout;
   for (int got = 0; got < expected;) {
-    pollfd p{lfd, POLLIN, 0};
-    if (poll(&p, 1, RemainingMs(end)) <= 0) {
+    const Deadline now = SteadyClock::now();
+    if (now >= end) {
       std::string missing;
       for (int peer = rank + 1; peer < size; ++peer) {
         if (t->fds()[peer][opts.streams - 1] < 0)
@@ -197,33 +225,59 @@ StatusOr<std::unique_ptr<Transport>> ConnectTcpTransport(
       return absl::DeadlineExceededError(
           absl::StrCat("rank ", rank, ": ranks", missing, " did not connect"));
     }
-    int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    int32_t hello[2];
-    // A connection that does not say hello quickly is not one of ours.
-    Status st =
-        tcp::ReadAll(fd, hello, sizeof(hello), std::min(timeout_ms, 5000));
-    if (!st.ok() || hello[0] <= rank || hello[0] >= size || hello[1] < 0 ||
-        hello[1] >= opts.streams || t->fds()[hello[0]][hello[1]] >= 0) {
-      // Garbage, a stray process or a duplicate: ignore it, say so (rate-
-      // limited: anyone who can reach the port can repeat it).
-      const std::string peer = tcp::PeerAddress(fd);
-      IgnoredConnections().Warn(
-          peer, "not a peer",
-          "rank {}: ignoring a connection from {} that is not a rank of this "
-          "group ({})",
-          rank, peer,
-          st.ok() ? absl::StrCat("hello: rank ", hello[0], " stream ", hello[1],
-                                 " of ", size, " ranks x ", opts.streams,
-                                 " streams")
-                  : std::string(st.message()));
-      close(fd);
-      continue;
+    std::vector<pollfd> pfds = {{lfd, POLLIN, 0}};
+    Deadline wake = end;
+    for (const Pending& x : pending) {
+      pfds.push_back({x.fd, POLLIN, 0});
+      wake = std::min(wake, x.until);
     }
-    tcp::SetNoDelay(fd);
-    tcp::SetNonBlocking(fd, true);
-    t->fds()[hello[0]][hello[1]] = fd;
-    ++got;
+    if (poll(pfds.data(), pfds.size(), RemainingMs(wake)) < 0 &&
+        errno != EINTR) {
+      return ErrnoToStatus(errno, absl::StrCat("rank ", rank, ": poll"));
+    }
+    // Hellos that arrived (possibly in pieces), and those overdue.
+    std::vector<Pending> still;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Pending x = pending[i];
+      if ((pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        const ssize_t n = read(x.fd, reinterpret_cast<char*>(x.hello) + x.have,
+                               sizeof(x.hello) - x.have);
+        if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+          reject(x.fd, n == 0 ? "closed before its hello"
+                              : std::string(std::strerror(errno)));
+          continue;
+        }
+        if (n > 0) x.have += static_cast<size_t>(n);
+      }
+      if (x.have < sizeof(x.hello)) {
+        if (SteadyClock::now() >= x.until) {
+          reject(x.fd, "no hello within 5 s");
+        } else {
+          still.push_back(x);
+        }
+        continue;
+      }
+      const int32_t peer = x.hello[0], k = x.hello[1];
+      if (peer <= rank || peer >= size || k < 0 || k >= opts.streams ||
+          t->fds()[peer][k] >= 0) {
+        reject(x.fd, absl::StrCat("hello: rank ", peer, " stream ", k, " of ",
+                                  size, " ranks x ", opts.streams, " streams"));
+        continue;
+      }
+      tcp::SetNoDelay(x.fd);
+      t->fds()[peer][k] = x.fd;
+      ++got;
+    }
+    pending = std::move(still);
+    if ((pfds[0].revents & POLLIN) != 0) {
+      int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        pending.push_back(Pending{
+            fd, SteadyClock::now() + std::chrono::milliseconds(
+                                         std::min(timeout_ms, 5000)),
+            {0, 0}});
+      }
+    }
   }
   return std::unique_ptr<Transport>(std::move(t));
 }

@@ -1,8 +1,11 @@
 #include "comm/tcp/tcp_transport.h"
 
+#include <unistd.h>
+
 #include <thread>
 
 #include "comm/process_group.h"
+#include "comm/tcp/socket.h"
 #include "gtest/gtest.h"
 
 namespace strata::comm {
@@ -87,6 +90,33 @@ TEST(TcpTransportTest, MissingRankFailsConnectWithItsName) {
   auto t = ConnectTcpTransport(store, 0, 2, opts);  // rank 1 never comes
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(t.status().message().find("1"), std::string::npos) << t.status();
+}
+
+TEST(TcpTransportTest, SilentConnectionsDoNotHoldUpThePeers) {
+  // Ten connections that never send a hello reach rank 0 before rank 1:
+  // each used to hold the accept loop for 5 s.
+  auto store = NewInMemoryStore();
+  TcpOptions opts;
+  opts.connect_timeout = std::chrono::seconds(60);
+  StatusOr<std::unique_ptr<Transport>> t0, t1;
+  std::thread rank0([&] { t0 = ConnectTcpTransport(store, 0, 2, opts); });
+  auto addr = store->Get("tcp/addr/0", std::chrono::seconds(10));
+  ASSERT_TRUE(addr.ok()) << addr.status();
+  const size_t colon = addr->rfind(':');
+  const int port = std::stoi(addr->substr(colon + 1));
+  std::vector<int> silent;
+  for (int i = 0; i < 10; ++i) {
+    auto fd = tcp::Connect(addr->substr(0, colon), port, 1000);
+    ASSERT_TRUE(fd.ok()) << fd.status();
+    silent.push_back(*fd);
+  }
+  const auto start = SteadyClock::now();
+  t1 = ConnectTcpTransport(store, 1, 2, opts);
+  rank0.join();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(3));
+  ASSERT_TRUE(t0.ok()) << t0.status();
+  ASSERT_TRUE(t1.ok()) << t1.status();
+  for (int fd : silent) close(fd);
 }
 
 }  // namespace
