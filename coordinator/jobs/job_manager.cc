@@ -282,7 +282,6 @@ void JobManager::Tick(const WorkerRegistry& registry) {
   // Nothing can be recorded: leave every job as it is on disk until the
   // store recovers (StateStore::MaybeResume, called by the event loop).
   if (!Writable()) return;
-  const int64_t now = clock_->NowMs();
   for (auto& [id, job] : jobs_) {
     if (job.state() == control::RUNNING) {
       for (const auto& node : job.node_info()) {
@@ -360,8 +359,17 @@ void JobManager::TryPlace(control::JobInfo& job,
   } else {
     // Not while workers may still be re-registering after a restart or a
     // pause of the coordinator.
+    // Waited on the steady clock from the first look at this attempt (a
+    // wall-clock jump must not fail it); a restarted coordinator starts the
+    // wait again, as workers need time to return.
+    const int64_t steady = clock_->SteadyNowMs();
+    auto [since, fresh] = pending_since_steady_ms_.try_emplace(
+        job.job_id(), std::pair{job.attempt(), steady});
+    if (!fresh && since->second.first != job.attempt()) {
+      since->second = {job.attempt(), steady};
+    }
     if (!registry.Settling() &&
-        now - job.pending_since_unix_ms() > WaitMs(job)) {
+        steady - since->second.second > WaitMs(job)) {
       (void)Finish(
           job, control::FAILED,
           absl::StrCat(

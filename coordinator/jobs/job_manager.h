@@ -130,6 +130,9 @@ class JobManager {
   int64_t next_id_ = 1;
   bool losing_output_ = false;  // the last LogStore::Append failed
   std::map<std::string, control::JobInfo> jobs_;
+  // job id -> (attempt, steady ms) when placement first looked at that
+  // pending attempt: how long it has waited for workers (memory only).
+  std::map<std::string, std::pair<int, int64_t>> pending_since_steady_ms_;
   // Latest telemetry per job and rank (memory only).
   std::map<std::string, std::map<int, control::StepReport>> steps_;
   std::map<std::string, AttemptIndex> index_;

@@ -422,6 +422,22 @@ TEST_F(JobsTest, WallClockJumpLosesNoWorker) {
   EXPECT_EQ(f_.service->registry().AliveCount(), 1);
 }
 
+// A pending job's wait for workers is steady time too: the date set an hour
+// ahead does not fail it for lack of workers.
+TEST_F(JobsTest, WallClockJumpDoesNotFailAPendingJob) {
+  const std::string id = Submit(Spec("waiting", 2, 1));
+  Register("n1");  // one of the two workers it needs
+  f_.service->Tick();
+  f_.clock.Advance(5000);  // past the registry's settling window
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::PENDING);
+  f_.clock.AdvanceWall(3600 * 1000);
+  f_.clock.Advance(500);
+  f_.service->NoteLoopGap(500);
+  f_.service->Tick();
+  EXPECT_EQ(Job(id).state(), control::PENDING) << Job(id).message();
+}
+
 TEST_F(JobsTest, LogsAreStoredMergedAndPerRank) {
   const std::string id = Submit(Spec("logs", 1, 2));
   std::string w = Register("n1");
