@@ -24,7 +24,11 @@ inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
                             int steps, bool resume = false) {
   const int n = tp * pp * dp;
   auto placed = placement::UniformPlacement(tp, pp, dp, 1, n);
-  if (!placed.ok()) return ThreadRun{.status = placed.status()};
+  if (!placed.ok()) {
+    ThreadRun failed;
+    failed.status = placed.status();
+    return failed;
+  }
   const Placement& pl = *placed;
   auto transports = comm::NewInProcessTransports(n);
   auto store = comm::NewInMemoryStore();
