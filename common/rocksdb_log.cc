@@ -49,4 +49,10 @@ std::shared_ptr<rocksdb::Logger> NewRocksDbLog(Logger logger) {
   return std::make_shared<SpdlogRocksDbLog>(std::move(logger));
 }
 
+rocksdb::Options FailSafeRocksDbOptions(rocksdb::Options o, Logger logger) {
+  o.info_log = NewRocksDbLog(std::move(logger));
+  o.allow_fallocate = false;
+  return o;
+}
+
 }  // namespace strata

@@ -20,6 +20,7 @@
 
 #include "common/logging.h"
 #include "rocksdb/env.h"
+#include "rocksdb/options.h"
 
 namespace strata {
 
@@ -27,5 +28,13 @@ namespace strata {
 // INFO become debug (RocksDB is chatty at INFO), WARN warn, ERROR error,
 // FATAL and HEADER critical/debug. Thread-safe.
 std::shared_ptr<rocksdb::Logger> NewRocksDbLog(Logger logger);
+
+// `o` made safe on a full or failing disk, for every strata database: the
+// info log goes to `logger` (NewRocksDbLog), never to a LOG file, and files
+// are not preallocated. RocksDB fallocates a WAL of 1.1 write buffers (70
+// MiB by default), which takes most of a small disk before any data, and
+// closing a preallocated WAL frees space, so a still-full disk looks
+// recovered.
+rocksdb::Options FailSafeRocksDbOptions(rocksdb::Options o, Logger logger);
 
 }  // namespace strata

@@ -16,9 +16,7 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
 }
 
 rocksdb::Options SafeOptions(rocksdb::Options o) {
-  o.info_log = NewRocksDbLog(GetLogger("ROCKSDB"));
-  o.allow_fallocate = false;
-  return o;
+  return FailSafeRocksDbOptions(std::move(o), GetLogger("ROCKSDB"));
 }
 
 StatusOr<std::unique_ptr<RocksDb>> RocksDb::Open(const rocksdb::Options& o,

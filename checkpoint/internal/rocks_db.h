@@ -27,10 +27,8 @@ namespace strata::checkpoint::internal {
 // `what`: <RocksDB's message>.
 Status FromRocks(const rocksdb::Status& s, const std::string& what);
 
-// `o` made safe on a full disk: the info log goes to spdlog (logger
-// "ROCKSDB", common/rocksdb_log.h), never to a LOG file, and files are not
-// preallocated (RocksDB fallocates a WAL of 1.1 write buffers, 70 MiB by
-// default, which took most of a small disk's space before any data).
+// `o` made safe on a full disk (common/rocksdb_log.h's
+// FailSafeRocksDbOptions, logging as "ROCKSDB").
 rocksdb::Options SafeOptions(rocksdb::Options o);
 
 class RocksDb {

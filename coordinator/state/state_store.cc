@@ -66,12 +66,7 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir,
 rocksdb::Options StateStore::DbOptions() {
   rocksdb::Options options;
   options.create_if_missing = true;
-  // A failed LOG append must not abort the process (common/rocksdb_log.h).
-  options.info_log = NewRocksDbLog(GetLogger("CTRL"));
-  // No preallocated WAL space: closing a preallocated WAL frees space, so a
-  // full disk would look recovered while nothing was freed by its owner.
-  options.allow_fallocate = false;
-  return options;
+  return FailSafeRocksDbOptions(options, GetLogger("CTRL"));
 }
 
 StateStore::StateStore(rocksdb::DB* db, std::string dir, const Clock* clock)
