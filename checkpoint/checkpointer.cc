@@ -16,6 +16,7 @@
 #include "checkpoint/internal/persist.h"
 #include "checkpoint/internal/save_state.h"
 #include "checkpoint/internal/staging.h"
+#include "checkpoint/location.h"
 #include "checkpoint/reader.h"
 #include "common/logging.h"
 
@@ -96,11 +97,7 @@ class Checkpointer::Impl {
 };
 
 std::string DefaultCatalogPath(const std::string& uri) {
-  std::string dir = uri;
-  for (const char* scheme : {"rocksdb://", "file://"}) {
-    if (dir.rfind(scheme, 0) == 0) dir = dir.substr(std::strlen(scheme));
-  }
-  return dir + "/catalog.rocksdb";
+  return CheckpointDir(uri).value_or(uri) + "/catalog.rocksdb";
 }
 
 Checkpointer::Impl::Impl(CheckpointOptions options)

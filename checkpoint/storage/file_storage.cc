@@ -178,14 +178,15 @@ class FileStorage final : public Storage {
     // A step newer than the newest commit may still be committing (rank 0
     // merges the ranks' indexes after they moved on): garbage only if this
     // rank's own save of it failed.
+    const auto steps = ListStepDirs();
     int64_t newest = -1;
-    for (int64_t step : ListStepDirs()) {
+    for (int64_t step : steps) {
       struct stat st {};
       if (lstat(Where(step, "manifest.pb").c_str(), &st) == 0) {
         newest = std::max(newest, step);
       }
     }
-    for (int64_t step : ListStepDirs()) {
+    for (int64_t step : steps) {
       struct stat st {};
       if (step == current || (step > newest && !failed.contains(step)) ||
           lstat(StepPath(step).c_str(), &st) != 0 ||

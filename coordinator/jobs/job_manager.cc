@@ -67,10 +67,6 @@ Status JobManager::Recover() {
       return absl::DataLossError(
           absl::StrCat("state record ", key, " does not parse as JobInfo"));
     }
-    // A pending attempt's wait starts again: workers need time to return.
-    if (info.state() == control::PENDING) {
-      info.set_pending_since_unix_ms(clock_->NowMs());
-    }
     jobs_[info.job_id()] = info;
   }
   // Jobs stored before the limits (or under looser ones) are failed here,

@@ -93,14 +93,18 @@ static int PathSelected(const char* path) {
   return 1;
 }
 
-static int FdSelected(int fd, char* path, size_t size) {
-  if (g_prefix == NULL) return 0;
+// The path the kernel reports for `fd`; 0 when it cannot be read.
+static int FdPath(int fd, char* path, size_t size) {
   char link[64];
   snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
   ssize_t n = readlink(link, path, size - 1);
   if (n <= 0) return 0;
   path[n] = '\0';
-  return PathSelected(path);
+  return 1;
+}
+
+static int FdSelected(int fd, char* path, size_t size) {
+  return g_prefix != NULL && FdPath(fd, path, size) && PathSelected(path);
 }
 
 // Decides whether a write of `bytes` to `fd` fails; counts the bytes that
@@ -244,24 +248,11 @@ static mode_t ModeArg(int flags, va_list ap) {
   return (flags & (O_CREAT | __O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
 }
 
-int open(const char* path, int flags, ...) {
-  static int (*real)(const char*, int, ...);
-  if (!real) real = Next("open");
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = ModeArg(flags, ap);
-  va_end(ap);
-  if ((flags & O_CREAT) && FailPath(kOpCreate, path, "open")) return -1;
-  return real(path, flags, mode);
-}
+// The open family: fail a create under the prefix, else call `real`.
+typedef int (*OpenFn)(const char*, int, ...);
+typedef int (*OpenAtFn)(int, const char*, int, ...);
 
-int open64(const char* path, int flags, ...) {
-  static int (*real)(const char*, int, ...);
-  if (!real) real = Next("open64");
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = ModeArg(flags, ap);
-  va_end(ap);
+static int Open(OpenFn real, const char* path, int flags, mode_t mode) {
   if ((flags & O_CREAT) && FailPath(kOpCreate, path, "open")) return -1;
   return real(path, flags, mode);
 }
@@ -271,37 +262,51 @@ static int AtSelected(int op_bit, int dirfd, const char* path,
                       const char* op) {
   if (path[0] == '/' || dirfd == AT_FDCWD) return FailPath(op_bit, path, op);
   char dir[PATH_MAX], full[2 * PATH_MAX + 2];
-  char link[64];
-  snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
-  ssize_t n = readlink(link, dir, sizeof(dir) - 1);
-  if (n <= 0) return 0;
-  dir[n] = '\0';
+  if (!FdPath(dirfd, dir, sizeof(dir))) return 0;
   snprintf(full, sizeof(full), "%s/%s", dir, path);
   return FailPath(op_bit, full, op);
 }
 
-int openat(int dirfd, const char* path, int flags, ...) {
-  static int (*real)(int, const char*, int, ...);
-  if (!real) real = Next("openat");
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = ModeArg(flags, ap);
-  va_end(ap);
+static int OpenAt(OpenAtFn real, int dirfd, const char* path, int flags,
+                  mode_t mode) {
   if ((flags & O_CREAT) && AtSelected(kOpCreate, dirfd, path, "openat"))
     return -1;
   return real(dirfd, path, flags, mode);
 }
 
+// Each symbol reads its optional mode argument, then shares the above.
+#define FAILIO_MODE(flags, mode)  \
+  va_list ap;                     \
+  va_start(ap, flags);            \
+  mode_t mode = ModeArg(flags, ap); \
+  va_end(ap)
+
+int open(const char* path, int flags, ...) {
+  static OpenFn real;
+  if (!real) real = (OpenFn)Next("open");
+  FAILIO_MODE(flags, mode);
+  return Open(real, path, flags, mode);
+}
+
+int open64(const char* path, int flags, ...) {
+  static OpenFn real;
+  if (!real) real = (OpenFn)Next("open64");
+  FAILIO_MODE(flags, mode);
+  return Open(real, path, flags, mode);
+}
+
+int openat(int dirfd, const char* path, int flags, ...) {
+  static OpenAtFn real;
+  if (!real) real = (OpenAtFn)Next("openat");
+  FAILIO_MODE(flags, mode);
+  return OpenAt(real, dirfd, path, flags, mode);
+}
+
 int openat64(int dirfd, const char* path, int flags, ...) {
-  static int (*real)(int, const char*, int, ...);
-  if (!real) real = Next("openat64");
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = ModeArg(flags, ap);
-  va_end(ap);
-  if ((flags & O_CREAT) && AtSelected(kOpCreate, dirfd, path, "openat"))
-    return -1;
-  return real(dirfd, path, flags, mode);
+  static OpenAtFn real;
+  if (!real) real = (OpenAtFn)Next("openat64");
+  FAILIO_MODE(flags, mode);
+  return OpenAt(real, dirfd, path, flags, mode);
 }
 
 int creat(const char* path, mode_t mode) {
