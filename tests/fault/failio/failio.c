@@ -179,8 +179,7 @@ ssize_t pwritev(int fd, const struct iovec* iov, int iovcnt, off_t offset) {
   return real(fd, iov, iovcnt, offset);
 }
 
-ssize_t pwritev64(int fd, const struct iovec* iov, int iovcnt,
-                  off64_t offset) {
+ssize_t pwritev64(int fd, const struct iovec* iov, int iovcnt, off64_t offset) {
   static ssize_t (*real)(int, const struct iovec*, int, off64_t);
   if (!real) real = Next("pwritev64");
   if (FailWrite(fd, IovBytes(iov, iovcnt), "pwritev")) return -1;
@@ -258,8 +257,7 @@ static int Open(OpenFn real, const char* path, int flags, mode_t mode) {
 }
 
 // openat with a directory fd: the path is resolved against that directory.
-static int AtSelected(int op_bit, int dirfd, const char* path,
-                      const char* op) {
+static int AtSelected(int op_bit, int dirfd, const char* path, const char* op) {
   if (path[0] == '/' || dirfd == AT_FDCWD) return FailPath(op_bit, path, op);
   char dir[PATH_MAX], full[2 * PATH_MAX + 2];
   if (!FdPath(dirfd, dir, sizeof(dir))) return 0;
@@ -275,9 +273,9 @@ static int OpenAt(OpenAtFn real, int dirfd, const char* path, int flags,
 }
 
 // Each symbol reads its optional mode argument, then shares the above.
-#define FAILIO_MODE(flags, mode)  \
-  va_list ap;                     \
-  va_start(ap, flags);            \
+#define FAILIO_MODE(flags, mode)    \
+  va_list ap;                       \
+  va_start(ap, flags);              \
   mode_t mode = ModeArg(flags, ap); \
   va_end(ap)
 
