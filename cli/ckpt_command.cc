@@ -121,15 +121,6 @@ void Export(const std::string& uri, int64_t want, const std::string& format,
   checkpoint::PinnedStep p = Open(uri, want, /*usable=*/true);
   const int64_t step = p.step;
   Status st = checkpoint::ExportSafetensors(*p.storage, step, out);
-  // The pin keeps the step, but a read-only rocksdb:// instance opened while
-  // its owner flushed can miss committed keys: read again through fresh
-  // ones (a few times; a step that is really gone stays NotFound).
-  for (int attempt = 0; attempt < 5 && absl::IsNotFound(st); ++attempt) {
-    auto fresh = checkpoint::OpenStorage(uri);
-    if (!fresh.ok()) break;
-    p.storage = *std::move(fresh);
-    st = checkpoint::ExportSafetensors(*p.storage, step, out);
-  }
   if (!st.ok()) Fail(st, absl::StrCat("step ", step, ": "));
   std::printf("wrote %s (%s, step %lld)\n", out.c_str(), format.c_str(),
               static_cast<long long>(step));

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -37,9 +38,17 @@ constexpr size_t kPiece = 1 << 20;
 // A read-only instance opened while the owner flushes can miss what the
 // flush moved (it read the version before the flush and finds the WAL
 // gone) or fail to open: reads that find nothing, and failed opens, are
-// tried again with fresh instances this many times in all. Each save
+// tried again with fresh instances this many times in all, waiting a little
+// longer each time (ReadOnlyBackoff) so that a flush has finished. Each save
 // flushes (RocksSink::Finish), so concurrent readers do meet this.
 constexpr int kReadOnlyRetries = 8;
+
+// Before retry `attempt` (1-based): 2, 4, 8, 16, 32, 50, 50 ms (~160 ms in
+// all), so a busy owner's flush or compaction can finish meanwhile.
+void ReadOnlyBackoff(int attempt) {
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::min(50, 1 << std::min(attempt, 6))));
+}
 
 std::string StepKey(int64_t step) {
   return step < 0 ? std::string("root") : absl::StrFormat("%012d", step);
@@ -153,6 +162,7 @@ class RocksDbStorage final : public Storage {
     Status s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/false);
     for (int attempt = 1; attempt < kReadOnlyRetries; ++attempt) {
       if (s.ok() || (writable_ && OwnerOf(name) == rank_)) return s;
+      ReadOnlyBackoff(attempt);
       s = ReadDataOnce(step, name, offset, buf, n, /*fresh=*/true);
     }
     return s;
@@ -199,6 +209,7 @@ class RocksDbStorage final : public Storage {
     rocksdb::Status s;
     std::string value;
     for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
+      if (attempt > 0) ReadOnlyBackoff(attempt);
       ASSIGN_OR_RETURN(std::shared_ptr<rocksdb::DB> db,
                        Db(OwnerOf(name), /*fresh=*/true));
       s = GetValue(*db, MetaKey(step, name), &value);
@@ -368,6 +379,7 @@ class RocksDbStorage final : public Storage {
     rocksdb::DB* db = nullptr;
     rocksdb::Status s;
     for (int attempt = 0; attempt < kReadOnlyRetries; ++attempt) {
+      if (attempt > 0) ReadOnlyBackoff(attempt);
       s = rocksdb::DB::OpenForReadOnly(o, DbPath(rank), &db);
       // A WAL or table the owner's flush or compaction dropped meanwhile
       // reads as IOError or Corruption ("Can't access ...sst").
