@@ -252,7 +252,15 @@ class RocksDbStorage final : public Storage {
       // A read-only checkpoint directory: nobody can remove the step.
       pin = std::make_unique<StepPin>();
     }
+    // A read-only instance opened while the owner flushed can also show a
+    // step retention has just removed (the tombstone went with the WAL it
+    // did not read): the step counts as pinned only if a second fresh look,
+    // after a pause, still finds it. Once pinned, it cannot be removed.
     auto manifest = GetMeta(step, "manifest.pb");
+    if (manifest.ok()) {
+      ReadOnlyBackoff(3);
+      manifest = GetMeta(step, "manifest.pb");
+    }
     if (manifest.ok()) return pin;
     pin->reset();
     if (auto fd = internal::LockExclusive(PinPath(step), false, ""); fd.ok()) {
