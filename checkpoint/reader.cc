@@ -333,15 +333,36 @@ Status CheckStep(Storage& storage, int64_t step) {
   return absl::OkStatus();
 }
 
-StatusOr<int64_t> NewestUsableStep(Storage& storage) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage.Steps());
+StatusOr<int64_t> NewestUsableStep(Storage& storage,
+                                   std::unique_ptr<StepPin>* pin) {
+  // With a pin, each candidate is pinned before it is checked, so retention
+  // cannot remove it in between; one retention removed between listing and
+  // pinning is skipped quietly, and when all listed steps went that way the
+  // steps are listed again (a trainer with keep_last 1 commits every few
+  // tens of milliseconds).
+  constexpr int kRelists = 20;
   std::vector<std::string> skipped;
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    Status st = CheckStep(storage, *it);
-    if (st.ok()) return *it;
-    GetLogger("CKPT")->warn("skipping checkpoint step {}: {}", *it,
-                            std::string(st.message()));
-    skipped.push_back(absl::StrCat("step ", *it, ": ", st.message()));
+  for (int attempt = 0; attempt < kRelists; ++attempt) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage.Steps());
+    bool vanished = false;
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      if (pin != nullptr) {
+        auto p = storage.PinStep(*it);
+        if (absl::IsNotFound(p.status())) {
+          vanished = true;
+          continue;
+        }
+        if (!p.ok()) return p.status();
+        *pin = std::move(*p);
+      }
+      Status st = CheckStep(storage, *it);
+      if (st.ok()) return *it;
+      if (pin != nullptr) pin->reset();
+      GetLogger("CKPT")->warn("skipping checkpoint step {}: {}", *it,
+                              std::string(st.message()));
+      skipped.push_back(absl::StrCat("step ", *it, ": ", st.message()));
+    }
+    if (!vanished) break;
   }
   std::string msg =
       "no usable committed checkpoint in " + storage.Where(-1, "");
@@ -353,23 +374,13 @@ StatusOr<int64_t> NewestUsableStep(Storage& storage) {
 StatusOr<PinnedStep> OpenStep(const std::string& uri, int64_t step) {
   PinnedStep p;
   ASSIGN_OR_RETURN(p.storage, OpenStorage(uri));
-  for (int attempt = 0;; ++attempt) {
-    p.step = step;
-    if (step < 0) {
-      // The listing may be stale: retention removed the steps it named.
-      auto newest = NewestUsableStep(*p.storage);
-      if (absl::IsNotFound(newest.status()) && attempt < 10) continue;
-      ASSIGN_OR_RETURN(p.step, std::move(newest));
-    }
-    auto pin = p.storage->PinStep(p.step);
-    if (pin.ok()) {
-      p.pin = std::move(*pin);
-      return p;
-    }
-    // Retention removed the newest step between choosing and pinning it.
-    if (step >= 0 || !absl::IsNotFound(pin.status()) || attempt == 10)
-      return pin.status();
+  if (step < 0) {
+    ASSIGN_OR_RETURN(p.step, NewestUsableStep(*p.storage, &p.pin));
+    return p;
   }
+  p.step = step;
+  ASSIGN_OR_RETURN(p.pin, p.storage->PinStep(step));
+  return p;
 }
 
 Status Load(Storage& storage, int64_t step, std::vector<ShardedTensor>& targets,

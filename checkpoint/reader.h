@@ -44,7 +44,10 @@ Status CheckStep(Storage& storage, int64_t step);
 
 // The newest committed step that passes CheckStep, logging every newer
 // step skipped and why; NotFound when none does (naming the skipped ones).
-StatusOr<int64_t> NewestUsableStep(Storage& storage);
+// With `pin`, the step is pinned (Storage::PinStep) before it is checked
+// and *pin holds it on return.
+StatusOr<int64_t> NewestUsableStep(Storage& storage,
+                                   std::unique_ptr<StepPin>* pin = nullptr);
 
 // A committed step opened for reading and pinned (StepPin) until this is
 // destroyed.
@@ -54,8 +57,8 @@ struct PinnedStep {
   std::unique_ptr<StepPin> pin;
 };
 // Opens `uri` read-only and pins `step`; with step < 0, the newest usable
-// step (NewestUsableStep), chosen again when retention removes it before
-// the pin takes hold. The storage's error; NotFound for a missing step.
+// step (NewestUsableStep with a pin). The storage's error; NotFound for a
+// missing step.
 StatusOr<PinnedStep> OpenStep(const std::string& uri, int64_t step);
 
 // What a Load read, for measuring read amplification
