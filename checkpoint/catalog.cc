@@ -7,14 +7,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "checkpoint/internal/rocks_db.h"
 #include "checkpoint/reader.h"
 #include "common/logging.h"
+#include "common/rocks_db.h"
 
 namespace strata::checkpoint {
 namespace {
-
-using internal::FromRocks;
 
 std::string StepKey(const std::string& job, int64_t step) {
   return absl::StrFormat("job/%s/step/%012d", job, step);
@@ -25,12 +23,12 @@ std::string LatestKey(const std::string& job) {
 
 }  // namespace
 
-Catalog::Catalog(std::unique_ptr<internal::RocksDb> db) : db_(std::move(db)) {}
+Catalog::Catalog(std::unique_ptr<RocksDb> db) : db_(std::move(db)) {}
 
 StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
   rocksdb::Options o;
   o.create_if_missing = true;
-  ASSIGN_OR_RETURN(auto db, internal::RocksDb::Open(o, path));
+  ASSIGN_OR_RETURN(auto db, RocksDb::Open(o, path, GetLogger("ROCKSDB")));
   return std::unique_ptr<Catalog>(new Catalog(std::move(db)));
 }
 

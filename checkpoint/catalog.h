@@ -7,7 +7,7 @@
 // storage are the truth: Reconcile repairs a catalog that missed a commit
 // or a removal (a full disk, a crash between the manifest and the catalog
 // write). A write that fails (e.g. ENOSPC) returns its error and the
-// instance is reopened at the next call (checkpoint/internal/rocks_db.h);
+// instance is recovered at the next call (common/rocks_db.h);
 // nothing aborts. Thread-safe.
 #pragma once
 
@@ -19,11 +19,11 @@
 #include "common/status.h"
 #include "proto/checkpoint.pb.h"
 
-namespace strata::checkpoint {
-
-namespace internal {
+namespace strata {
 class RocksDb;
-}
+}  // namespace strata
+
+namespace strata::checkpoint {
 
 class Catalog {
  public:
@@ -61,8 +61,8 @@ class Catalog {
   StatusOr<std::vector<int64_t>> Steps(const std::string& job);
 
  private:
-  explicit Catalog(std::unique_ptr<internal::RocksDb> db);
-  std::unique_ptr<internal::RocksDb> db_;
+  explicit Catalog(std::unique_ptr<RocksDb> db);
+  std::unique_ptr<RocksDb> db_;
 };
 
 }  // namespace strata::checkpoint

@@ -10,10 +10,7 @@
 // WritableFileWriter (`sync_without_flush_called_`). With this logger a full
 // or failing disk reaches the caller as a rocksdb::Status instead.
 //
-// Recovery note (measured with tests/fault/failio on 7.8.3): after a WAL
-// append fails, DB::Resume() returns Busy and every later write repeats the
-// old error; closing and reopening the database recovers (acknowledged
-// writes are kept, failed ones were never acknowledged).
+// Recovery after a failed write: rocks_db.h.
 #pragma once
 
 #include <memory>

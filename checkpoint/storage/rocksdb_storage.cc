@@ -22,17 +22,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint/internal/file_util.h"
-#include "checkpoint/internal/rocks_db.h"
 #include "checkpoint/storage/storages.h"
+#include "common/rocks_db.h"
+#include "common/rocksdb_log.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_batch.h"
 
 namespace strata::checkpoint {
 namespace {
-
-using internal::FromRocks;
-using internal::RocksDb;
 
 constexpr size_t kPiece = 1 << 20;
 // A read-only instance opened while the owner flushes can miss what the
@@ -144,7 +142,8 @@ class RocksDbStorage final : public Storage {
 
   Status Init() {
     if (!writable_) return absl::OkStatus();
-    ASSIGN_OR_RETURN(own_, RocksDb::Open(Options(), DbPath(rank_)));
+    ASSIGN_OR_RETURN(
+        own_, RocksDb::Open(Options(), DbPath(rank_), GetLogger("ROCKSDB")));
     return absl::OkStatus();
   }
 
@@ -351,7 +350,7 @@ class RocksDbStorage final : public Storage {
     o.blob_file_size = 256 << 20;
     o.compression = rocksdb::kNoCompression;  // tensors do not compress
     o.blob_compression_type = rocksdb::kNoCompression;
-    return internal::SafeOptions(o);  // no LOG file: see rocks_db.h
+    return o;
   }
   std::string PinPath(int64_t step) const {
     return StepDir(dir_, step) + ".pin";
@@ -381,7 +380,8 @@ class RocksDbStorage final : public Storage {
       return absl::NotFoundError("no rocksdb checkpoint store at " +
                                  DbPath(rank));
     }
-    rocksdb::Options o = Options();
+    rocksdb::Options o =
+        FailSafeRocksDbOptions(Options(), GetLogger("ROCKSDB"));
     o.create_if_missing = false;
     o.max_open_files = -1;  // hold every file: the primary may delete them
     rocksdb::DB* db = nullptr;

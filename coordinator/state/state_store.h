@@ -7,15 +7,14 @@
 // callers apply it to memory after that, never before. When a write fails
 // (disk full, I/O error) the store turns unwritable: it logs one ERROR naming
 // the state dir and the errno, refuses further writes with the same error
-// (ResourceExhausted for ENOSPC, Unavailable for other I/O errors) and tries
-// rocksdb::DB::Resume() - or, when RocksDB refuses to resume (7.8 after a
-// failed WAL append), closing and reopening the database - plus a 256 KiB
-// probe write, with backoff (100 ms doubling to 2 s), from MaybeResume(), which
-// the event loop calls every tick and every write calls first. Once a probe
-// write succeeds it is writable again (logged), without a restart. A reopen
-// bumps generation(): a write whose fsync failed may still have reached the
-// disk, so owners of in-memory state then write it again (Service::Tick).
-// health() tells clients which state the store is in.
+// (ResourceExhausted for ENOSPC, Unavailable for other I/O errors) and, with
+// backoff (100 ms doubling to 2 s) from MaybeResume(), which the event loop
+// calls every tick and every write calls first, recovers the database
+// (common/rocks_db.h: Resume, else reopen) and writes a 256 KiB probe. Once
+// a probe write succeeds it is writable again (logged), without a restart.
+// A reopen bumps generation(): a write whose fsync failed may still have
+// reached the disk, so owners of in-memory state then write it again
+// (Service::Tick). health() tells clients which state the store is in.
 // Thread-compatible (event-loop thread only).
 #pragma once
 
@@ -31,9 +30,12 @@
 #include "common/status.h"
 
 namespace rocksdb {
-class DB;
-struct Options;
+class WriteBatch;
 }  // namespace rocksdb
+
+namespace strata {
+class RocksDb;
+}  // namespace strata
 
 namespace strata::coordinator {
 
@@ -72,20 +74,17 @@ class StateStore {
   void MaybeResume();
   const StoreHealth& health() const { return health_; }
   // Incremented by every reopen.
-  int64_t generation() const { return generation_; }
+  int64_t generation() const;
   const std::string& dir() const { return dir_; }
 
  private:
-  StateStore(rocksdb::DB* db, std::string dir, const Clock* clock);
-  static rocksdb::Options DbOptions();
-  Status Closed() const;  // reads while a reopen has not succeeded yet
-  // Runs `write` unless the store is unwritable (then returns its error);
+  StateStore(std::unique_ptr<RocksDb> db, std::string dir, const Clock* clock);
+  // Writes `batch` unless the store is unwritable (then returns its error);
   // a failed write makes it unwritable.
-  template <typename WriteFn>
-  Status Mutate(const std::string& what, WriteFn write);
+  Status Mutate(const std::string& what, rocksdb::WriteBatch& batch, bool sync);
   void MarkUnwritable(const Status& error);
 
-  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<RocksDb> db_;
   std::string dir_;
   const Clock* clock_;
   Logger logger_;
@@ -93,7 +92,6 @@ class StateStore {
   Status error_;  // the write error while unwritable
   int64_t next_resume_ms_ = 0;
   int64_t backoff_ms_ = 0;
-  int64_t generation_ = 0;
 };
 
 }  // namespace strata::coordinator
