@@ -21,6 +21,7 @@
 #   simhost_up 2 [RATE]       # e.g. RATE=1gbit; 77 when namespaces cannot
 #                             # be created here (ctest SKIP), 1 on errors
 #   simhost_exec 1 CMD ARGS   # runs CMD in host 1 (foreground, env kept)
+#   simhost_rate 1 250mbit    # host 1's link slowed now ("none" lifts it)
 #   "${SIMHOST_NSENTER[1]}" CMD &   # the same prefix as an array, for
 #                             # background starts and MPMD command lines
 #   simhost_down              # also run by the EXIT/INT/TERM trap that
@@ -243,6 +244,18 @@ simhost_exec() {
   local i=$1
   shift
   nsenter -t "${SIMHOST_HOLDER[i]:?no host $i}" --net --uts --ipc --mount --wd="$PWD" "$@"
+}
+
+# simhost_rate I RATE: limits host I's link (both directions) to RATE (tc
+# token bucket, e.g. 250mbit) while the instance runs, replacing any earlier
+# limit; RATE "none" removes it. A slow link for fault tests.
+simhost_rate() {
+  local i=$1 rate=$2 veth="ssv${SIMHOST_ID:?no instance}h$1" ns=${SIMHOST_NETNS[$1]:?no host $1}
+  tc qdisc del dev "$veth" root 2> /dev/null
+  tc -n "$ns" qdisc del dev "$SIMHOST_IF" root 2> /dev/null
+  [ "$rate" = none ] && return 0
+  tc qdisc add dev "$veth" root tbf rate "$rate" burst 256kb latency 100ms &&
+    tc -n "$ns" qdisc add dev "$SIMHOST_IF" root tbf rate "$rate" burst 256kb latency 100ms
 }
 
 # simhost_down: tears the instance down (safe to call more than once).

@@ -75,7 +75,7 @@ TEST_P(PinTest, ExportOfALiveCheckpointSucceeds) {
   stop = true;
   trainer.join();
   EXPECT_EQ(ok, 10);
-  EXPECT_GT(steps_during, 1);  // the trainer really saved meanwhile
+  EXPECT_GT(steps_during, 1);              // the trainer really saved meanwhile
   EXPECT_EQ(ListSteps(uri_)->size(), 1u);  // retention caught up
 }
 

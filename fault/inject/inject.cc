@@ -1,0 +1,146 @@
+#include "fault/inject/inject.h"
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace strata::fault {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// NUL-separated KEY=VALUE pairs of /proc/PID/environ; empty when unreadable
+// (the process is gone or not ours to read).
+std::string Environ(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool HasVar(const std::string& env, const std::string& kv) {
+  const std::string needle = kv + '\0';
+  return env.rfind(needle, 0) == 0 ||
+         env.find('\0' + needle) != std::string::npos;
+}
+
+Status Signal(pid_t pid, int sig) {
+  if (kill(pid, sig) == 0 || errno == ESRCH) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("cannot signal process ", pid,
+                                                  " (", strsignal(sig),
+                                                  "): ", std::strerror(errno)));
+}
+
+void SignalAll(const std::vector<pid_t>& pids, int sig) {
+  for (pid_t p : pids) (void)kill(p, sig);
+}
+
+bool AnyAlive(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) {
+    if (kill(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Sleeps `ms` or until `stop`, in slices of at most 10 ms.
+void Wait(int64_t ms, const std::atomic<bool>& stop) {
+  const auto end = Steady::now() + std::chrono::milliseconds(ms);
+  while (!stop && Steady::now() < end) {
+    std::this_thread::sleep_for(std::min<Steady::duration>(
+        end - Steady::now(), std::chrono::milliseconds(10)));
+  }
+}
+
+}  // namespace
+
+StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot list /proc: ", std::strerror(errno)));
+  }
+  std::vector<pid_t> pids;
+  const pid_t self = getpid();
+  while (dirent* e = readdir(proc)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(e->d_name, &pid) || pid == self) continue;
+    const std::string env = Environ(pid);
+    if (HasVar(env, "STRATA_JOB_ID=" + job_id) &&
+        HasVar(env, absl::StrCat("RANK=", rank))) {
+      pids.push_back(pid);
+    }
+  }
+  closedir(proc);
+  if (pids.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no process with STRATA_JOB_ID=", job_id,
+                     " and RANK=", rank, " on this machine"));
+  }
+  return pids;
+}
+
+StatusOr<int64_t> Slow(const std::vector<pid_t>& pids, const SlowOptions& o,
+                       const std::atomic<bool>& stop) {
+  if (!(o.factor > 1) || o.factor > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slowdown factor ", o.factor, " is out of range (1, 1000]"));
+  }
+  if (o.period_ms < 2 || o.period_ms > 60'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("period ", o.period_ms, " ms is out of range [2, 60000]"));
+  }
+  const int64_t run_ms =
+      std::max<int64_t>(1, static_cast<int64_t>(o.period_ms / o.factor + 0.5));
+  const int64_t stop_ms = o.period_ms - run_ms;
+  const auto start = Steady::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() -
+                                                                 start)
+        .count();
+  };
+  int64_t stopped_ms = 0;
+  Status st;
+  while (!stop && AnyAlive(pids) &&
+         (o.duration_ms < 0 || elapsed_ms() < o.duration_ms)) {
+    for (pid_t p : pids) {
+      st = Signal(p, SIGSTOP);
+      if (!st.ok()) break;
+    }
+    if (!st.ok()) break;
+    const auto t0 = Steady::now();
+    Wait(stop_ms, stop);
+    SignalAll(pids, SIGCONT);
+    stopped_ms += std::chrono::duration_cast<std::chrono::milliseconds>(
+                      Steady::now() - t0)
+                      .count();
+    Wait(run_ms, stop);
+  }
+  SignalAll(pids, SIGCONT);
+  if (!st.ok()) return st;
+  return stopped_ms;
+}
+
+Status Hang(const std::vector<pid_t>& pids, int64_t duration_ms,
+            const std::atomic<bool>& stop) {
+  for (pid_t p : pids) {
+    Status st = Signal(p, SIGSTOP);
+    if (!st.ok()) {
+      SignalAll(pids, SIGCONT);
+      return st;
+    }
+  }
+  if (duration_ms < 0) return absl::OkStatus();
+  Wait(duration_ms, stop);
+  SignalAll(pids, SIGCONT);
+  return absl::OkStatus();
+}
+
+}  // namespace strata::fault
