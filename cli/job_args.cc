@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/field_range.h"
 #include "control/codec.h"
+#include "fault/policy.h"
 #include "planner/job.h"
 
 namespace strata::cli {
@@ -46,6 +47,10 @@ void AddJobOptions(CLI::App* cmd, JobArgs* a) {
                   "model preset/file: let the planner pick the parallelism");
   cmd->add_option("--ckpt", a->ckpt, "checkpoint URI (STRATA_CKPT_URI)");
   cmd->add_option("--env", a->env, "KEY=VALUE for every rank (repeatable)");
+  cmd->add_option("--fault", a->fault,
+                  "fault policy KEY=VALUE, e.g. hang=restart, "
+                  "straggler=evict, straggler_threshold=1.2 (repeatable; "
+                  "docs/fault.md)");
 }
 
 JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
@@ -97,6 +102,11 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
            absl::StrCat("--env expects KEY=VALUE, got '", kv, "'"));
     }
     (*l->mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& kv : a.fault) {
+    Status fs = fault::ApplyFaultSetting(kv, spec.mutable_fault());
+    if (!fs.ok())
+      Fail(what, kExitBadInput, "--fault: " + std::string(fs.message()));
   }
   Status st = planner::ValidateJob(spec, "job");
   if (!st.ok()) Fail(what, kExitBadInput, std::string(st.message()));

@@ -21,7 +21,8 @@ struct JobArgs {
   int nodes = -1, ranks_per_node = -1, max_restarts = -1, min_nodes = -1;
   int tp = 0, pp = 0, cp = 0;
   std::string model, ckpt;
-  std::vector<std::string> env;  // KEY=VALUE
+  std::vector<std::string> env;    // KEY=VALUE
+  std::vector<std::string> fault;  // KEY=VALUE (fault/policy.h)
 };
 
 void AddJobOptions(CLI::App* cmd, JobArgs* args);

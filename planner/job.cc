@@ -36,6 +36,20 @@ absl::Span<const FieldRange> JobRanges() {
        "absent: launch.nodes (never shrink)"},
       {"launch.worker_wait_s", 1, 86400, false, "seconds; absent: 60"},
       {"launch.stop_grace_ms", 1, 3600000, false, "ms; absent: 5000"},
+      {"fault.straggler_threshold", 1, 10, true,
+       "long-window slowdown that flags a straggler; absent: 1.10"},
+      {"fault.straggler_fast_threshold", 1, 10, true,
+       "short-window slowdown that flags a straggler; absent: 1.20"},
+      {"fault.straggler_confirm", 1, 1000, false,
+       "steps above the threshold before flagging; absent: 8"},
+      {"fault.hang_k", 1, 1000, false,
+       "hang deadline in median steps; absent: 3"},
+      {"fault.hang_floor_s", 1, 86400, false,
+       "shortest hang deadline, seconds; absent: 10"},
+      {"fault.hang_first_step_s", 1, 86400, false,
+       "hang deadline before the first step, seconds; absent: 300"},
+      {"fault.slow_link_threshold", 1, 1000, true,
+       "reference / measured bandwidth of a slow link; absent: 2"},
   };
   return kRanges;
 }
