@@ -1,0 +1,141 @@
+#include "observe/http_server.h"
+
+#include <httplib.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+
+namespace strata::observe {
+namespace {
+
+// Compares without an early exit, so response time does not tell how much
+// of a guessed token was right.
+bool SameToken(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() ^ b.size();
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % (b.size() + 1)];
+  return diff == 0;
+}
+
+std::string TokenOf(const httplib::Request& req) {
+  const std::string auth = req.get_header_value("Authorization");
+  if (auth.rfind("Bearer ", 0) == 0) return auth.substr(7);
+  return req.has_param("token") ? req.get_param_value("token") : "";
+}
+
+void Reply(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body + "\n", "text/plain; charset=utf-8");
+}
+
+}  // namespace
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" ||
+         host.rfind("127.", 0) == 0;
+}
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const HttpServerOptions& o, std::map<std::string, HttpHandler> routes) {
+  const size_t colon = o.listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(o.listen.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", o.listen, "' is not HOST:PORT"));
+  }
+  std::string host = o.listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (!IsLoopbackHost(host) && o.token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "listening on ", o.listen,
+        " (not loopback) requires a token: anyone who reaches it could read "
+        "every job's state"));
+  }
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->server_ = std::make_unique<httplib::Server>();
+  s->host_ = host;
+  httplib::Server& srv = *s->server_;
+  const int threads = std::max(1, o.threads);
+  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  srv.set_payload_max_length(0);
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which
+  // a second coordinator would silently share (and split) the port.
+  srv.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  srv.set_read_timeout(5, 0);
+  srv.set_write_timeout(5, 0);
+  srv.set_keep_alive_max_count(100);
+
+  std::string known;
+  for (const auto& [path, h] : routes) absl::StrAppend(&known, " ", path);
+  auto serve = [routes = std::move(routes), known, token = o.token,
+                max_query = o.max_query_bytes](const httplib::Request& req,
+                                               httplib::Response& res) {
+    size_t query = 0;
+    for (const auto& [k, v] : req.params) query += k.size() + v.size() + 2;
+    if (query > max_query) {
+      return Reply(res, 414,
+                   absl::StrCat("query of ", query,
+                                " bytes exceeds the limit of ", max_query));
+    }
+    if (!token.empty() && !SameToken(TokenOf(req), token)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return Reply(res, 401, "a token is required (Authorization: Bearer T)");
+    }
+    auto it = routes.find(req.path);
+    if (it == routes.end()) {
+      return Reply(
+          res, 404,
+          absl::StrCat("no page ", req.path.substr(0, 200), "; pages:", known));
+    }
+    HttpRequest r{req.path, {}};
+    for (const auto& [k, v] : req.params) r.params[k] = v;
+    HttpResponse out = it->second(r);
+    res.status = out.status;
+    res.set_content(std::move(out.body), out.content_type);
+  };
+  srv.Get(".*", serve);
+  auto refuse = [](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", "GET, HEAD");
+    Reply(res, 405, "method " + req.method + " is not allowed (GET, HEAD)");
+  };
+  srv.Post(".*", refuse);
+  srv.Put(".*", refuse);
+  srv.Patch(".*", refuse);
+  srv.Delete(".*", refuse);
+  srv.Options(".*", refuse);
+
+  if (port == 0) {
+    port = srv.bind_to_any_port(host);
+  } else if (!srv.bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", o.listen,
+                     " (address in use or not on this host)"));
+  }
+  s->port_ = port;
+  s->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
+  GetLogger("OBSERVE")->info("serving http on {}", s->url());
+  return s;
+}
+
+HttpServer::~HttpServer() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string HttpServer::url() const {
+  const bool v6 = host_.find(':') != std::string::npos;
+  return absl::StrCat("http://", v6 ? "[" : "", host_, v6 ? "]" : "", ":",
+                      port_);
+}
+
+}  // namespace strata::observe
