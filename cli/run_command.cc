@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/control_client.h"
+#include "cli/inject_spec.h"
 #include "cli/job_args.h"
 #include "common/subprocess.h"
 
@@ -41,12 +42,13 @@ struct RunArgs {
   std::string state_dir;
   bool keep = false;
   int64_t kill_worker_at_step = -1;
+  std::vector<std::string> inject;  // InjectSpec texts
   double startup_timeout_s = 30;
   bool plaintext = false;
 };
 
-// strata-coordinator / strata-worker next to this binary (installed) or in
-// the build tree's sibling directories; $STRATA_BIN_DIR wins.
+// strata-coordinator / strata-worker / strata-inject next to this binary
+// (installed) or in the build tree's sibling directories; $STRATA_BIN_DIR wins.
 std::string FindBinary(const std::string& name) {
   std::vector<std::string> dirs;
   if (const char* d = getenv("STRATA_BIN_DIR")) dirs.push_back(d);
@@ -57,6 +59,7 @@ std::string FindBinary(const std::string& name) {
     dirs.push_back(dir.string());
     dirs.push_back((dir.parent_path() / "coordinator").string());
     dirs.push_back((dir.parent_path() / "worker").string());
+    dirs.push_back((dir.parent_path() / "fault").string());
   }
   for (const auto& d : dirs) {
     std::string p = d + "/" + name;
@@ -226,6 +229,28 @@ int Run(const RunArgs& a) {
   JobSpec spec = BuildJobSpec("run", a.job);
   JobLaunch* l = spec.mutable_launch();
   const int nodes = l->nodes() > 0 ? l->nodes() : 1;
+  std::vector<InjectSpec> injects;
+  for (const std::string& text : a.inject) {
+    auto spec_or = ParseInjectSpec(text);
+    if (!spec_or.ok()) {
+      Fail("run", kExitBadInput, std::string(spec_or.status().message()));
+    }
+    if (spec_or->kind == InjectSpec::Kind::kKillWorker &&
+        spec_or->node >= nodes) {
+      Fail("run", kExitBadInput,
+           absl::StrCat("--inject '", text, "': node ", spec_or->node,
+                        " does not exist (", nodes, " node(s))"));
+    }
+    injects.push_back(*std::move(spec_or));
+  }
+  if (a.kill_worker_at_step >= 0 && nodes >= 2) {
+    InjectSpec kw;
+    kw.kind = InjectSpec::Kind::kKillWorker;
+    kw.node = nodes - 1;
+    kw.step = a.kill_worker_at_step;
+    kw.text = absl::StrCat("kill-worker:node=", kw.node, ",step=", kw.step);
+    injects.push_back(kw);
+  }
   l->set_nodes(nodes);
   if (l->ranks_per_node() == 0) l->set_ranks_per_node(1);
   if (l->worker_wait_s() == 0) l->set_worker_wait_s(30);
@@ -308,21 +333,28 @@ int Run(const RunArgs& a) {
   const std::string job_id = reply.submit_job().job_id();
   std::fprintf(stderr, "[strata] submitted %s\n", job_id.c_str());
 
-  bool killed = false;
   RunSummary summary;
   auto on_status = [&](const control::JobInfo& job) {
     summary.Observe(job);
-    if (killed || a.kill_worker_at_step < 0 || workers.size() < 2) return;
-    for (const auto& s : job.steps()) {
-      if (s.step() >= a.kill_worker_at_step) {
-        std::fprintf(stderr,
-                     "[strata] fault injection: SIGKILL worker node-%zu at "
-                     "step %lld\n",
-                     workers.size() - 1, static_cast<long long>(s.step()));
-        kill(workers.back(), SIGKILL);
-        killed = true;
-        return;
+    int64_t step = -1;
+    for (const auto& s : job.steps()) step = std::max(step, s.step());
+    for (auto it = injects.begin(); it != injects.end();) {
+      if (step < it->step) {
+        ++it;
+        continue;
       }
+      std::fprintf(stderr, "[strata] fault injection at step %lld: %s\n",
+                   static_cast<long long>(step), it->text.c_str());
+      if (it->kind == InjectSpec::Kind::kKillWorker) {
+        if (it->node < static_cast<int>(workers.size())) {
+          kill(workers[it->node], SIGKILL);
+        }
+      } else {
+        std::vector<std::string> args = InjectArgs(*it, job_id);
+        args.insert(args.begin(), FindBinary("strata-inject"));
+        procs.Add(Start(args, dir + "/inject.log"));
+      }
+      it = injects.erase(it);
     }
   };
   int rc = WaitForJob(clock, client, job_id, /*follow=*/true, 15000, on_status,
@@ -360,7 +392,13 @@ void AddRunCommand(CLI::App* app) {
   cmd->add_option(
       "--kill-worker-at-step", a->kill_worker_at_step,
       "fault injection: SIGKILL the last worker once a rank reports "
-      "this step (demo and tests)");
+      "this step (demo and tests; = --inject kill-worker:node=LAST,step=N)");
+  cmd->add_option(
+      "--inject", a->inject,
+      "fault injection once a rank reports step N: "
+      "slow:rank=R,factor=F[,step=N][,duration=S], "
+      "hang:rank=R[,step=N][,duration=S], kill-rank:rank=R[,step=N], "
+      "kill-worker:node=K[,step=N] (repeatable; docs/fault.md)");
   cmd->callback([a] {
     int rc = Run(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -3,6 +3,7 @@
 //   strata-inject slow --job JOB --rank R --factor 1.3 [--period-ms 100]
 //                      [--after S] [--duration S]
 //   strata-inject hang --job JOB --rank R [--after S] [--duration S]
+//   strata-inject kill --job JOB --rank R [--after S]
 //   (or --pid PID instead of --job/--rank)
 //
 // Runs in the foreground until the duration ends, the processes exit, or
@@ -12,6 +13,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -89,9 +92,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 60000));
   CLI::App* hang = app.add_subcommand("hang", "SIGSTOP the rank");
   AddTarget(hang, &target);
-  for (CLI::App* sub : {slow, hang}) {
+  CLI::App* kill_cmd = app.add_subcommand("kill", "SIGKILL the rank");
+  AddTarget(kill_cmd, &target);
+  for (CLI::App* sub : {slow, hang, kill_cmd}) {
     sub->add_option("--after", after_s, "seconds to wait before acting")
         ->check(CLI::Range(0.0, 86400.0));
+  }
+  for (CLI::App* sub : {slow, hang}) {
     sub->add_option("--duration", duration_s,
                     "seconds to act (slow: default until interrupted; hang: "
                     "default stays stopped)")
@@ -128,6 +135,16 @@ int main(int argc, char** argv) {
     if (!stopped.ok()) return Fail(1, std::string(stopped.status().message()));
     std::printf("strata-inject: stopped %lld ms in all\n",
                 static_cast<long long>(*stopped));
+    return 0;
+  }
+  if (kill_cmd->parsed()) {
+    std::printf("strata-inject: killing %zu process(es)\n", pids->size());
+    for (pid_t p : *pids) {
+      if (kill(p, SIGKILL) != 0 && errno != ESRCH) {
+        return Fail(1, "cannot kill process " + std::to_string(p) + ": " +
+                           std::strerror(errno));
+      }
+    }
     return 0;
   }
   std::printf("strata-inject: stopping %zu process(es)\n", pids->size());
