@@ -1,0 +1,44 @@
+#include "observe/published.h"
+
+#include <chrono>
+
+namespace strata::observe {
+
+StatusOr<std::string> Published::Get() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t now = clock_->SteadyNowMs();
+  read_ms_ = now;
+  if (has_text_ && now - published_ms_ <= options_.max_age_ms) return text_;
+  const uint64_t seen = generation_;
+  ++waiting_;
+  cv_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
+               [&] { return generation_ != seen; });
+  --waiting_;
+  if (!has_text_) {
+    return absl::UnavailableError(
+        "nothing to serve yet: the coordinator's loop did not publish within " +
+        std::to_string(options_.wait_ms) + " ms");
+  }
+  return text_;
+}
+
+bool Published::Wanted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (waiting_ > 0) return true;
+  const int64_t now = clock_->SteadyNowMs();
+  return read_ms_ >= 0 && now - read_ms_ <= options_.keep_warm_ms &&
+         (!has_text_ || now - published_ms_ >= options_.refresh_ms);
+}
+
+void Published::Publish(std::string text) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    text_ = std::move(text);
+    has_text_ = true;
+    published_ms_ = clock_->SteadyNowMs();
+    ++generation_;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace strata::observe
