@@ -56,11 +56,21 @@ struct CostModel::StageClass {
   LayerCost lc;
   double alpha = 0, beta = 0;  // time(L) ~ alpha L + beta
   int count = 0, layers = 0;
+  int trimmed = 0;  // its first `trimmed` stages hold layers - 1
 };
 
 struct CostModel::StageClasses {
   StageClass at[kMaxStageClasses];
   int size = 0;
+};
+
+struct CostModel::StageLayout {
+  // Key: what ClassifyStages reads of a candidate.
+  int p = -1, dp_per_node = 0, group = 0, stage_nodes = 0;
+  int64_t stage_ranks = 0;
+  StageClasses classes;          // links, first/last and counts (no costs)
+  std::vector<int> stage_class;  // per stage
+  std::vector<std::vector<int>> positions;  // per class: its stages, ascending
 };
 
 struct CostModel::StageCost {
@@ -107,16 +117,21 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
 
 // Evaluate = shape -> stage classes (with their per-layer costs) -> layer
 // split -> exact cost of every stage, recorded for the critical stages.
-void CostModel::Evaluate(const Candidate& c, Evaluation* out) const {
+void CostModel::Evaluate(const Candidate& c, Evaluation* out,
+                         bool stage_layers) const {
   const Shape sh = ShapeOf(c);
   StageClasses classes;
   ClassifyStages(c, sh, &classes);
-  if (!SplitLayers(c, sh, &classes, &out->layers)) {
+  out->layers.clear();
+  if (!SplitLayers(c, sh, &classes)) {
     out->valid = false;
     return;
   }
   RecordStages(c, sh, classes, out);
+  if (stage_layers) StageLayers(sh, classes, out);
 }
+
+CostModel::~CostModel() = default;
 
 CostModel::Shape CostModel::ShapeOf(const Candidate& c) const {
   Shape sh;
@@ -304,40 +319,79 @@ double CostModel::ContextParallelTime(const Candidate& c, double tokens,
 // Per pipeline stage.
 
 // Groups the p stages by their DP x CP group's links and GPU, first/last
-// position; each class gets its per-layer cost once. Writes the class of
-// every stage to scratch_class_.
+// position; each class gets its per-layer cost once. The grouping depends
+// only on the layout, so it is kept for the next candidate of the same
+// layout (layout_), and only the per-layer costs are computed again.
 void CostModel::ClassifyStages(const Candidate& c, const Shape& sh,
                                StageClasses* classes) const {
-  std::vector<int>& stage_class = scratch_class_;
-  stage_class.assign(sh.p, 0);
+  if (layout_ == nullptr) layout_ = std::make_unique<StageLayout>();
+  StageLayout& lay = *layout_;
+  const int group = c.dp * c.cp;
+  if (lay.p != sh.p || lay.stage_ranks != sh.stage_ranks ||
+      lay.dp_per_node != sh.dp_per_node || lay.group != group ||
+      lay.stage_nodes != sh.stage_nodes) {
+    lay.p = sh.p;
+    lay.stage_ranks = sh.stage_ranks;
+    lay.dp_per_node = sh.dp_per_node;
+    lay.group = group;
+    lay.stage_nodes = sh.stage_nodes;
+    GroupStages(sh, group, &lay);
+  }
+  classes->size = lay.classes.size;
+  for (int k = 0; k < classes->size; ++k) {
+    StageClass& cl = classes->at[k];
+    cl = lay.classes.at[k];
+    cl.lc = Layer(c, *cl.link.gpu);
+  }
+}
+
+void CostModel::GroupStages(const Shape& sh, int group,
+                            StageLayout* lay) const {
+  StageClasses& classes = lay->classes;
+  classes.size = 0;
+  lay->stage_class.assign(sh.p, 0);
+  // When all nodes are identical every stage's link is stage 0's but for
+  // the oversubscription it meets: one Link, then per stage only that (the
+  // same arithmetic as Link, so the same bits).
+  const bool same_nodes = net_.identical_nodes();
+  GroupLink link =
+      net_.Link(0, sh.stage_ranks, sh.dp_per_node, group, sh.stage_nodes);
   for (int i = 0; i < sh.p; ++i) {
-    const GroupLink link =
-        net_.Link(i * sh.stage_ranks, sh.stage_ranks, sh.dp_per_node,
-                  c.dp * c.cp, sh.stage_nodes);
+    if (same_nodes) {
+      const auto [a, b] = net_.NodeSpan(i * sh.stage_ranks, sh.stage_ranks);
+      link.inter_gbps =
+          link.nic_gbps / net_.Oversubscription(a, b, sh.stage_nodes);
+    } else if (i > 0) {
+      link = net_.Link(i * sh.stage_ranks, sh.stage_ranks, sh.dp_per_node,
+                       group, sh.stage_nodes);
+    }
     const bool first = i == 0, last = i == sh.p - 1;
     int k = 0;
-    for (; k < classes->size; ++k) {
-      const StageClass& cl = classes->at[k];
+    for (; k < classes.size; ++k) {
+      const StageClass& cl = classes.at[k];
       if (cl.first == first && cl.last == last && cl.link.gpu == link.gpu &&
           cl.link.inter_gbps == link.inter_gbps &&
           cl.link.nodes == link.nodes) {
         break;
       }
     }
-    if (k == classes->size) {
-      if (classes->size == kMaxStageClasses) {
-        k = classes->size - 1;  // merge the rest
+    if (k == classes.size) {
+      if (classes.size == kMaxStageClasses) {
+        k = classes.size - 1;  // merge the rest
       } else {
-        StageClass& cl = classes->at[classes->size++];
+        StageClass& cl = classes.at[classes.size++];
+        cl = StageClass();
         cl.link = link;
         cl.first = first;
         cl.last = last;
-        cl.lc = Layer(c, *link.gpu);
       }
     }
-    ++classes->at[k].count;
-    stage_class[i] = k;
+    ++classes.at[k].count;
+    lay->stage_class[i] = k;
   }
+  lay->positions.assign(classes.size, {});
+  for (int i = 0; i < sh.p; ++i)
+    lay->positions[lay->stage_class[i]].push_back(i);
 }
 
 // Parameters on one GPU of a stage with `layers` layers.
@@ -445,17 +499,20 @@ void CostModel::StageMemory(const Candidate& c, const Shape& sh,
 // mixed NICs and GPUs; first and last stages carry the embedding and the
 // output layer, as in Llama 3's pipeline that drops one layer from each,
 // Dubey et al. 2024 §3.3.2). Each stage needs a layer per virtual stage.
+// Stages of a class get the same layers, so the split is per class.
 //
 // 1. Fit every class's stage time as alpha L + beta (FitStageLines).
 // 2. Give each class the most layers that keep it under a common target,
 //    raising the target until all l layers are placed.
 // 3. Trim the surplus from the slowest classes (TrimSurplus).
 bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
-                            StageClasses* classes,
-                            std::vector<int>* layers) const {
+                            StageClasses* classes) const {
   const int p = sh.p, l = sh.l;
-  layers->assign(p, l / p);
-  if (p == 1) return true;
+  for (int k = 0; k < classes->size; ++k) classes->at[k].trimmed = 0;
+  if (p == 1) {
+    classes->at[0].layers = l;
+    return true;
+  }
   double target = FitStageLines(c, sh, classes);
   auto total_layers = [&] {
     int64_t sum = 0;
@@ -479,36 +536,31 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     target = next;
     have = total_layers();
   }
-  const std::vector<int>& stage_class = scratch_class_;
-  for (int i = 0; i < p; ++i) (*layers)[i] = classes->at[stage_class[i]].layers;
-  if (TrimSurplus(*classes, stage_class, have - l, layers) != 0) return false;
-  for (int i = 0; i < p; ++i) {
-    if ((*layers)[i] < sh.v) return false;
+  if (TrimSurplus(classes, have - l) != 0) return false;
+  for (int k = 0; k < classes->size; ++k) {
+    const StageClass& cl = classes->at[k];
+    if (cl.layers - (cl.trimmed > 0 ? 1 : 0) < sh.v) return false;
   }
   return true;
 }
 
 // Removes `surplus` layers, one per stage, from the classes with the
 // longest stage time first and, within a class, from the earliest stages
-// first; no stage drops below one layer. Returns the surplus left.
-int64_t CostModel::TrimSurplus(const StageClasses& classes,
-                               const std::vector<int>& stage_class,
-                               int64_t surplus, std::vector<int>* layers) {
+// first (StageClass::trimmed); no stage drops below one layer. Returns the
+// surplus left.
+int64_t CostModel::TrimSurplus(StageClasses* classes, int64_t surplus) {
   int order[kMaxStageClasses];
-  for (int k = 0; k < classes.size; ++k) order[k] = k;
-  std::sort(order, order + classes.size, [&](int x, int y) {
-    const StageClass& a = classes.at[x];
-    const StageClass& b = classes.at[y];
+  for (int k = 0; k < classes->size; ++k) order[k] = k;
+  std::sort(order, order + classes->size, [&](int x, int y) {
+    const StageClass& a = classes->at[x];
+    const StageClass& b = classes->at[y];
     return a.alpha * a.layers + a.beta > b.alpha * b.layers + b.beta;
   });
-  const int p = static_cast<int>(layers->size());
-  for (int oi = 0; oi < classes.size && surplus > 0; ++oi) {
-    for (int i = 0; i < p && surplus > 0; ++i) {
-      if (stage_class[i] == order[oi] && (*layers)[i] > 1) {
-        --(*layers)[i];
-        --surplus;
-      }
-    }
+  for (int oi = 0; oi < classes->size && surplus > 0; ++oi) {
+    StageClass& cl = classes->at[order[oi]];
+    if (cl.layers <= 1) continue;
+    cl.trimmed = static_cast<int>(std::min<int64_t>(cl.count, surplus));
+    surplus -= cl.trimmed;
   }
   return surplus;
 }
@@ -536,7 +588,16 @@ double CostModel::FitStageLines(const Candidate& c, const Shape& sh,
 // ---------------------------------------------------------------------------
 // Breakdown: the exact cost of every stage under the split. Memory is
 // reported for the critical stage (highest memory / capacity), time for the
-// slowest stage, whose time is the step time.
+// slowest stage, whose time is the step time; ties go to the earliest stage.
+//
+// Stages of one class holding the same number of layers take the same time,
+// and their memory differs only in the micro-batches in flight,
+// min(m, p - stage), which never grows with the stage index (StageMemory).
+// So each (class, layers) group is costed once, at its first stage: that
+// stage has the group's time, its highest memory, and is the earliest of
+// them. Visiting the groups by first stage gives the same critical and
+// slowest stages as visiting every stage, in O(groups) costings instead of
+// O(p) (stages number in the hundreds for the largest jobs).
 void CostModel::RecordStages(const Candidate& c, const Shape& sh,
                              const StageClasses& classes,
                              Evaluation* out) const {
@@ -545,19 +606,46 @@ void CostModel::RecordStages(const Candidate& c, const Shape& sh,
   out->mixed_nic_stage = false;
   out->step_s = 0;
   double worst_ratio = -1;
-  for (int i = 0; i < sh.p; ++i) {
-    const StageClass& cl = classes.at[scratch_class_[i]];
-    const StageCost sc = CostOfStage(c, sh, cl, i, out->layers[i]);
+  // Per class: its trimmed stages (layers - 1) from its first stage, the
+  // others from its (trimmed + 1)-th.
+  StageGroup groups[2 * kMaxStageClasses];
+  int n = 0;
+  for (int k = 0; k < classes.size; ++k) {
+    const StageClass& cl = classes.at[k];
+    const std::vector<int>& at = layout_->positions[k];
+    if (cl.trimmed > 0) groups[n++] = {k, cl.layers - 1, at[0]};
+    if (cl.trimmed < cl.count) groups[n++] = {k, cl.layers, at[cl.trimmed]};
+  }
+  std::sort(groups, groups + n, [](const StageGroup& a, const StageGroup& b) {
+    return a.first < b.first;
+  });
+  for (int gi = 0; gi < n; ++gi) {
+    const StageGroup& g = groups[gi];
+    const StageClass& cl = classes.at[g.cls];
+    const StageCost sc = CostOfStage(c, sh, cl, g.first, g.layers);
     if (cl.link.mixed_nic_types) out->mixed_nic_stage = true;
     const double capacity = cl.link.gpu->memory_gib();
     const double mem = sc.Memory(reserve_bytes_) / kGiB;
     if (mem > capacity) out->fits = false;
     if (mem / capacity > worst_ratio) {
       worst_ratio = mem / capacity;
-      RecordMemory(cl, sc, i, out);
+      RecordMemory(cl, sc, g.first, out);
     }
     if (sc.time_s > out->step_s) {
-      RecordTime(sh, cl, sc, i, out->layers[i], out);
+      RecordTime(sh, cl, sc, g.first, g.layers, out);
+    }
+  }
+}
+
+void CostModel::StageLayers(const Shape& sh, const StageClasses& classes,
+                            Evaluation* out) const {
+  out->layers.assign(sh.p, 0);
+  for (int k = 0; k < classes.size; ++k) {
+    const StageClass& cl = classes.at[k];
+    const std::vector<int>& at = layout_->positions[k];
+    for (size_t j = 0; j < at.size(); ++j) {
+      out->layers[at[j]] =
+          cl.layers - (static_cast<int>(j) < cl.trimmed ? 1 : 0);
     }
   }
 }

@@ -4,6 +4,7 @@
 // CostModel evaluates many candidates from one thread.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "planner/candidate.h"
@@ -65,11 +66,16 @@ class CostModel {
   // `model` must be normalised (NormalizeModel); `net` describes the job's
   // nodes. Both must outlive the CostModel.
   CostModel(const ModelSpec& model, const JobSpec& job, const Network& net);
+  ~CostModel();
 
   // Fills `out` for candidate `c` (whose degrees multiply to the job's
-  // GPUs). out->valid is false when no layer split gives every stage a
-  // layer per virtual stage; the other fields are then unspecified.
-  void Evaluate(const Candidate& c, Evaluation* out) const;
+  // GPUs). Not thread-safe (a cache of the last layout). out->valid is false
+  // when no layer split gives every stage a layer per virtual stage; the other
+  // fields are then unspecified. Without `stage_layers`, out->layers is left
+  // empty (the search scores candidates; only reported plans need the per-stage
+  // list).
+  void Evaluate(const Candidate& c, Evaluation* out,
+                bool stage_layers = true) const;
 
   int seq_length() const { return seq_; }
   const ModelSpec& model() const { return model_; }
@@ -86,7 +92,10 @@ class CostModel {
   struct LayerCost;     // per micro-batch, per layer, on one GPU type
   struct StageClass;    // stages on equal links and GPUs, and their layers
   struct StageClasses;  // at most kMaxStageClasses of them
-  struct StageCost;     // one pipeline stage
+  struct StageGroup {   // stages of one class with equal layers
+    int cls, layers, first;
+  };
+  struct StageCost;  // one pipeline stage
 
   inline Shape ShapeOf(const Candidate& c) const;
   // Per layer: compute, recompute, TP and CP communication, activations.
@@ -107,6 +116,8 @@ class CostModel {
   // Per stage: classes, parameters, time (pipeline, DP, optimizer), memory.
   inline void ClassifyStages(const Candidate& c, const Shape& sh,
                              StageClasses* classes) const;
+  struct StageLayout;
+  void GroupStages(const Shape& sh, int group, StageLayout* layout) const;
   inline double StageParams(const Candidate& c, bool first, bool last,
                             int layers) const;
   StageCost CostOfStage(const Candidate& c, const Shape& sh,
@@ -117,18 +128,18 @@ class CostModel {
   inline void StageMemory(const Candidate& c, const Shape& sh,
                           const StageClass& k, int stage, int layers,
                           double psi, StageCost* sc) const;
-  // Layer split across stages; false when no split is valid.
+  // Layer split across stages, per class; false when no split is valid.
   inline bool SplitLayers(const Candidate& c, const Shape& sh,
-                          StageClasses* classes,
-                          std::vector<int>* layers) const;
+                          StageClasses* classes) const;
   inline double FitStageLines(const Candidate& c, const Shape& sh,
                               StageClasses* classes) const;
-  static inline int64_t TrimSurplus(const StageClasses& classes,
-                                    const std::vector<int>& stage_class,
-                                    int64_t surplus, std::vector<int>* layers);
+  static inline int64_t TrimSurplus(StageClasses* classes, int64_t surplus);
   // Breakdown of the critical (memory) and slowest (time) stage.
   inline void RecordStages(const Candidate& c, const Shape& sh,
                            const StageClasses& classes, Evaluation* out) const;
+  // out->layers from the classes' split.
+  inline void StageLayers(const Shape& sh, const StageClasses& classes,
+                          Evaluation* out) const;
   inline void RecordMemory(const StageClass& k, const StageCost& sc, int stage,
                            Evaluation* out) const;
   static inline void RecordTime(const Shape& sh, const StageClass& k,
@@ -143,8 +154,11 @@ class CostModel {
   double reserve_bytes_;
   double mean_peak_tflops_ = 0;
   ParamCount params_;
-  double act_coeff_;                        // Korthikanti's 34, generalised
-  mutable std::vector<int> scratch_class_;  // stage -> class, per Evaluate
+  double act_coeff_;  // Korthikanti's 34, generalised
+  // The stage classes of the last layout (p, stage ranks, DP x CP group,
+  // nodes per stage) ClassifyStages saw: the search enumerates every
+  // schedule and option of one layout in a row, and they share it.
+  mutable std::unique_ptr<StageLayout> layout_;
 };
 
 }  // namespace strata::planner

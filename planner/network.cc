@@ -30,7 +30,14 @@ Network::Network(const ClusterSpec& cluster,
       cluster_nodes_(cluster.num_nodes()),
       nodes_(std::move(nodes)) {
   homogeneous_ = true;
-  for (const auto& n : nodes_) homogeneous_ &= n.node_class == 0;
+  identical_ = true;
+  for (const auto& n : nodes_) {
+    homogeneous_ &= n.node_class == 0;
+    const topology::NodeInfo& n0 = nodes_.front();
+    identical_ &= n.node_class == n0.node_class && n.gpu == n0.gpu &&
+                  n.nic_type == n0.nic_type &&
+                  n.nic_gbytes_per_gpu == n0.nic_gbytes_per_gpu;
+  }
 }
 
 int Network::PhysicalNode(int64_t j, int stage_nodes) const {
@@ -48,13 +55,27 @@ int Network::PhysicalNode(int64_t j, int stage_nodes) const {
   return static_cast<int>(j / used * leaf + j % used);
 }
 
+std::pair<int64_t, int64_t> Network::NodeSpan(int64_t first_rank,
+                                              int64_t span) const {
+  return {first_rank / gpus_per_node_,
+          std::min<int64_t>((first_rank + span - 1) / gpus_per_node_,
+                            static_cast<int64_t>(nodes_.size()) - 1)};
+}
+
+double Network::Oversubscription(int64_t a, int64_t b, int stage_nodes) const {
+  const int leaf_a = PhysicalNode(a, stage_nodes) / nodes_per_leaf_;
+  const int leaf_b = PhysicalNode(b, stage_nodes) / nodes_per_leaf_;
+  if (leaf_a / leaves_per_pod_ != leaf_b / leaves_per_pod_) {
+    return oversubscription_ * pod_oversubscription_;
+  }
+  return leaf_a != leaf_b ? oversubscription_ : 1;
+}
+
 GroupLink Network::Link(int64_t first_rank, int64_t span, int members_per_node,
                         int group_size, int stage_nodes) const {
   GroupLink link;
   link.intra_gbps = intra_gbps_;
-  const int64_t a = first_rank / gpus_per_node_;
-  const int64_t b = std::min<int64_t>((first_rank + span - 1) / gpus_per_node_,
-                                      static_cast<int64_t>(nodes_.size()) - 1);
+  const auto [a, b] = NodeSpan(first_rank, span);
   link.members_per_node = std::max(1, std::min(members_per_node, group_size));
   link.nodes = std::max(1, group_size / link.members_per_node);
   const topology::NodeInfo& first = nodes_[a];
@@ -76,17 +97,10 @@ GroupLink Network::Link(int64_t first_rank, int64_t span, int members_per_node,
   link.min_peak_tflops = link.gpu->peak_bf16_tflops();
   // RDMA does not cross fabrics of different types (Holmes, arXiv
   // 2312.03549): such traffic takes the Ethernet/TCP path.
-  double eff =
+  const double eff =
       link.mixed_nic_types ? kEthernetEfficiency : Efficiency(link.nic_type);
-  double oversub = 1;
-  const int leaf_a = PhysicalNode(a, stage_nodes) / nodes_per_leaf_;
-  const int leaf_b = PhysicalNode(b, stage_nodes) / nodes_per_leaf_;
-  if (leaf_a / leaves_per_pod_ != leaf_b / leaves_per_pod_) {
-    oversub = oversubscription_ * pod_oversubscription_;
-  } else if (leaf_a != leaf_b) {
-    oversub = oversubscription_;
-  }
-  link.inter_gbps = rate * eff / oversub;
+  link.nic_gbps = rate * eff;
+  link.inter_gbps = link.nic_gbps / Oversubscription(a, b, stage_nodes);
   return link;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "topology/cluster.h"
@@ -32,6 +33,7 @@ struct GroupLink {
   int members_per_node = 1;  // r: group members sharing a node
   int nodes = 1;             // k: nodes the group spans
   double intra_gbps = 0;     // effective NVLink GB/s per GPU
+  double nic_gbps = 0;       // effective NIC GB/s per GPU (before oversub.)
   double inter_gbps = 0;     // effective NIC GB/s per GPU (after oversub.)
   Nic::Type nic_type = Nic::ib;
   bool mixed_nic_types = false;
@@ -53,6 +55,14 @@ class Network {
   // `stage_nodes` is the number of nodes per pipeline stage (PhysicalNode).
   GroupLink Link(int64_t first_rank, int64_t span, int members_per_node,
                  int group_size, int stage_nodes) const;
+  // The job's nodes of ranks first .. first + span - 1 (Link's a and b).
+  std::pair<int64_t, int64_t> NodeSpan(int64_t first_rank, int64_t span) const;
+  // The switch oversubscription traffic among the job's nodes a .. b meets:
+  // 1 within a leaf, the leaf's across leaves, both factors across pods.
+  double Oversubscription(int64_t a, int64_t b, int stage_nodes) const;
+  // Every node has the same GPU type (the same object) and NICs: then only
+  // Oversubscription tells two groups' links apart.
+  bool identical_nodes() const { return identical_; }
 
   // Cluster index of the job's `j`-th node when each pipeline stage spans
   // `stage_nodes` nodes. On a homogeneous cluster with nodes to spare, each
@@ -80,7 +90,8 @@ class Network {
   int nodes_per_leaf_;
   int leaves_per_pod_;
   int cluster_nodes_;  // 0 = unbounded
-  bool homogeneous_;
+  bool homogeneous_;   // one node class (PhysicalNode)
+  bool identical_;     // identical_nodes()
   std::vector<topology::NodeInfo> nodes_;
 };
 

@@ -311,7 +311,7 @@ struct Tally {
 // the top K.
 void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
            Evaluation* eval, Tally* tally) {
-  cost.Evaluate(c, eval);
+  cost.Evaluate(c, eval, /*stage_layers=*/false);
   ++tally->evaluated;
   if (!eval->valid) return;
   if (eval->mixed_nic_stage && !allow_mixed) {
@@ -458,11 +458,13 @@ PlanReport BuildReport(const PlanRequest& req, const CostModel& cost,
   report.set_gpus(static_cast<int>(req.gpus));
   const std::vector<Scored>& best = tally.top.best();
   for (size_t i = 0; i < best.size(); ++i) {
+    // Scoring skipped the per-stage layer list; the same evaluation with it.
+    Scored s = best[i];
+    cost.Evaluate(s.c, &s.e);
     Plan* plan = report.add_plans();
-    *plan = ToPlan(best[i], cost, req);
+    *plan = ToPlan(s, cost, req);
     if (i == 0 && req.with_placement) {
-      *plan->mutable_placement() =
-          BuildPlacement(best[i].c, best[i].e.layers, net);
+      *plan->mutable_placement() = BuildPlacement(s.c, s.e.layers, net);
     }
   }
   SearchStats* stats = report.mutable_search();
