@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <chrono>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -122,13 +124,28 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                      " (address in use or not on this host)"));
   }
   s->port_ = port;
-  s->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
+  s->thread_ = std::thread([&srv, done = &s->done_] {
+    srv.listen_after_bind();
+    *done = true;
+  });
+  // cpp-httplib's stop() does nothing before the listen loop runs (and the
+  // loop then never ends): return only once it runs.
+  for (int i = 0; i < 5000 && !srv.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!srv.is_running()) {
+    return absl::UnavailableError(
+        absl::StrCat("http listener on ", o.listen, " did not start in 5 s"));
+  }
   GetLogger("OBSERVE")->info("serving http on {}", s->url());
   return s;
 }
 
 HttpServer::~HttpServer() {
-  if (server_) server_->stop();
+  // stop() is lost if the listen loop has not started yet: repeat it.
+  while (thread_.joinable() && !done_) {
+    server_->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (thread_.joinable()) thread_.join();
 }
 

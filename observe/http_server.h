@@ -15,6 +15,7 @@
 //   hands them snapshots it published, never its live state.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -67,6 +68,7 @@ class HttpServer {
   HttpServer() = default;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> done_{false};  // the listen loop returned
   std::string host_;
   int port_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "planner/cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace strata::planner {
@@ -71,6 +72,20 @@ struct CostModel::StageLayout {
   StageClasses classes;          // links, first/last and counts (no costs)
   std::vector<int> stage_class;  // per stage
   std::vector<std::vector<int>> positions;  // per class: its stages, ascending
+};
+
+// What Layer() reads of a candidate and its GPU.
+struct LayerKey {
+  const GpuType* gpu = nullptr;
+  int tp = 0, cp = 0, dp = 0, micro_batch = 0, recompute = -1;
+  bool sequence_parallel = false;
+  bool operator==(const LayerKey&) const = default;
+};
+
+// Replaced round-robin.
+struct CostModel::LayerCache {
+  std::array<std::pair<LayerKey, LayerCost>, 8> entries;
+  size_t next = 0;
 };
 
 struct CostModel::StageCost {
@@ -152,6 +167,29 @@ CostModel::Shape CostModel::ShapeOf(const Candidate& c) const {
 
 // ---------------------------------------------------------------------------
 // Per layer, per micro-batch, on one GPU of type `gpu`.
+
+// Layer() reads of a candidate only tp, cp, dp (the CP ring's link),
+// micro_batch, recompute and sequence_parallel; the search varies recompute
+// fastest within a micro-batch, so a few recent results are kept.
+CostModel::LayerCost CostModel::CachedLayer(const Candidate& c,
+                                            const GpuType& gpu) const {
+  if (layer_cache_ == nullptr) layer_cache_ = std::make_unique<LayerCache>();
+  LayerCache& cache = *layer_cache_;
+  const LayerKey key{&gpu,
+                     c.tp,
+                     c.cp,
+                     c.dp,
+                     c.micro_batch,
+                     static_cast<int>(c.recompute),
+                     c.sequence_parallel};
+  for (const auto& [k, lc] : cache.entries) {
+    if (k == key) return lc;
+  }
+  const LayerCost lc = Layer(c, gpu);
+  cache.entries[cache.next] = {key, lc};
+  cache.next = (cache.next + 1) % cache.entries.size();
+  return lc;
+}
 
 double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
   const double shape = (m / (m + kGemmHalfDim)) * (n / (n + kGemmHalfDim)) *
@@ -341,7 +379,7 @@ void CostModel::ClassifyStages(const Candidate& c, const Shape& sh,
   for (int k = 0; k < classes->size; ++k) {
     StageClass& cl = classes->at[k];
     cl = lay.classes.at[k];
-    cl.lc = Layer(c, *cl.link.gpu);
+    cl.lc = CachedLayer(c, *cl.link.gpu);
   }
 }
 

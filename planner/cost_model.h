@@ -100,6 +100,7 @@ class CostModel {
   inline Shape ShapeOf(const Candidate& c) const;
   // Per layer: compute, recompute, TP and CP communication, activations.
   LayerCost Layer(const Candidate& c, const GpuType& gpu) const;
+  inline LayerCost CachedLayer(const Candidate& c, const GpuType& gpu) const;
   double Gemm(double m, double n, double k, const GpuType& gpu) const;
   inline double LayerGemmTime(double tokens, double t,
                               const GpuType& gpu) const;
@@ -159,6 +160,9 @@ class CostModel {
   // nodes per stage) ClassifyStages saw: the search enumerates every
   // schedule and option of one layout in a row, and they share it.
   mutable std::unique_ptr<StageLayout> layout_;
+  // CachedLayer's recent results.
+  struct LayerCache;
+  mutable std::unique_ptr<LayerCache> layer_cache_;
 };
 
 }  // namespace strata::planner
