@@ -95,6 +95,16 @@ class Backend {
 
   // Unblocks every pending operation with Aborted; thread-safe.
   virtual void Abort() = 0;
+
+  // Seconds this group's operations spent so far, cumulative: `wait` from
+  // running an operation until its first exchange with a peer completed
+  // (the peers were not there yet), `comm` from then until it finished
+  // (data moving). Zero for backends that do not measure (mpi, nccl).
+  // Thread-safe.
+  struct CommTime {
+    double wait_s = 0, comm_s = 0;
+  };
+  virtual CommTime comm_time() const { return {}; }
 };
 
 }  // namespace strata::comm

@@ -86,7 +86,7 @@ const char* FrStateName(FrState s) {
   return "unknown";
 }
 
-std::string FlightRecorderPath(const std::string& job_id, int rank) {
+std::string FlightRecorderPath(const std::string& job_id, int rank, int pid) {
   std::string safe = job_id;
   for (char& c : safe) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
@@ -94,7 +94,7 @@ std::string FlightRecorderPath(const std::string& job_id, int rank) {
       c = '_';
     }
   }
-  return absl::StrCat("/dev/shm/strata-fr-", safe, "-", rank);
+  return absl::StrCat("/dev/shm/strata-fr-", safe, "-", rank, "-", pid);
 }
 
 StatusOr<std::shared_ptr<FlightRecorder>> FlightRecorder::Create(

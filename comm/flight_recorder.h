@@ -65,9 +65,11 @@ struct FrDump {
   std::vector<FrEntry> entries;  // oldest first, per group by seq
 };
 
-// `/dev/shm/strata-fr-<job>-<rank>` (characters outside [A-Za-z0-9_.-] of
-// the job id become '_'). The one place the name is made.
-std::string FlightRecorderPath(const std::string& job_id, int rank);
+// `/dev/shm/strata-fr-<job>-<rank>-<pid>` (characters outside
+// [A-Za-z0-9_.-] of the job id become '_'): the pid keeps two jobs with the
+// same id on one host (two local clusters) apart; the worker knows each
+// rank's pid. The one place the name is made.
+std::string FlightRecorderPath(const std::string& job_id, int rank, int pid);
 
 class FlightRecorder {
  public:

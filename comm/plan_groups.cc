@@ -97,11 +97,14 @@ StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
     const GroupOptions& base_options) {
   return BuildPlanGroups(
       world->rank(), world->size(), placement,
-      [&](const std::string&, int, const std::vector<int>& members,
+      [&](const std::string& kind, int index, const std::vector<int>& members,
           const std::vector<int>& node_of)
           -> StatusOr<std::unique_ptr<Backend>> {
         GroupOptions opts = base_options;
         opts.node_of = node_of;
+        // The same on every member, unique in the job (flight recorder).
+        opts.name = absl::StrCat(kind, index);
+        opts.world_ranks = members;
         return std::make_unique<ProcessGroup>(
             std::make_unique<SharedSubTransport>(world, members), opts);
       });

@@ -94,7 +94,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
   // transfers and finished as it runs. An operation refused because the
   // group broke earlier stays "entered".
   FlightRecorder::Op rec;
-  if (recording_ != nullptr) {
+  if (options_.recorder) {
     uint64_t seq;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -104,11 +104,16 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
   }
   auto f = [this, rec,
             body = std::forward<F>(body)](Deadline d) mutable -> Status {
-    if (!rec.active()) return body(d);
-    recording_->SetCurrent(&rec);
+    const int64_t t0 = WallNowNs();
+    recording_->BeginOp(rec.active() ? &rec : nullptr);
     Status st = body(d);
-    recording_->SetCurrent(nullptr);
-    rec.Finish(st.ok());
+    const int64_t first = recording_->EndOp();
+    const int64_t t1 = WallNowNs();
+    if (rec.active()) rec.Finish(st.ok());
+    // Waiting until the first exchange completed, moving data after it.
+    const int64_t started = first > 0 ? first : t1;
+    wait_ns_.fetch_add(started - t0, std::memory_order_relaxed);
+    comm_ns_.fetch_add(t1 - started, std::memory_order_relaxed);
     return st;
   };
   if (opts.synchronous) {
@@ -142,11 +147,11 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
     : transport_(std::move(transport)),
       options_(std::move(options)),
       logger_(std::move(logger)) {
+  auto rec = std::make_unique<RecordingTransport>(std::move(transport_),
+                                                  options_.world_ranks);
+  recording_ = rec.get();
+  transport_ = std::move(rec);
   if (options_.recorder) {
-    auto rec = std::make_unique<RecordingTransport>(std::move(transport_),
-                                                    options_.world_ranks);
-    recording_ = rec.get();
-    transport_ = std::move(rec);
     recorder_group_ = options_.recorder->AddGroup(options_.name);
   }
   const int n = transport_->size();

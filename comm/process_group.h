@@ -3,6 +3,8 @@
 // in submission order; Work handles complete from that thread.
 #pragma once
 
+#include <atomic>
+
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -75,6 +77,10 @@ class ProcessGroup final : public Backend {
                                  int recv_peer, DataType type,
                                  const OpOptions& opts = {}) override;
   void Abort() override;
+  CommTime comm_time() const override {
+    return {wait_ns_.load(std::memory_order_relaxed) / 1e9,
+            comm_ns_.load(std::memory_order_relaxed) / 1e9};
+  }
 
  private:
   class OpWork;
@@ -101,7 +107,8 @@ class ProcessGroup final : public Backend {
   GroupOptions options_;
   // Set when options_.recorder is: transport_ wraps it, and every operation
   // gets a sequence number in this group and a recorder entry.
-  RecordingTransport* recording_ = nullptr;
+  RecordingTransport* recording_ = nullptr;  // wraps transport_, always
+  std::atomic<int64_t> wait_ns_{0}, comm_ns_{0};  // comm_time()
   int recorder_group_ = -1;
   uint64_t next_seq_ = 0;  // guarded by mu_
   Logger logger_;

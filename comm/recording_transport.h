@@ -1,9 +1,10 @@
-// A Transport that forwards to another and writes each transfer into the
-// flight-recorder entry of the operation in progress: the first completed
-// exchange marks the operation started (its peers are present), and every
-// call adds its bytes and time to the peers it moved data with. Driven by
-// one thread at a time, like every transport (the process group sets the
-// current entry before an operation runs and clears it after).
+// A Transport that forwards to another and notes, for the operation in
+// progress, when its first exchange completed (its peers are present), and,
+// with a flight-recorder entry, writes each transfer into it: the first
+// completed exchange marks the entry started, and every call adds its bytes
+// and time to the peers it moved data with. Driven by one thread at a time,
+// like every transport (the process group brackets each operation with
+// BeginOp / EndOp).
 #pragma once
 
 #include <memory>
@@ -22,8 +23,18 @@ class RecordingTransport final : public Transport {
                      std::vector<int> world_ranks)
       : base_(std::move(base)), world_ranks_(std::move(world_ranks)) {}
 
-  // The entry transfers are recorded into; null records nothing.
-  void SetCurrent(FlightRecorder::Op* op) { current_ = op; }
+  // Starts tracking an operation; transfers go into `op` unless null.
+  void BeginOp(FlightRecorder::Op* op) {
+    current_ = op;
+    first_ns_ = 0;
+    tracking_ = true;
+  }
+  // Ends it; returns when its first exchange completed (wall ns, 0: none).
+  int64_t EndOp() {
+    current_ = nullptr;
+    tracking_ = false;
+    return first_ns_;
+  }
 
   int rank() const override { return base_->rank(); }
   int size() const override { return base_->size(); }
@@ -48,6 +59,8 @@ class RecordingTransport final : public Transport {
   std::unique_ptr<Transport> base_;
   std::vector<int> world_ranks_;
   FlightRecorder::Op* current_ = nullptr;
+  bool tracking_ = false;
+  int64_t first_ns_ = 0;
 };
 
 }  // namespace strata::comm

@@ -414,6 +414,9 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
   e.node_addr = Str(env, kNodeAddr);
   e.visible_devices = Str(env, kCudaVisibleDevices);
   e.comm_backend = Str(env, kCommBackend);
+  ASSIGN_OR_RETURN(e.flight_records, Int(env, kFlightRecorder, 0,
+                                         kDefaultFlightRecords,
+                                         kMaxFlightRecords));
   if (e.store_uri.empty() && e.world_size > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         kStore,

@@ -61,6 +61,11 @@ inline constexpr char kNodeAddr[] = "STRATA_NODE_ADDR";
 // The comm backend the runtime builds its groups on (docs/comm.md); empty:
 // the runtime's default (hybrid).
 inline constexpr char kCommBackend[] = "STRATA_COMM_BACKEND";
+// Records in the rank's collective flight recorder (comm/flight_recorder.h);
+// 0 turns it off. Default kDefaultFlightRecords.
+inline constexpr char kFlightRecorder[] = "STRATA_FLIGHT_RECORDER";
+inline constexpr int kDefaultFlightRecords = 2048;
+inline constexpr int kMaxFlightRecords = 1 << 20;
 
 // Upper bounds of the sizes a rank environment may give. Sizes drive
 // allocation (a placement entry per rank, a shared-memory ring per ordered
@@ -95,6 +100,7 @@ struct RankEnv {
   std::string telemetry;        // the worker's ipc:// endpoint; may be empty
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES; empty: not set
   std::string comm_backend;     // STRATA_COMM_BACKEND; empty: default
+  int flight_records = kDefaultFlightRecords;  // STRATA_FLIGHT_RECORDER
 
   bool operator==(const RankEnv&) const = default;
 };

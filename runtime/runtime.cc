@@ -1,12 +1,15 @@
 #include "runtime/runtime.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string_view>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "comm/backend_factory.h"
+#include "comm/flight_recorder.h"
+#include "common/logging.h"
 #include "common/net.h"
 #include "control/kv_client.h"
 #include "placement/layout.h"
@@ -116,7 +119,32 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   bo.store = comm::NewPrefixStore("comm", rt->store_);
   bo.tcp.connect_timeout = options.connect_timeout;
   bo.shm.connect_timeout = options.connect_timeout;
+  if (i.flight_records > 0) {
+    // A recorder that cannot be made (no /dev/shm space) costs diagnosis
+    // of hangs, not the run.
+    auto rec = comm::FlightRecorder::Create(
+        comm::FlightRecorderPath(i.job_id, i.rank, getpid()), i.job_id, i.rank,
+        i.flight_records);
+    if (rec.ok()) {
+      rt->recorder_ = *rec;
+      bo.group.recorder = rt->recorder_;
+    } else {
+      GetLogger("RUNTIME")->warn("no flight recorder: {}",
+                                 std::string(rec.status().message()));
+    }
+  }
   ASSIGN_OR_RETURN(rt->groups_, comm::NewPlanGroups(bo, pl));
+  comm::PlanGroups* g = rt->groups_.get();
+  rt->timer_->SetCommSource([g] {
+    std::pair<double, double> sum{0, 0};
+    for (const auto* b : {g->tp.get(), g->cp.get(), g->dp.get(), g->pp.get()}) {
+      if (b == nullptr) continue;
+      const comm::Backend::CommTime t = b->comm_time();
+      sum.first += t.wait_s;
+      sum.second += t.comm_s;
+    }
+    return sum;
+  });
   return rt;
 }
 
@@ -130,7 +158,12 @@ void ReportStartFailure(const RankInfo& info, const std::string& reason) {
   if (store.ok()) PublishStartFailure(**store, info, reason);
 }
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  // A clean end removes the flight recorder; after a crash it stays for the
+  // worker (or a person) to read, and the worker removes it with the attempt.
+  groups_.reset();
+  if (recorder_ != nullptr) unlink(recorder_->path().c_str());
+}
 
 StatusOr<std::unique_ptr<checkpoint::Checkpointer>> Runtime::NewCheckpointer(
     std::string uri, int keep_last) const {

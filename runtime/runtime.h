@@ -95,6 +95,7 @@ class Runtime {
   Runtime() = default;
   RankInfo info_;
   std::shared_ptr<comm::Store> store_;
+  std::shared_ptr<comm::FlightRecorder> recorder_;  // null: off
   std::unique_ptr<comm::PlanGroups> groups_;
   std::unique_ptr<StepTimer> timer_;
 };

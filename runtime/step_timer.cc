@@ -35,8 +35,19 @@ StepTimer::Scope::~Scope() {
                     .count());
 }
 
+void StepTimer::SetCommSource(CommSource source) {
+  comm_source_ = std::move(source);
+  if (comm_source_) comm_seen_ = comm_source_();
+}
+
 void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   const auto now = std::chrono::steady_clock::now();
+  if (comm_source_) {
+    const auto [wait, comm] = comm_source_();
+    sections_["wait"] += wait - comm_seen_.first;
+    sections_["comm"] += comm - comm_seen_.second;
+    comm_seen_ = {wait, comm};
+  }
   control::StepReport r;
   r.set_job_id(job_id_);
   r.set_rank(rank_);

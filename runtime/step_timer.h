@@ -6,6 +6,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <utility>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,8 +35,13 @@ class StepTimer {
     std::chrono::steady_clock::time_point start_;
   };
   // Closes the step (its time runs from the previous EndStep or creation)
-  // and sends the report. `loss` NaN when this rank has none.
+  // and sends the report. `loss` NaN when this rank has none. With a
+  // collective time source, the step's sections also get "wait" and
+  // "comm": the growth of its cumulative (wait, comm) seconds since the
+  // previous step (comm::Backend::comm_time, summed over the rank's groups).
   void EndStep(int64_t step, int64_t tokens, double loss);
+  using CommSource = std::function<std::pair<double, double>()>;
+  void SetCommSource(CommSource source);
   const control::StepReport& last() const { return last_; }
   uint64_t dropped() const { return dropped_; }
 
@@ -44,6 +51,8 @@ class StepTimer {
   std::string job_id_;
   int rank_;
   std::map<std::string, double> sections_;
+  CommSource comm_source_;
+  std::pair<double, double> comm_seen_{0, 0};
   std::chrono::steady_clock::time_point step_start_;
   control::StepReport last_;
   uint64_t dropped_ = 0;

@@ -183,8 +183,13 @@ int Run(const Flags& f) {
       continue;
     }
     // Cumulative: sections named *_total are running totals (docs/runtime.md).
-    (*rt)->timer().Add("checkpoint_stall_total",
-                       (*trainer)->checkpoint_stall_s());
+    strata::StepTimer& timer = (*rt)->timer();
+    timer.Add("checkpoint_stall_total", (*trainer)->checkpoint_stall_s());
+    timer.Add("forward", r->forward_s);
+    timer.Add("backward", r->backward_s);
+    timer.Add("grad_reduce", r->grad_reduce_s);
+    timer.Add("optimizer", r->optimizer_s);
+    timer.Add("checkpoint", r->checkpoint_s);
     (*rt)->timer().EndStep(r->step, r->tokens,
                            info->pp_rank == info->pp - 1 ? r->loss : NAN);
     if (printer) {

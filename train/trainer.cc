@@ -352,9 +352,23 @@ StatusOr<StepResult> Trainer::Step() {
   };
   // Narayanan et al. SC'21 §2.2 (1F1B): warm-up forwards, steady state of
   // one forward and one backward, cool-down backwards.
+  StepResult r;
+  auto timed = [](double* into, auto&& fn) -> Status {
+    const auto t = SteadyClock::now();
+    Status st = fn();
+    *into += std::chrono::duration<double>(SteadyClock::now() - t).count();
+    return st;
+  };
+  auto forward = [&](int i) {
+    return timed(&r.forward_s, [&] { return Forward(mbs[i], i, &loss_sum); });
+  };
+  auto backward = [&](int b) {
+    return timed(&r.backward_s,
+                 [&] { return Backward(mbs[b], b == count - 1, &dp_work); });
+  };
   for (int i = 0; i < warmup; ++i) {
     RETURN_IF_ERROR(exchange(nullptr, -1, first_ ? nullptr : &mbs[i].x0, prev));
-    RETURN_IF_ERROR(Forward(mbs[i], i, &loss_sum));
+    RETURN_IF_ERROR(forward(i));
     RETURN_IF_ERROR(exchange(last_ ? nullptr : &mbs[i].out, next, nullptr, -1));
   }
   if (remaining > 0) {
@@ -363,10 +377,10 @@ StatusOr<StepResult> Trainer::Step() {
   }
   for (int k = 0; k < remaining; ++k) {
     const int f = warmup + k, b = k;
-    RETURN_IF_ERROR(Forward(mbs[f], f, &loss_sum));
+    RETURN_IF_ERROR(forward(f));
     RETURN_IF_ERROR(exchange(last_ ? nullptr : &mbs[f].out, next,
                              last_ ? nullptr : &mbs[b].dy, next));
-    RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
+    RETURN_IF_ERROR(backward(b));
     const bool more = k + 1 < remaining;
     RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev,
                              first_ || !more ? nullptr : &mbs[f + 1].x0, prev));
@@ -374,29 +388,34 @@ StatusOr<StepResult> Trainer::Step() {
   }
   for (int b = remaining; b < count; ++b) {
     RETURN_IF_ERROR(exchange(nullptr, -1, last_ ? nullptr : &mbs[b].dy, next));
-    RETURN_IF_ERROR(Backward(mbs[b], b == count - 1, &dp_work));
+    RETURN_IF_ERROR(backward(b));
     RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev, nullptr, -1));
     mbs[b] = MicroBatch();
   }
-  RETURN_IF_ERROR(ReduceGradients(dp_work));
   double loss = loss_sum;
-  if (last_) RETURN_IF_ERROR(AllReduce(g_.dp, &loss, 1, DataType::kF64));
-  if (o_.par.pp > 1) {
-    RETURN_IF_ERROR(
-        g_.pp->Broadcast(&loss, 1, DataType::kF64, o_.par.pp - 1)->Wait());
-  }
+  RETURN_IF_ERROR(timed(&r.grad_reduce_s, [&]() -> Status {
+    RETURN_IF_ERROR(ReduceGradients(dp_work));
+    if (last_) RETURN_IF_ERROR(AllReduce(g_.dp, &loss, 1, DataType::kF64));
+    if (o_.par.pp > 1) {
+      return g_.pp->Broadcast(&loss, 1, DataType::kF64, o_.par.pp - 1)->Wait();
+    }
+    return absl::OkStatus();
+  }));
   loss /= static_cast<double>(o_.global_batch) * o_.model.seq;
   bool finite = std::isfinite(loss);
-  ASSIGN_OR_RETURN(double norm, ClipAndUpdate(&finite));
+  double norm = 0;
+  RETURN_IF_ERROR(timed(&r.optimizer_s, [&]() -> Status {
+    ASSIGN_OR_RETURN(norm, ClipAndUpdate(&finite));
+    return absl::OkStatus();
+  }));
   if (!finite) return HandleNonFinite(step_ + 1, loss, norm);
   ++step_;
-  StepResult r;
   r.step = step_;
   r.loss = loss;
   r.grad_norm = norm;
   r.tokens = static_cast<int64_t>(o_.global_batch) * o_.model.seq;
   if (ckpt_ != nullptr && o_.ckpt_every > 0 && step_ % o_.ckpt_every == 0) {
-    RETURN_IF_ERROR(SaveCheckpoint());
+    RETURN_IF_ERROR(timed(&r.checkpoint_s, [&] { return SaveCheckpoint(); }));
   }
   r.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return r;

@@ -82,6 +82,12 @@ struct StepResult {
   double grad_norm = 0;  // before clipping
   double seconds = 0;
   int64_t tokens = 0;  // tokens in the global batch
+  // Wall seconds of the step's parts: forward, backward (each with the
+  // collectives inside it), grad_reduce (the DP reduction and the loss),
+  // optimizer, checkpoint (the save's stall). The runtime adds the time
+  // spent in collectives separately (docs/runtime.md sections).
+  double forward_s = 0, backward_s = 0, grad_reduce_s = 0, optimizer_s = 0,
+         checkpoint_s = 0;
   // > 0: the step that went non-finite; the state was rolled back to the
   // checkpoint of `step` (loss and grad_norm are the non-finite values).
   int64_t rolled_back_from = 0;

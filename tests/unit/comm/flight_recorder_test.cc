@@ -150,8 +150,9 @@ TEST_F(FlightRecorderTest, MissingAndForeignFilesAreClearErrors) {
 }
 
 TEST(FlightRecorderPathTest, SanitizesTheJobId) {
-  EXPECT_EQ(FlightRecorderPath("job-1", 3), "/dev/shm/strata-fr-job-1-3");
-  EXPECT_EQ(FlightRecorderPath("../x y", 0), "/dev/shm/strata-fr-.._x_y-0");
+  EXPECT_EQ(FlightRecorderPath("job-1", 3, 77), "/dev/shm/strata-fr-job-1-3-77");
+  EXPECT_EQ(FlightRecorderPath("../x y", 0, 5),
+            "/dev/shm/strata-fr-.._x_y-0-5");
 }
 
 }  // namespace
