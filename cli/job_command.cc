@@ -250,11 +250,11 @@ void AddEvents(CLI::App* app) {
     control::Request req;
     req.mutable_events()->set_job_id(q->job);
     control::Reply reply = client.Call("events", req);
-    if (q->format == "json") {
-      std::printf("%s\n", MessageToJson(reply.events()).c_str());
-      return;
-    }
     for (const auto& e : reply.events().events()) {
+      if (q->format == "json") {  // one object per line (JSON Lines)
+        std::printf("%s\n", MessageToJson(e).c_str());
+        continue;
+      }
       std::time_t t = e.unix_ms() / 1000;
       char buf[32];
       std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
@@ -262,6 +262,44 @@ void AddEvents(CLI::App* app) {
                   static_cast<int>(e.unix_ms() % 1000),
                   e.job_id().empty() ? "-" : e.job_id().c_str(), e.attempt(),
                   e.kind().c_str(), e.message().c_str());
+    }
+  });
+}
+
+void AddDiagnose(CLI::App* app) {
+  auto* cmd = app->add_subcommand(
+      "diagnose",
+      "per rank: compute, wait and lateness medians, straggler scores, and "
+      "the last hang's wavefront (docs/fault.md)");
+  auto q = std::make_shared<QueryArgs>();
+  AddCoordinatorOption(cmd, &q->endpoint);
+  cmd->add_option("job", q->job, "job id")->required();
+  cmd->add_option("--format", q->format, "table|json")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->callback([=] {
+    ControlClient client(q->endpoint);
+    control::Request req;
+    req.mutable_diagnose()->set_job_id(q->job);
+    control::Reply reply = client.Call("diagnose", req);
+    const control::DiagnoseReply& d = reply.diagnose();
+    if (q->format == "json") {
+      std::printf("%s\n", MessageToJson(d).c_str());
+      return;
+    }
+    std::printf("%s attempt %d: hang deadline %.1f s\n", d.job_id().c_str(),
+                d.attempt(), d.hang_deadline_ms() / 1000.0);
+    std::printf("%5s %-12s %5s %9s %10s %9s %9s %9s %10s %s\n", "rank", "node",
+                "stage", "step", "compute_s", "wait_s", "late_s", "vs_peers",
+                "vs_itself", "flagged");
+    for (const auto& r : d.ranks()) {
+      std::printf("%5d %-12s %5d %9lld %10.4f %9.4f %9.4f %9.3f %10.3f %s\n",
+                  r.rank(), r.node().c_str(), r.stage(),
+                  static_cast<long long>(r.last_step()), r.compute_s(),
+                  r.wait_s(), r.late_s(), r.relative(), r.individual(),
+                  r.flagged() ? "STRAGGLER" : "-");
+    }
+    if (!d.last_wavefront().empty()) {
+      std::printf("last hang: %s\n", d.last_wavefront().c_str());
     }
   });
 }
@@ -301,6 +339,7 @@ void AddJobCommands(CLI::App* app) {
   AddCancel(app);
   AddWorkers(app);
   AddEvents(app);
+  AddDiagnose(app);
 }
 
 }  // namespace strata::cli

@@ -76,4 +76,8 @@ Status ReplyToStatus(const control::Reply& reply) {
                 reply.status().message());
 }
 
+std::string AttemptKey(const std::string& job_id, int attempt) {
+  return absl::StrCat(job_id, "/", attempt);
+}
+
 }  // namespace strata::control

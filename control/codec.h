@@ -53,4 +53,8 @@ control::Reply MakeReply(uint64_t request_id, const Status& status);
 // Converts a reply's status field back into an absl::Status.
 Status ReplyToStatus(const control::Reply& reply);
 
+// "<job_id>/<attempt>": how heartbeat stop and diagnose orders, workers'
+// holds and the KV name one attempt of a job.
+std::string AttemptKey(const std::string& job_id, int attempt);
+
 }  // namespace strata::control

@@ -134,6 +134,7 @@ StragglerScore StragglerDetector::Score(int rank) const {
   const RankState& r = it->second;
   if (r.compute.size() == 0) return s;
   double median = r.compute.Median();
+  s.compute_s = median;
   if (std::optional<double> ref = Reference(r); ref && *ref > 0) {
     s.relative = median / *ref;
   }

@@ -62,6 +62,7 @@ struct StepSample {
 };
 
 struct StragglerScore {
+  double compute_s = 0;   // long-window median compute seconds
   double relative = 1;    // long median / peers' reference (1 if none)
   double individual = 1;  // long median / own baseline (1 before one)
   double late_s = 0;      // window median lateness (0 if unknown)

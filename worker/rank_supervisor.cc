@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "comm/flight_recorder.h"
 #include "common/subprocess.h"
+#include "control/codec.h"
 #include "placement/rank_env.h"
 
 extern char** environ;
@@ -21,10 +23,6 @@ namespace {
 // A relayed piece ends at a newline unless this much is pending or the rank
 // has exited (then the tail goes as is).
 constexpr int64_t kMaxPartialLine = 64 << 10;
-
-std::string Key(const std::string& job, int attempt) {
-  return absl::StrCat(job, "/", attempt);
-}
 
 int64_t FileSize(const std::string& path) {
   struct stat st;
@@ -43,7 +41,8 @@ RankSupervisor::RankSupervisor(const Clock* clock, std::string work_dir,
 RankSupervisor::~RankSupervisor() { StopAll(0); }
 
 void RankSupervisor::Launch(const control::RankLaunch& order) {
-  Attempt& attempt = attempts_[Key(order.job_id(), order.attempt())];
+  Attempt& attempt =
+      attempts_[control::AttemptKey(order.job_id(), order.attempt())];
   if (attempt.stop_requested || attempt.ranks.contains(order.rank())) return;
   Rank& rank = attempt.ranks[order.rank()];
   rank.report.set_job_id(order.job_id());
@@ -152,6 +151,15 @@ void RankSupervisor::Poll() {
       }
     }
     if (all_done && it->second.stop_requested) {
+      // The attempt is forgotten: so are its ranks' flight recorders (kept
+      // until now for a diagnosis after a crash).
+      for (const auto& [r, rank] : it->second.ranks) {
+        if (rank.report.pid() > 0) {
+          unlink(comm::FlightRecorderPath(rank.report.job_id(), r,
+                                          rank.report.pid())
+                     .c_str());
+        }
+      }
       it = attempts_.erase(it);
       dirty_ = true;
     } else {

@@ -33,14 +33,21 @@ void TelemetrySink::Drain() {
       ++dropped_;
       continue;
     }
-    changed_[{report.job_id(), report.rank()}] = std::move(report);
+    auto& queue = changed_[{report.job_id(), report.rank()}];
+    queue.push_back(std::move(report));
+    if (queue.size() > static_cast<size_t>(kMaxQueuedSteps)) {
+      queue.pop_front();
+      ++dropped_;
+    }
   }
 }
 
 std::vector<control::StepReport> TelemetrySink::TakeChanged() {
   Drain();
   std::vector<control::StepReport> out;
-  for (auto& [key, report] : changed_) out.push_back(std::move(report));
+  for (auto& [key, queue] : changed_) {
+    for (auto& report : queue) out.push_back(std::move(report));
+  }
   changed_.clear();
   return out;
 }

@@ -1,12 +1,13 @@
 // The worker's end of rank telemetry (docs/architecture.md): a ZeroMQ PULL
 // socket bound at an ipc:// endpoint exported to ranks as STRATA_TELEMETRY.
-// Ranks PUSH one serialized control.StepReport per step; the worker keeps the
-// latest per (job, rank); the worker agent takes the changed ones
-// (StepSource) and forwards them with its next heartbeat. Frames that do not
+// Ranks PUSH one serialized control.StepReport per step; the worker agent
+// takes them (StepSource: every step, bounded per rank) and forwards them
+// with its next heartbeat. Frames that do not
 // parse or exceed 64 KiB are dropped and counted. One thread; not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -25,7 +26,7 @@ class TelemetrySink : public StepSource {
   Status Bind(const std::string& endpoint);
 
   // Reads every pending frame (without blocking), then returns the reports
-  // received since the last call, latest per (job, rank).
+  // received since the last call (StepSource).
   std::vector<control::StepReport> TakeChanged() override;
   uint64_t dropped() const { return dropped_; }
 
@@ -33,7 +34,8 @@ class TelemetrySink : public StepSource {
   void Drain();
 
   zmq::socket_t socket_;
-  std::map<std::pair<std::string, int>, control::StepReport> changed_;
+  std::map<std::pair<std::string, int>, std::deque<control::StepReport>>
+      changed_;
   uint64_t dropped_ = 0;
 };
 

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "control/codec.h"
+#include "worker/flight_reader.h"
 
 namespace strata::worker {
 
@@ -32,7 +34,10 @@ Status WorkerAgent::Step() {
   ranks_->Poll();
   for (auto& s : steps_->TakeChanged()) {
     latest_steps_[{s.job_id(), s.rank()}] = s;
-    unsent_steps_[{s.job_id(), s.rank()}] = std::move(s);
+    auto& queue = unsent_steps_[{s.job_id(), s.rank()}];
+    queue.push_back(std::move(s));
+    // Bounded while the coordinator is away: the oldest steps go first.
+    if (queue.size() > static_cast<size_t>(kMaxQueuedSteps)) queue.pop_front();
   }
   const int64_t now = clock_->SteadyNowMs();
   // A rank that changed state is reported at once, unless the coordinator
@@ -71,7 +76,10 @@ control::Request WorkerAgent::BuildReport() {
     }
     report_has_logs_ = true;
   }
-  for (const auto& [key, s] : unsent_steps_) *hb->add_steps() = s;
+  for (const auto& [key, queue] : unsent_steps_) {
+    for (const auto& s : queue) *hb->add_steps() = s;
+  }
+  for (const auto& f : flights_) *hb->add_flights() = f;
   return req;
 }
 
@@ -92,7 +100,8 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
     logger_->info("registered with {} as {} (heartbeat {} ms)",
                   options_.coordinator, worker_id_, interval_ms_);
     // The coordinator may be new: tell it how far each rank got.
-    unsent_steps_ = latest_steps_;
+    unsent_steps_.clear();
+    for (const auto& [key, s] : latest_steps_) unsent_steps_[key].push_back(s);
     next_report_ms_ = now;  // fetch orders now
     return;
   }
@@ -106,6 +115,17 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   }
   if (report_has_logs_) ranks_->CommitLogs();
   unsent_steps_.clear();
+  flights_.clear();
+  // A hang diagnosis: the flight recorders of this node's ranks of the
+  // attempt, sent with the next heartbeat (at once).
+  for (const auto& key : hb.diagnose()) {
+    for (const auto& r : ranks_->Reports()) {
+      if (control::AttemptKey(r.job_id(), r.attempt()) != key || r.pid() <= 0)
+        continue;
+      flights_.push_back(
+          ReadRankFlight(r.job_id(), r.attempt(), r.rank(), r.pid()));
+    }
+  }
   if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
   for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
   for (const auto& order : hb.launch()) ranks_->Launch(order);
@@ -117,6 +137,7 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   next_report_ms_ = now + (ranks_->running() > 0
                                ? std::min(interval_ms_, options_.busy_report_ms)
                                : interval_ms_);
+  if (!flights_.empty()) next_report_ms_ = now;
 }
 
 Status WorkerAgent::OnFailure(const Status& status, int64_t now) {

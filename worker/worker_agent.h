@@ -44,6 +44,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <random>
 #include <string>
@@ -134,7 +135,9 @@ class WorkerAgent {
   // Latest telemetry per (job, rank) of the ranks held, re-sent after a
   // re-registration; and the part not yet accepted by the coordinator.
   std::map<std::pair<std::string, int>, control::StepReport> latest_steps_;
-  std::map<std::pair<std::string, int>, control::StepReport> unsent_steps_;
+  std::map<std::pair<std::string, int>, std::deque<control::StepReport>>
+      unsent_steps_;  // every step since the last accepted heartbeat
+  std::vector<control::RankFlight> flights_;  // answers to `diagnose`
 };
 
 }  // namespace strata::worker

@@ -23,27 +23,54 @@ Status EventLog::Recover() {
   return absl::OkStatus();
 }
 
-void EventLog::Record(const std::string& job_id, int attempt,
-                      const std::string& kind, const std::string& message) {
+namespace {
+control::Event NewEvent(const std::string& job_id, int attempt,
+                        const std::string& kind, const std::string& message) {
   control::Event e;
-  e.set_seq(++last_seq_);
-  e.set_unix_ms(clock_->NowMs());
   e.set_job_id(job_id);
   e.set_attempt(attempt);
   e.set_kind(kind);
   e.set_message(message);
-  logger_->info("event {} attempt {}: {}: {}", job_id, attempt, kind, message);
-  Status s = store_->Put(absl::StrFormat("event/%s/%012d", job_id, e.seq()),
+  e.set_rank(-1);
+  return e;
+}
+}  // namespace
+
+void EventLog::Record(const std::string& job_id, int attempt,
+                      const std::string& kind, const std::string& message) {
+  Store(NewEvent(job_id, attempt, kind, message));
+}
+
+void EventLog::Record(const std::string& job_id, int attempt,
+                      const fault::FaultEvent& f, const std::string& message) {
+  control::Event e =
+      NewEvent(job_id, attempt, fault::EventKindName(f.kind), message);
+  e.set_step(f.step);
+  e.set_rank(f.rank);
+  e.set_node(f.node);
+  e.set_peer_node(f.peer_node);
+  e.set_slowdown(f.slowdown);
+  e.set_section(f.section);
+  e.set_evidence(f.evidence);
+  Store(std::move(e));
+}
+
+void EventLog::Store(control::Event e) {
+  e.set_seq(++last_seq_);
+  e.set_unix_ms(clock_->NowMs());
+  logger_->info("event {} attempt {}: {}: {}", e.job_id(), e.attempt(),
+                e.kind(), e.message());
+  Status s = store_->Put(absl::StrFormat("event/%s/%012d", e.job_id(), e.seq()),
                          e.SerializeAsString());
   if (!s.ok()) logger_->error("storing event: {}", s.ToString());
 }
 
 StatusOr<control::EventsReply> EventLog::List(const std::string& job_id,
                                               int64_t after_seq) {
-  ASSIGN_OR_RETURN(auto rows,
-                   store_->Scan(job_id.empty() ? std::string("event/")
-                                               : absl::StrCat("event/", job_id,
-                                                              "/")));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      store_->Scan(job_id.empty() ? std::string("event/")
+                                  : absl::StrCat("event/", job_id, "/")));
   control::EventsReply reply;
   for (const auto& [key, value] : rows) {
     control::Event e;

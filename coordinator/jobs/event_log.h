@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/state/state_store.h"
+#include "fault/event.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -27,12 +28,18 @@ class EventLog {
   // returned: losing an event must not stop the job it describes.
   void Record(const std::string& job_id, int attempt, const std::string& kind,
               const std::string& message);
+  // The same for a fault finding: kind, step, rank, node, peer_node,
+  // slowdown, section and evidence as their own fields.
+  void Record(const std::string& job_id, int attempt,
+              const fault::FaultEvent& finding, const std::string& message);
 
   // Events of `job_id` (all jobs when empty) with seq > after_seq, in order.
   StatusOr<control::EventsReply> List(const std::string& job_id,
                                       int64_t after_seq);
 
  private:
+  void Store(control::Event e);
+
   const Clock* clock_;
   StateStore* store_;
   Logger logger_;

@@ -7,15 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/net.h"
+#include "control/codec.h"
 #include "coordinator/jobs/attempt_plan.h"
 #include "planner/job.h"
 
 namespace strata::coordinator {
-namespace {
 
-std::string AttemptKey(const std::string& job_id, int attempt) {
-  return absl::StrCat(job_id, "/", attempt);
-}
+using control::AttemptKey;
+
+namespace {
 
 std::string DescribeExit(const control::RankReport& r) {
   if (r.state() == control::RANK_FAILED_TO_START) {
@@ -225,6 +225,7 @@ Status JobManager::Finish(control::JobInfo& job, control::JobState state,
 }
 
 void JobManager::Ended(const control::JobInfo& job) {
+  watched_.erase(job.job_id());
   const control::JobState state = job.state();
   std::string kind = state == control::SUCCEEDED   ? "succeeded"
                      : state == control::CANCELLED ? "cancelled"
@@ -300,6 +301,7 @@ void JobManager::Tick(const WorkerRegistry& registry) {
       (void)Finish(job, control::SUCCEEDED,
                    absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
     }
+    if (job.state() == control::RUNNING) WatchTick(job);
     if (job.state() == control::PENDING) TryPlace(job, registry);
   }
 }
@@ -364,8 +366,7 @@ void JobManager::TryPlace(control::JobInfo& job,
     if (!fresh && since->second.first != job.attempt()) {
       since->second = {job.attempt(), steady};
     }
-    if (!registry.Settling() &&
-        steady - since->second.second > WaitMs(job)) {
+    if (!registry.Settling() && steady - since->second.second > WaitMs(job)) {
       (void)Finish(
           job, control::FAILED,
           absl::StrCat(
@@ -521,6 +522,7 @@ void JobManager::OnWorkerReport(
                    absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
     }
   }
+  AddDiagnoseOrders(worker_id, orders);
   // Rank states are not persisted on every change: after a coordinator
   // restart the workers report them again on re-registration.
   for (const auto& key : stop) orders->add_stop(key);
@@ -574,6 +576,7 @@ void JobManager::OnSteps(
     auto it = jobs_.find(s.job_id());
     if (it == jobs_.end() || it->second.state() != control::RUNNING) continue;
     steps_[s.job_id()][s.rank()] = s;
+    Watch(it->second, s);
   }
 }
 

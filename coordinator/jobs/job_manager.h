@@ -34,6 +34,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "coordinator/fault/job_monitor.h"
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/job_limits.h"
 #include "coordinator/jobs/log_store.h"
@@ -93,6 +94,11 @@ class JobManager {
   void OnLogs(const google::protobuf::RepeatedPtrField<control::LogChunk>& c);
   void OnSteps(
       const google::protobuf::RepeatedPtrField<control::StepReport>& s);
+  // Flight recorders a worker read for a hang diagnosis (job_faults.cc).
+  void OnFlights(
+      const google::protobuf::RepeatedPtrField<control::RankFlight>& f);
+  // The fault monitor's view of a running job (`strata diagnose`).
+  StatusOr<control::DiagnoseReply> Diagnose(const std::string& job_id) const;
 
  private:
   static bool Active(const control::JobInfo& job);
@@ -119,6 +125,27 @@ class JobManager {
     std::vector<std::vector<int>> ranks_of_node;
   };
   const AttemptIndex& Index(const control::JobInfo& job);
+
+  // Fault monitoring of running attempts (job_faults.cc, docs/fault.md).
+  struct Watched {
+    int attempt = -1;
+    std::unique_ptr<JobMonitor> monitor;
+    // A hang being diagnosed: the stall, since when (steady ms), and the
+    // flight recorders received so far, by rank.
+    std::optional<fault::Stall> stall;
+    int64_t diagnose_since_ms = 0;
+    std::map<int, control::RankFlight> flights;
+  };
+  Watched& WatchedOf(const control::JobInfo& job);
+  void Watch(control::JobInfo& job, const control::StepReport& s);
+  void WatchTick(control::JobInfo& job);
+  void ConcludeHang(control::JobInfo& job, Watched& w);
+  // Stores a finding as an event and acts on it by the job's policy.
+  void ActOn(control::JobInfo& job, const fault::FaultEvent& e,
+             FaultPolicy::Action action, const std::string& summary);
+  void AddDiagnoseOrders(const std::string& worker_id,
+                         control::HeartbeatReply* orders);
+  std::map<std::string, Watched> watched_;
 
   const Clock* clock_;
   StateStore* store_;

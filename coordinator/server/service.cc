@@ -94,6 +94,7 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
       if (s_.jobs != nullptr) {
         s_.jobs->OnLogs(hb.logs());
         s_.jobs->OnSteps(hb.steps());
+        s_.jobs->OnFlights(hb.flights());
         s_.jobs->OnWorkerReport(hb.worker_id(), hb.ranks(), out);
       }
       return reply;
@@ -110,9 +111,18 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
       return HandleKv(request);
     case control::Request::kEvents: {
       if (s_.events == nullptr) return Missing("event log");
+      if (!request.events().job_id().empty() && s_.jobs != nullptr) {
+        RETURN_IF_ERROR(s_.jobs->Get(request.events().job_id()).status());
+      }
       ASSIGN_OR_RETURN(*reply.mutable_events(),
                        s_.events->List(request.events().job_id(),
                                        request.events().after_seq()));
+      return reply;
+    }
+    case control::Request::kDiagnose: {
+      if (s_.jobs == nullptr) return Missing("job manager");
+      ASSIGN_OR_RETURN(*reply.mutable_diagnose(),
+                       s_.jobs->Diagnose(request.diagnose().job_id()));
       return reply;
     }
     case control::Request::kLogs: {

@@ -523,7 +523,7 @@ TEST_F(WorkerAgentTest, OutputAndTelemetryAreDroppedOnlyOnceAccepted) {
   step.set_rank(0);
   step.set_step(7);
   steps_.pending = {step};
-  step.set_step(8);  // a newer report of the same rank replaces it
+  step.set_step(8);  // every step is relayed, in order
   StepOk();
   steps_.pending = {step};
   coordinator_.down = coordinator_.fail_fast = true;
@@ -533,8 +533,9 @@ TEST_F(WorkerAgentTest, OutputAndTelemetryAreDroppedOnlyOnceAccepted) {
   coordinator_.down = false;
   StepWhenDue();  // telemetry sent again, accepted; output not in a retry
   const auto& hb = LastRequest().heartbeat();
-  ASSERT_EQ(hb.steps_size(), 1);
-  EXPECT_EQ(hb.steps(0).step(), 8);
+  ASSERT_EQ(hb.steps_size(), 2);
+  EXPECT_EQ(hb.steps(0).step(), 7);
+  EXPECT_EQ(hb.steps(1).step(), 8);
   EXPECT_EQ(hb.logs_size(), 0);
   StepWhenDue();  // output sent again, accepted
   ASSERT_EQ(LastRequest().heartbeat().logs_size(), 1);

@@ -1,0 +1,139 @@
+#include "coordinator/fault/job_monitor.h"
+
+#include <algorithm>
+
+namespace strata::coordinator {
+namespace {
+
+std::vector<fault::RankInfo> Infos(const std::vector<JobMonitor::RankMeta>& r) {
+  std::vector<fault::RankInfo> out;
+  for (const auto& m : r) out.push_back({m.rank, m.node, m.stage});
+  return out;
+}
+
+std::vector<int> Ids(const std::vector<JobMonitor::RankMeta>& r) {
+  std::vector<int> out;
+  for (const auto& m : r) out.push_back(m.rank);
+  return out;
+}
+
+// Sections that are not the rank's own work: time in collectives, and the
+// running totals (docs/runtime.md: *_total).
+bool OwnWork(const std::string& name) {
+  return name != "wait" && name != "comm" && !name.ends_with("_total");
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+void Keep(std::vector<double>& v, double x) {
+  v.push_back(x);
+  if (v.size() > 60) v.erase(v.begin());
+}
+
+}  // namespace
+
+JobMonitor::JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
+                       std::vector<RankMeta> ranks)
+    : clock_(clock),
+      stragglers_(policy.straggler_options, Infos(ranks)),
+      hang_(policy.hang_options, clock, Ids(ranks)) {
+  for (auto& m : ranks) ranks_[m.rank] = std::move(m);
+}
+
+std::vector<fault::FaultEvent> JobMonitor::OnStep(
+    const control::StepReport& r) {
+  if (!ranks_.contains(r.rank())) return {};
+  hang_.OnStep(r.rank(), r.step(), r.step_seconds());
+  hang_reported_ = false;
+  last_step_[r.rank()] = std::max(last_step_[r.rank()], r.step());
+
+  const auto& sec = r.section_seconds();
+  auto get = [&](const char* k) {
+    auto it = sec.find(k);
+    return it == sec.end() ? 0.0 : it->second;
+  };
+  const double wait = get("wait"), comm = get("comm");
+  const double compute = std::max(0.0, r.step_seconds() - wait - comm);
+  fault::StepSample sample;
+  sample.rank = r.rank();
+  sample.step = r.step();
+  double own = 0;
+  for (const auto& [name, s] : sec) {
+    if (OwnWork(name)) own += s;
+  }
+  if (own > 0) {
+    for (const auto& [name, s] : sec) {
+      if (OwnWork(name)) sample.sections[name] = s * compute / own;
+    }
+  } else {
+    sample.sections["compute"] = compute;
+  }
+  sample.sections["wait"] = wait;  // a wait section: not compute
+  Keep(waits_[r.rank()], wait);
+
+  Pending& p = pending_[r.step()];
+  p.samples[r.rank()] = std::move(sample);
+  p.wait[r.rank()] = wait;
+  std::vector<fault::FaultEvent> out;
+  // Complete steps, and steps too old to wait for, in order.
+  while (!pending_.empty()) {
+    auto first = pending_.begin();
+    const bool complete = first->second.samples.size() == ranks_.size();
+    const bool stale = pending_.rbegin()->first - first->first >= kPendingSteps;
+    if (!complete && !stale) break;
+    for (auto& e : Feed(first->second)) out.push_back(std::move(e));
+    pending_.erase(first);
+  }
+  return out;
+}
+
+std::vector<fault::FaultEvent> JobMonitor::Feed(Pending& p) {
+  const bool all = p.samples.size() == ranks_.size();
+  double most = 0;
+  for (const auto& [rank, w] : p.wait) most = std::max(most, w);
+  std::vector<fault::FaultEvent> out;
+  for (auto& [rank, sample] : p.samples) {
+    if (all) {
+      sample.late_s = most - p.wait[rank];
+      Keep(lates_[rank], *sample.late_s);
+    }
+    for (auto& e : stragglers_.Add(sample)) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::optional<fault::Stall> JobMonitor::CheckHang() {
+  if (hang_reported_) return std::nullopt;
+  auto stall = hang_.Check();
+  if (stall) hang_reported_ = true;
+  return stall;
+}
+
+control::DiagnoseReply JobMonitor::Diagnose() const {
+  control::DiagnoseReply d;
+  d.set_hang_deadline_ms(hang_.DeadlineMs());
+  d.set_last_wavefront(wavefront_);
+  for (const auto& [rank, m] : ranks_) {
+    control::RankDiagnosis* r = d.add_ranks();
+    r->set_rank(rank);
+    r->set_node(m.node);
+    r->set_stage(m.stage);
+    auto ls = last_step_.find(rank);
+    r->set_last_step(ls == last_step_.end() ? -1 : ls->second);
+    const fault::StragglerScore s = stragglers_.Score(rank);
+    r->set_relative(s.relative);
+    r->set_individual(s.individual);
+    r->set_flagged(s.flagged);
+    r->set_late_s(s.late_s);
+    auto w = waits_.find(rank);
+    r->set_wait_s(w == waits_.end() ? 0 : Median(w->second));
+    r->set_compute_s(s.compute_s);
+  }
+  return d;
+}
+
+}  // namespace strata::coordinator

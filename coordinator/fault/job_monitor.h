@@ -1,0 +1,73 @@
+// The fault monitor of one running attempt (docs/fault.md): every rank's
+// step reports feed the fault/ detectors, and the coordinator asks it for
+// findings. Event-loop thread only; time from the injected Clock.
+//
+// What each report becomes:
+// - compute = step time - wait - comm (the time in collectives the runtime
+//   measured, runtime/step_timer.h), split over the step's own sections
+//   (forward, backward, ...) in their proportions, so a straggler event
+//   names the section that stands out;
+// - lateness = the most any rank waited at that step minus this rank's
+//   wait: the rank everyone waits for waited least (fed once every rank's
+//   report of the step arrived; a step some rank never reports is fed
+//   without it after kPendingSteps newer steps);
+// - progress for the hang detector.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "fault/hang_detector.h"
+#include "fault/policy.h"
+#include "fault/straggler_detector.h"
+#include "proto/control.pb.h"
+
+namespace strata::coordinator {
+
+class JobMonitor {
+ public:
+  struct RankMeta {
+    int rank = 0;
+    std::string node;
+    int stage = 0;  // pipeline stage: ranks of one stage do the same work
+  };
+  static constexpr int kPendingSteps = 32;
+
+  // `clock` must outlive the monitor.
+  JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
+             std::vector<RankMeta> ranks);
+
+  // Feeds one report; returns the straggler findings it confirmed.
+  std::vector<fault::FaultEvent> OnStep(const control::StepReport& report);
+
+  // A stall past the learned deadline, once per stall (again only after
+  // some progress).
+  std::optional<fault::Stall> CheckHang();
+
+  // Per-rank medians and scores, the hang deadline, the last wavefront.
+  control::DiagnoseReply Diagnose() const;
+  void SetLastWavefront(std::string text) { wavefront_ = std::move(text); }
+
+ private:
+  struct Pending {
+    std::map<int, fault::StepSample> samples;
+    std::map<int, double> wait;
+  };
+  std::vector<fault::FaultEvent> Feed(Pending& p);
+
+  const Clock& clock_;
+  std::map<int, RankMeta> ranks_;
+  fault::StragglerDetector stragglers_;
+  fault::HangDetector hang_;
+  bool hang_reported_ = false;
+  std::map<int64_t, Pending> pending_;  // step -> reports so far
+  std::map<int, int64_t> last_step_;
+  std::map<int, std::vector<double>> waits_, lates_;  // recent, for Diagnose
+  std::string wavefront_;
+};
+
+}  // namespace strata::coordinator

@@ -1,0 +1,187 @@
+// JobManager's fault handling (docs/fault.md): a JobMonitor per running
+// attempt fed by every step report; straggler findings stored as events and
+// acted on by the job's policy; a hang diagnosed from the ranks' flight
+// recorders (asked of the workers in heartbeat replies, waited for at most
+// kDiagnoseWaitMs) before the attempt is restarted.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "control/codec.h"
+#include "coordinator/jobs/job_manager.h"
+#include "fault/wavefront.h"
+
+namespace strata::coordinator {
+
+using control::AttemptKey;
+
+namespace {
+
+// How long a hang diagnosis waits for the workers' flight recorders: a few
+// heartbeats (500 ms by default).
+constexpr int64_t kDiagnoseWaitMs = 5000;
+
+std::vector<JobMonitor::RankMeta> RankMetas(const control::JobInfo& job) {
+  std::vector<JobMonitor::RankMeta> out;
+  for (const auto& r : job.plan().placement().ranks()) {
+    JobMonitor::RankMeta m;
+    m.rank = r.rank();
+    m.stage = r.pp_rank();
+    if (r.node() >= 0 && r.node() < job.node_info_size()) {
+      m.node = job.node_info(r.node()).node_name();
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
+JobManager::Watched& JobManager::WatchedOf(const control::JobInfo& job) {
+  Watched& w = watched_[job.job_id()];
+  if (w.attempt != job.attempt() || w.monitor == nullptr) {
+    w = Watched();
+    w.attempt = job.attempt();
+    w.monitor = std::make_unique<JobMonitor>(
+        *clock_, fault::Resolve(job.spec().fault()), RankMetas(job));
+  }
+  return w;
+}
+
+void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
+  Watched& w = WatchedOf(job);
+  const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
+  for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
+    ActOn(job, e, policy.straggler,
+          absl::StrCat("rank ", e.rank, " on ", e.node, " is ", e.slowdown,
+                       "x slower (", e.section, ")"));
+    if (job.state() != control::RUNNING) return;
+  }
+}
+
+void JobManager::WatchTick(control::JobInfo& job) {
+  Watched& w = WatchedOf(job);
+  const int64_t now = clock_->SteadyNowMs();
+  if (!w.stall) {
+    w.stall = w.monitor->CheckHang();
+    if (!w.stall) return;
+    w.diagnose_since_ms = now;
+    w.flights.clear();
+    logger_->warn(
+        "{} attempt {}: no step progress for {} ms (deadline {} "
+        "ms); reading the ranks' flight recorders",
+        job.job_id(), job.attempt(), w.stall->stalled_ms, w.stall->deadline_ms);
+    return;
+  }
+  const bool all = static_cast<int>(w.flights.size()) >= job.ranks_size();
+  if (all || now - w.diagnose_since_ms >= kDiagnoseWaitMs) ConcludeHang(job, w);
+}
+
+void JobManager::AddDiagnoseOrders(const std::string& worker_id,
+                                   control::HeartbeatReply* orders) {
+  for (auto& [id, w] : watched_) {
+    if (!w.stall) continue;
+    auto job = jobs_.find(id);
+    if (job == jobs_.end() || job->second.state() != control::RUNNING) continue;
+    const AttemptIndex& index = Index(job->second);
+    if (index.node_of_worker.contains(worker_id)) {
+      orders->add_diagnose(AttemptKey(id, w.attempt));
+    }
+  }
+}
+
+void JobManager::OnFlights(
+    const google::protobuf::RepeatedPtrField<control::RankFlight>& flights) {
+  for (const auto& f : flights) {
+    auto w = watched_.find(f.job_id());
+    if (w == watched_.end() || !w->second.stall ||
+        w->second.attempt != f.attempt()) {
+      continue;
+    }
+    w->second.flights[f.rank()] = f;
+  }
+}
+
+void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
+  std::vector<fault::GroupProgress> progress;
+  std::vector<std::string> silent, notes;
+  for (int r = 0; r < job.ranks_size(); ++r) {
+    auto it = w.flights.find(r);
+    if (it == w.flights.end()) {
+      silent.push_back(std::to_string(r));
+      continue;
+    }
+    const control::RankFlight& f = it->second;
+    if (!f.error().empty())
+      notes.push_back(absl::StrCat("rank ", r, ": ", f.error()));
+    if (!f.stack().empty())
+      notes.push_back(absl::StrCat("rank ", r, ": ", f.stack()));
+    for (const auto& g : f.groups()) {
+      progress.push_back(
+          {r, g.group(), g.entered_seq(), g.completed_seq(), g.op()});
+    }
+  }
+  const fault::Wavefront wave = fault::ComputeWavefront(progress);
+  fault::FaultEvent e = fault::HangDetector::ToEvent(*w.stall);
+  std::string text = fault::DescribeWavefront(wave);
+  if (!silent.empty()) {
+    absl::StrAppend(&text, "; no flight recorder from rank(s) ",
+                    absl::StrJoin(silent, ","), " within ", kDiagnoseWaitMs,
+                    " ms");
+  }
+  if (wave.culprits.size() == 1) {
+    e.rank = wave.culprits[0];
+    for (const auto& m : job.plan().placement().ranks()) {
+      if (m.rank() == e.rank && m.node() >= 0 &&
+          m.node() < job.node_info_size()) {
+        e.node = job.node_info(m.node()).node_name();
+      }
+    }
+  }
+  e.evidence = absl::StrCat(e.evidence, "; ", text);
+  for (const std::string& n : notes)
+    absl::StrAppend(&e.evidence, "; ", n.substr(0, 2000));
+  w.monitor->SetLastWavefront(text);
+  w.stall.reset();
+  const std::string summary =
+      wave.culprits.empty()
+          ? text
+          : absl::StrCat("rank(s) ", absl::StrJoin(wave.culprits, ","),
+                         " never entered the collective the others wait in (",
+                         text, ")");
+  ActOn(job, e, fault::Resolve(job.spec().fault()).hang, summary);
+}
+
+void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
+                       FaultPolicy::Action action, const std::string& summary) {
+  const int attempt = job.attempt();
+  events_->Record(job.job_id(), attempt, e, summary);
+  if (action == FaultPolicy::report) return;
+  // evict is not built yet: the attempt restarts on the same nodes.
+  std::string why = absl::StrCat(fault::EventKindName(e.kind), ": ", summary);
+  if (action == FaultPolicy::evict) {
+    absl::StrAppend(&why, " (policy evict is not available yet: restarted)");
+  }
+  events_->Record(job.job_id(), attempt, "fault_action",
+                  absl::StrCat(fault::ActionName(action), " after ",
+                               fault::EventKindName(e.kind)));
+  (void)FailAttempt(job, why);
+}
+
+StatusOr<control::DiagnoseReply> JobManager::Diagnose(
+    const std::string& job_id) const {
+  auto job = jobs_.find(job_id);
+  if (job == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  }
+  control::DiagnoseReply d;
+  auto w = watched_.find(job_id);
+  if (w != watched_.end() && w->second.monitor != nullptr) {
+    d = w->second.monitor->Diagnose();
+    d.set_attempt(w->second.attempt);
+  }
+  d.set_job_id(job_id);
+  return d;
+}
+
+}  // namespace strata::coordinator

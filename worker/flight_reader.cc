@@ -1,0 +1,85 @@
+#include "worker/flight_reader.h"
+
+#include <dirent.h>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "comm/flight_recorder.h"
+
+namespace strata::worker {
+namespace {
+
+std::string ReadSmall(const std::string& path) {
+  std::ifstream in(path);
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+// "state T (stopped); 5 threads: 3 in futex_wait_queue, 2 in do_signal_stop"
+std::string Where(int pid) {
+  const std::string dir = absl::StrCat("/proc/", pid);
+  std::string state;
+  std::ifstream status(dir + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("State:", 0) == 0) state = line.substr(6);
+  }
+  while (!state.empty() && (state[0] == ' ' || state[0] == '\t'))
+    state.erase(0, 1);
+  std::map<std::string, int> wchan;
+  int threads = 0;
+  if (DIR* d = opendir((dir + "/task").c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      ++threads;
+      std::string w = ReadSmall(dir + "/task/" + e->d_name + "/wchan");
+      ++wchan[w.empty() || w == "0" ? "running" : w];
+    }
+    closedir(d);
+  }
+  if (state.empty()) return "";
+  std::string out = absl::StrCat("state ", state, "; ", threads, " thread(s):");
+  for (const auto& [w, n] : wchan) absl::StrAppend(&out, " ", n, " in ", w);
+  return out;
+}
+
+}  // namespace
+
+control::RankFlight ReadRankFlight(const std::string& job_id, int attempt,
+                                   int rank, int pid) {
+  control::RankFlight f;
+  f.set_job_id(job_id);
+  f.set_attempt(attempt);
+  f.set_rank(rank);
+  f.set_stack(Where(pid));
+  auto dump =
+      comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid));
+  if (!dump.ok()) {
+    f.set_error(std::string(dump.status().message()));
+    return f;
+  }
+  std::map<std::string, control::GroupProgress> groups;
+  for (const comm::FrEntry& e : dump->entries) {
+    control::GroupProgress& g = groups[e.group];
+    if (g.group().empty()) {
+      g.set_group(e.group);
+      g.set_entered_seq(-1);
+      g.set_completed_seq(-1);
+    }
+    const int64_t seq = static_cast<int64_t>(e.seq);
+    if (seq > g.entered_seq()) {
+      g.set_entered_seq(seq);
+      g.set_op(e.op);
+    }
+    if (e.state == comm::FrState::kFinished && seq > g.completed_seq()) {
+      g.set_completed_seq(seq);
+    }
+  }
+  for (auto& [name, g] : groups) *f.add_groups() = std::move(g);
+  return f;
+}
+
+}  // namespace strata::worker
