@@ -13,7 +13,10 @@
 #include "CLI/CLI.hpp"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "coordinator/metrics/metrics_render.h"
 #include "coordinator/server/router_server.h"
+#include "observe/http_server.h"
+#include "observe/published.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -39,6 +42,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   // docs/control-plane.md "Limits": what one job may ask for.
   strata::coordinator::JobLimits limits;
+  std::string metrics_listen = "127.0.0.1:0", metrics_token;
+  app.add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT of the read-only HTTP listener serving /metrics "
+                 "(Prometheus); port 0 picks a free one; empty turns it off")
+      ->capture_default_str();
+  app.add_option("--metrics-token", metrics_token,
+                 "bearer token the listener requires (required off loopback)");
   app.add_option("--max-nodes", limits.max_nodes, "nodes one job may use")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
@@ -137,8 +147,45 @@ int main(int argc, char** argv) {
     return 1;
   }
   logger->info("listening on {}", *bound);
+  // /metrics: rendered on this loop when wanted, served from the snapshot.
+  strata::observe::Published metrics(&clock);
+  std::unique_ptr<strata::observe::HttpServer> http;
+  if (!metrics_listen.empty()) {
+    auto started = strata::observe::HttpServer::Start(
+        {.listen = metrics_listen, .token = metrics_token},
+        {{"/metrics", [&metrics](const strata::observe::HttpRequest&) {
+            strata::observe::HttpResponse r;
+            auto text = metrics.Get();
+            r.status = text.ok() ? 200 : 503;
+            r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            r.body = text.ok() ? *text : std::string(text.status().message());
+            return r;
+          }}});
+    if (!started.ok()) {
+      std::cerr << "strata-coordinator: --metrics-listen: "
+                << started.status().message() << "\n";
+      return 2;
+    }
+    http = *std::move(started);
+    std::cout << "metrics " << http->url() << "/metrics" << std::endl;
+  }
   std::cout << "listening " << *bound << std::endl;
-  server.Run(g_stop, 50);
+  auto render = [&] {
+    if (!http || !metrics.Wanted()) return;
+    sc::MetricsInput in;
+    in.jobs = jobs.List(/*with_steps=*/true);
+    in.workers = service.registry().List();
+    *in.workers.mutable_health() = service.Health();
+    in.now_unix_ms = clock.NowMs();
+    const auto rej = server.rejects();
+    in.rejected = {{"oversized", rej.oversized},
+                   {"malformed", rej.malformed},
+                   {"wrong_version", rej.wrong_version},
+                   {"empty_body", rej.empty_body},
+                   {"unauthenticated", rej.unauthenticated}};
+    metrics.Publish(sc::RenderMetrics(in));
+  };
+  server.Run(g_stop, 50, render);
   logger->info("stopping: handled {} requests, rejected {}", server.handled(),
                server.rejects().Total());
   return 0;

@@ -27,8 +27,9 @@ PACKAGES=(
   clang libclang-rt-dev
   # Node probe, trainer GEMMs, checksums, metrics endpoint
   libhwloc-dev hwloc libopenblas-dev libxxhash-dev libcpp-httplib-dev
-  # promtool checks the Prometheus exposition (observe/metrics_test)
-  prometheus
+  # promtool checks the Prometheus exposition (observe/metrics_test); the
+  # server scrapes a coordinator (prometheus_scrape_test), queried with curl
+  prometheus curl
   # Python side (tests, examples): Debian's interpreter and packages only
   python3
   # torch.save, the checkpoint benchmark's peer (strata-bench ckpt)

@@ -188,10 +188,14 @@ StatusOr<control::JobInfo> JobManager::Get(const std::string& job_id) const {
     return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
   }
   control::JobInfo info = it->second;
-  if (auto s = steps_.find(job_id); s != steps_.end()) {
-    for (const auto& [rank, report] : s->second) *info.add_steps() = report;
-  }
+  AddSteps(&info);
   return info;
+}
+
+void JobManager::AddSteps(control::JobInfo* info) const {
+  if (auto s = steps_.find(info->job_id()); s != steps_.end()) {
+    for (const auto& [rank, report] : s->second) *info->add_steps() = report;
+  }
 }
 
 StatusOr<control::JobInfo> JobManager::Cancel(const std::string& job_id) {
@@ -209,9 +213,13 @@ StatusOr<control::JobInfo> JobManager::Cancel(const std::string& job_id) {
   return job;
 }
 
-control::JobsReply JobManager::List() const {
+control::JobsReply JobManager::List(bool with_steps) const {
   control::JobsReply reply;
-  for (const auto& [id, info] : jobs_) *reply.add_jobs() = info;
+  for (const auto& [id, info] : jobs_) {
+    control::JobInfo* out = reply.add_jobs();
+    *out = info;
+    if (with_steps) AddSteps(out);
+  }
   return reply;
 }
 

@@ -77,7 +77,8 @@ class JobManager {
   // the next heartbeats); FailedPrecondition if it has already ended, the
   // store's error (job unchanged) if the change cannot be written.
   StatusOr<control::JobInfo> Cancel(const std::string& job_id);
-  control::JobsReply List() const;
+  // Every job; with `with_steps`, each with its ranks' latest telemetry.
+  control::JobsReply List(bool with_steps = false) const;
 
   // Fails attempts whose workers are lost; places pending attempts. While
   // the registry is Settling() (just after a coordinator restart or pause)
@@ -102,6 +103,7 @@ class JobManager {
 
  private:
   static bool Active(const control::JobInfo& job);
+  void AddSteps(control::JobInfo* info) const;  // latest per rank
   Status Persist(const control::JobInfo& info);
   // Writes `next` and, if that succeeded, makes it `job`.
   Status Commit(control::JobInfo& job, control::JobInfo next);

@@ -77,7 +77,8 @@ StatusOr<std::string> RouterServer::Bind(const std::string& endpoint) {
   }
 }
 
-void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
+void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms,
+                       const std::function<void()>& on_tick) {
   const Clock* clock = service_->clock();
   int64_t last_tick = clock->SteadyNowMs();
   while (!stop.load()) {
@@ -86,6 +87,7 @@ void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms) {
     if (now - last_tick >= tick_ms) {
       service_->NoteLoopGap(now - last_tick);
       service_->Tick();
+      if (on_tick) on_tick();
       limiter_.Flush();
       last_tick = now;
     }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,9 +49,11 @@ class RouterServer {
 
   // Handles messages until `stop` is set; calls Service::Tick() every
   // `tick_ms` on the service's clock (Service::clock()), after telling the
-  // service how long the loop took since the last tick (NoteLoopGap). Logs
-  // every pending "suppressed" summary before returning.
-  void Run(const std::atomic<bool>& stop, int tick_ms = 100);
+  // service how long the loop took since the last tick (NoteLoopGap), and
+  // `on_tick` (if any) after it, on this thread. Logs every pending
+  // "suppressed" summary before returning.
+  void Run(const std::atomic<bool>& stop, int tick_ms = 100,
+           const std::function<void()>& on_tick = nullptr);
 
   // Handles at most one pending message, waiting up to `timeout_ms`.
   // Returns true if a message was consumed.
