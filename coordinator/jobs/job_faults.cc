@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "control/codec.h"
 #include "coordinator/jobs/job_manager.h"
@@ -53,8 +54,9 @@ void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
   const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
   for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
     ActOn(job, e, policy.straggler,
-          absl::StrCat("rank ", e.rank, " on ", e.node, " is ", e.slowdown,
-                       "x slower (", e.section, ")"));
+          absl::StrFormat("rank %d on %s is %.2fx slower (%s), confirmed at "
+                          "step %d",
+                          e.rank, e.node, e.slowdown, e.section, e.step));
     if (job.state() != control::RUNNING) return;
   }
 }

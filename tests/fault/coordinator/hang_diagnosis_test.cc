@@ -1,0 +1,56 @@
+// A hung rank is found, diagnosed from the flight recorders and the attempt
+// restarted: `strata run` of two strata-train ranks (two local workers)
+// where strata-inject SIGSTOPs rank 1 at step 5. The hang event must name
+// rank 1 and the collective rank 0 waits in, and the job must succeed in
+// its second attempt from its checkpoint.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/integration/cli/run_command.h"
+
+namespace strata::testing {
+namespace {
+
+std::string Train() {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  return std::string(bin ? bin : ".") + "/runtime/strata-train";
+}
+
+TEST(HangDiagnosisTest, AStoppedRankIsNamedAndTheJobRestarts) {
+  const std::string dir =
+      ::testing::TempDir() + "/hang_diag_" + std::to_string(getpid());
+  const RunResult r = RunStrata(
+      "run --nodes 2 --ranks-per-node 1 --max-restarts 1 "
+      "--fault hang_floor_s=2 --inject hang:rank=1,step=5 --state-dir " +
+      dir + " -- " + Train() +
+      " --model tiny --steps 30 --global-batch 4 --micro-batch 1 "
+      "--ckpt-every 5 --resume");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("attempt 0: hang: rank(s) 1 never entered the "
+                       "collective the others wait in (group dp0 stuck in "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("waiting 0; never entered 1"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fault_action: restart after hang"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("SUCCEEDED after 1 restart(s)"), std::string::npos)
+      << r.out;
+  RunCommand("rm -rf " + dir);
+}
+
+TEST(HangDiagnosisTest, BadFaultSettingsAreRefusedBeforeAnythingRuns) {
+  RunResult r = RunStrata("run --fault hang_k=0 -- /bin/true");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("fault.hang_k"), std::string::npos) << r.out;
+  r = RunStrata("run --fault hang_timeout=5 -- /bin/true");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown fault key 'hang_timeout'"), std::string::npos)
+      << r.out;
+  r = RunStrata("run --inject hang:rank=1,when=3 -- /bin/true");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown key 'when'"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace strata::testing
