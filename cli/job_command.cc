@@ -266,6 +266,30 @@ void AddEvents(CLI::App* app) {
   });
 }
 
+void AddFaultSet(CLI::App* app) {
+  auto* fault = app->add_subcommand(
+      "fault", "change a running job's fault policy (docs/fault.md)");
+  fault->require_subcommand(1);
+  auto* cmd = fault->add_subcommand(
+      "set",
+      "strata fault set JOB key=value...: e.g. hang_floor_s=30, "
+      "straggler=restart, straggler_threshold=1.2");
+  auto q = std::make_shared<QueryArgs>();
+  auto settings = std::make_shared<std::vector<std::string>>();
+  AddCoordinatorOption(cmd, &q->endpoint);
+  cmd->add_option("job", q->job, "job id")->required();
+  cmd->add_option("settings", *settings, "key=value ...")->required();
+  cmd->callback([=] {
+    ControlClient client(q->endpoint);
+    control::Request req;
+    req.mutable_fault_set()->set_job_id(q->job);
+    for (const auto& kv : *settings) req.mutable_fault_set()->add_settings(kv);
+    control::Reply reply = client.Call("fault set", req);
+    std::printf("%s fault policy: %s\n", q->job.c_str(),
+                MessageToJson(reply.jobs().jobs(0).spec().fault()).c_str());
+  });
+}
+
 void AddDiagnose(CLI::App* app) {
   auto* cmd = app->add_subcommand(
       "diagnose",
@@ -340,6 +364,7 @@ void AddJobCommands(CLI::App* app) {
   AddWorkers(app);
   AddEvents(app);
   AddDiagnose(app);
+  AddFaultSet(app);
 }
 
 }  // namespace strata::cli

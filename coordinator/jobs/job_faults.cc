@@ -11,6 +11,7 @@
 #include "control/codec.h"
 #include "coordinator/jobs/job_manager.h"
 #include "fault/wavefront.h"
+#include "planner/job.h"
 
 namespace strata::coordinator {
 
@@ -168,6 +169,32 @@ void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
                   absl::StrCat(fault::ActionName(action), " after ",
                                fault::EventKindName(e.kind)));
   (void)FailAttempt(job, why);
+}
+
+StatusOr<control::JobInfo> JobManager::SetFaultPolicy(
+    const std::string& job_id,
+    const google::protobuf::RepeatedPtrField<std::string>& settings) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  }
+  control::JobInfo& job = it->second;
+  if (!Active(job)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " already ended (",
+                     control::JobState_Name(job.state()), ")"));
+  }
+  control::JobInfo next = job;
+  for (const std::string& kv : settings) {
+    RETURN_IF_ERROR(
+        fault::ApplyFaultSetting(kv, next.mutable_spec()->mutable_fault()));
+  }
+  RETURN_IF_ERROR(planner::ValidateJob(next.spec(), "job " + job_id));
+  RETURN_IF_ERROR(Commit(job, std::move(next)));
+  watched_.erase(job_id);  // detectors start over with the new thresholds
+  events_->Record(job_id, job.attempt(), "fault_policy",
+                  absl::StrCat("set ", absl::StrJoin(settings, " ")));
+  return job;
 }
 
 StatusOr<control::DiagnoseReply> JobManager::Diagnose(

@@ -98,6 +98,14 @@ class JobManager {
   // Flight recorders a worker read for a hang diagnosis (job_faults.cc).
   void OnFlights(
       const google::protobuf::RepeatedPtrField<control::RankFlight>& f);
+  // Applies `settings` ("key=value", fault/policy.h) to a PENDING or
+  // RUNNING job's fault policy: InvalidArgument naming the key or the
+  // field's range (nothing changed), NotFound, FailedPrecondition for an
+  // ended job, the store's error. The attempt's detectors start over with
+  // the new thresholds; actions apply from the next finding.
+  StatusOr<control::JobInfo> SetFaultPolicy(
+      const std::string& job_id,
+      const google::protobuf::RepeatedPtrField<std::string>& settings);
   // The fault monitor's view of a running job (`strata diagnose`).
   StatusOr<control::DiagnoseReply> Diagnose(const std::string& job_id) const;
 

@@ -125,6 +125,13 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
                        s_.jobs->Diagnose(request.diagnose().job_id()));
       return reply;
     }
+    case control::Request::kFaultSet: {
+      if (s_.jobs == nullptr) return Missing("job manager");
+      ASSIGN_OR_RETURN(*reply.mutable_jobs()->add_jobs(),
+                       s_.jobs->SetFaultPolicy(request.fault_set().job_id(),
+                                               request.fault_set().settings()));
+      return reply;
+    }
     case control::Request::kLogs: {
       if (s_.logs == nullptr || s_.jobs == nullptr) return Missing("log store");
       ASSIGN_OR_RETURN(control::JobInfo job,
