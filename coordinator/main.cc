@@ -42,10 +42,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   // docs/control-plane.md "Limits": what one job may ask for.
   strata::coordinator::JobLimits limits;
-  std::string metrics_listen = "127.0.0.1:0", metrics_token;
+  std::string metrics_listen, metrics_token;
   app.add_option("--metrics-listen", metrics_listen,
                  "HOST:PORT of the read-only HTTP listener serving /metrics "
-                 "(Prometheus); port 0 picks a free one; empty turns it off")
+                 "(Prometheus), e.g. 127.0.0.1:9478; port 0 picks a free one; "
+                 "default off")
       ->capture_default_str();
   app.add_option("--metrics-token", metrics_token,
                  "bearer token the listener requires (required off loopback)");
