@@ -55,6 +55,8 @@ control::RankFlight ReadRankFlight(const std::string& job_id, int attempt,
   f.set_attempt(attempt);
   f.set_rank(rank);
   f.set_stack(Where(pid));
+  f.set_stopped(f.stack().starts_with("state T") ||
+                f.stack().starts_with("state t"));
   auto dump =
       comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid));
   if (!dump.ok()) {

@@ -3,7 +3,8 @@
 // entered and the last it finished, from its flight recorder
 // (comm/flight_recorder.h, readable while the rank is stopped or wedged),
 // and where its threads are blocked (/proc: state and kernel wait channel;
-// no ptrace, so it never blocks the worker). Errors go into `error`.
+// no ptrace, so it never blocks the worker; the backtrace is added by
+// worker/stack_dump.h). Errors go into `error`.
 #pragma once
 
 #include <string>

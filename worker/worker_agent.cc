@@ -32,6 +32,9 @@ int64_t WorkerAgent::MsUntilNextReport() const {
 
 Status WorkerAgent::Step() {
   ranks_->Poll();
+  for (const auto& [id, text] : stacks_.Poll(clock_->SteadyNowMs())) {
+    AddStack(id, text);
+  }
   for (auto& s : steps_->TakeChanged()) {
     latest_steps_[{s.job_id(), s.rank()}] = s;
     auto& queue = unsent_steps_[{s.job_id(), s.rank()}];
@@ -54,6 +57,18 @@ Status WorkerAgent::Step() {
   if (!reply.ok()) return OnFailure(reply.status(), after);
   OnReply(*reply, after);
   return absl::OkStatus();
+}
+
+void WorkerAgent::AddStack(int id, const std::string& text) {
+  auto it = dumping_.find(id);
+  if (it == dumping_.end()) return;
+  control::RankFlight& f = it->second;
+  if (!text.empty()) {
+    f.set_stack(f.stack().empty() ? text : absl::StrCat(f.stack(), "; ", text));
+  }
+  flights_.push_back(std::move(f));
+  dumping_.erase(it);
+  next_report_ms_ = std::min(next_report_ms_, clock_->SteadyNowMs());
 }
 
 control::Request WorkerAgent::BuildReport() {
@@ -116,14 +131,22 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   if (report_has_logs_) ranks_->CommitLogs();
   unsent_steps_.clear();
   flights_.clear();
-  // A hang diagnosis: the flight recorders of this node's ranks of the
-  // attempt, sent with the next heartbeat (at once).
+  // A hang diagnosis: the flight recorders and stacks of this node's ranks
+  // of the attempt, sent with the heartbeat after the stacks are in. The
+  // coordinator repeats the order until every worker answered: an attempt
+  // answered in the last kRediagnoseMs is not dumped again.
+  std::erase_if(diagnosed_, [&](const auto& kv) {
+    return now - kv.second >= kRediagnoseMs;
+  });
   for (const auto& key : hb.diagnose()) {
+    if (diagnosed_.contains(key)) continue;
+    diagnosed_[key] = now;
     for (const auto& r : ranks_->Reports()) {
       if (control::AttemptKey(r.job_id(), r.attempt()) != key || r.pid() <= 0)
         continue;
-      flights_.push_back(
-          ReadRankFlight(r.job_id(), r.attempt(), r.rank(), r.pid()));
+      const int id = next_dump_id_++;
+      dumping_[id] = ReadRankFlight(r.job_id(), r.attempt(), r.rank(), r.pid());
+      if (auto text = stacks_.Start(id, r.pid(), now)) AddStack(id, *text);
     }
   }
   if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();

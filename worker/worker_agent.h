@@ -57,6 +57,7 @@
 #include "control/client.h"
 #include "proto/control.pb.h"
 #include "worker/rank_runner.h"
+#include "worker/stack_dump.h"
 #include "worker/step_source.h"
 
 namespace strata::worker {
@@ -137,7 +138,15 @@ class WorkerAgent {
   std::map<std::pair<std::string, int>, control::StepReport> latest_steps_;
   std::map<std::pair<std::string, int>, std::deque<control::StepReport>>
       unsent_steps_;  // every step since the last accepted heartbeat
-  std::vector<control::RankFlight> flights_;  // answers to `diagnose`
+  // Answers to `diagnose`: ready to send, and waiting for their stacks
+  // (by dump id); attempts answered recently (steady ms).
+  static constexpr int64_t kRediagnoseMs = 10000;
+  void AddStack(int id, const std::string& text);
+  std::vector<control::RankFlight> flights_;
+  std::map<int, control::RankFlight> dumping_;
+  int next_dump_id_ = 0;
+  StackDumps stacks_;
+  std::map<std::string, int64_t> diagnosed_;
 };
 
 }  // namespace strata::worker

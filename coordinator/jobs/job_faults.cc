@@ -108,6 +108,7 @@ void JobManager::OnFlights(
 void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
   std::vector<fault::GroupProgress> progress;
   std::vector<std::string> silent, notes;
+  std::vector<int> stopped;
   for (int r = 0; r < job.ranks_size(); ++r) {
     auto it = w.flights.find(r);
     if (it == w.flights.end()) {
@@ -115,6 +116,7 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
       continue;
     }
     const control::RankFlight& f = it->second;
+    if (f.stopped()) stopped.push_back(r);
     if (!f.error().empty())
       notes.push_back(absl::StrCat("rank ", r, ": ", f.error()));
     if (!f.stack().empty())
@@ -132,8 +134,13 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
                     absl::StrJoin(silent, ","), " within ", kDiagnoseWaitMs,
                     " ms");
   }
-  if (wave.culprits.size() == 1) {
-    e.rank = wave.culprits[0];
+  // Every member entered and data stopped moving: a stopped process inside
+  // the collective is the one the others wait for.
+  std::vector<int> culprits = wave.culprits;
+  const bool inside = culprits.empty() && !stopped.empty();
+  if (inside) culprits = stopped;
+  if (culprits.size() == 1) {
+    e.rank = culprits[0];
     for (const auto& m : job.plan().placement().ranks()) {
       if (m.rank() == e.rank && m.node() >= 0 &&
           m.node() < job.node_info_size()) {
@@ -147,9 +154,16 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
   w.monitor->SetLastWavefront(text);
   w.stall.reset();
   const std::string summary =
-      wave.culprits.empty()
-          ? text
-          : absl::StrCat("rank(s) ", absl::StrJoin(wave.culprits, ","),
+      culprits.empty() ? text
+      : inside && wave.groups.empty()
+          ? absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
+                         " stopped outside any collective (", text,
+                         "; the others wait elsewhere, e.g. a checkpoint)")
+      : inside
+          ? absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
+                         " stopped inside the collective the others wait in (",
+                         text, ")")
+          : absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
                          " never entered the collective the others wait in (",
                          text, ")");
   ActOn(job, e, fault::Resolve(job.spec().fault()).hang, summary);
@@ -159,6 +173,8 @@ void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
                        FaultPolicy::Action action, const std::string& summary) {
   const int attempt = job.attempt();
   events_->Record(job.job_id(), attempt, e, summary);
+  logger_->warn("{} attempt {}: {}: {}; evidence: {}", job.job_id(), attempt,
+                fault::EventKindName(e.kind), summary, e.evidence);
   if (action == FaultPolicy::report) return;
   // evict is not built yet: the attempt restarts on the same nodes.
   std::string why = absl::StrCat(fault::EventKindName(e.kind), ": ", summary);

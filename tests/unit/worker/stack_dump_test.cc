@@ -1,0 +1,113 @@
+// StackDumps takes a real stopped process's backtrace with the debugger
+// the machine has (eu-stack, installed by deploy/install-deps.sh, or gdb) without
+// resuming it, and bounds a debugger that does not finish.
+#include "worker/stack_dump.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace strata::worker {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+char State(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  std::getline(in, s);
+  const size_t p = s.rfind(')');
+  return p == std::string::npos || p + 2 >= s.size() ? '?' : s[p + 2];
+}
+
+TEST(CompactBacktrace, GdbAndEuStackFrames) {
+  const std::string gdb =
+      "0x00007f in ?? ()\n"
+      "#0  0x00007f1234 in __futex_wait (private=0, expected=(int *) 0x1) at "
+      "futex.c:57\n"
+      "#1  strata::comm::Wait (this=0x5) at comm/tcp.cc:88\n"
+      "[Inferior 1 (process 7) detached]\n";
+  EXPECT_EQ(CompactBacktrace(gdb),
+            "#0 __futex_wait at futex.c:57 | #1 strata::comm::Wait at "
+            "comm/tcp.cc:88");
+  EXPECT_EQ(CompactBacktrace("PID 7 - process\nTID 7:\n#0  0x00007f12 "
+                             "nanosleep\n#1  0x0000555 main\n"),
+            "#0 nanosleep | #1 main");
+  EXPECT_EQ(CompactBacktrace("TID 7:\n#0  0x000055 strata::Step(bool*)\n"
+                             "    /src/trainer.cc:285:40\n#1  0x000056 main\n"
+                             "TID 8:\n"),
+            "#0 strata::Step at /src/trainer.cc:285:40 | #1 main");
+  EXPECT_EQ(CompactBacktrace(std::string(100, 'x')), "");
+  const std::string many = [] {
+    std::string s;
+    for (int i = 0; i < 500; ++i) s += "#" + std::to_string(i) + " f ()\n";
+    return s;
+  }();
+  EXPECT_LE(CompactBacktrace(many, 100).size(), 103u);
+}
+
+TEST(StackDumps, StoppedProcessStaysStopped) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execlp("sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  while (State(child) != 'T') std::this_thread::yield();
+
+  StackDumps dumps(20000);
+  auto now = NowMs();
+  auto at_once = dumps.Start(7, child, now);
+  if (at_once.has_value()) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    GTEST_SKIP() << "no gdb or eu-stack: '" << *at_once << "'";
+  }
+  std::map<int, std::string> done;
+  const int64_t deadline = now + 30000;
+  while (done.empty() && NowMs() < deadline) {
+    done = dumps.Poll(NowMs());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[7].starts_with("stack: #0 ")) << done[7];
+  EXPECT_NE(done[7].find("sleep"), std::string::npos) << done[7];
+  EXPECT_EQ(State(child), 'T');  // the debugger left it stopped
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+}
+
+TEST(StackDumps, DebuggerPastItsBudgetIsKilled) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execlp("sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  StackDumps dumps(0);  // every dump is already late at its first poll
+  auto at_once = dumps.Start(1, child, NowMs());
+  std::map<int, std::string> done;
+  if (!at_once.has_value()) done = dumps.Poll(NowMs() + 1);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (at_once.has_value()) GTEST_SKIP() << "no gdb or eu-stack";
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_NE(done[1].find("no backtrace within 0 ms"), std::string::npos)
+      << done[1];
+  EXPECT_TRUE(dumps.empty());
+}
+
+}  // namespace
+}  // namespace strata::worker
