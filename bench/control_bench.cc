@@ -35,6 +35,7 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
+#include "bench/sibling.h"
 #include "proto/control.pb.h"
 
 namespace strata::bench {
@@ -55,16 +56,8 @@ void RaiseFdLimit() {
 }
 
 std::string FindCoordinator(const char* argv0) {
-  char self[PATH_MAX] = {0};
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  std::filesystem::path dir = n > 0 ? std::filesystem::path(self).parent_path()
-                                    : std::filesystem::path(".");
-  for (auto p : {dir / "strata-coordinator",
-                 dir.parent_path() / "coordinator" / "strata-coordinator"}) {
-    if (access(p.c_str(), X_OK) == 0) return p.string();
-  }
   (void)argv0;
-  return "strata-coordinator";
+  return FindSibling("strata-coordinator", "coordinator");
 }
 
 double CpuSeconds(pid_t pid) {

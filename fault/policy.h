@@ -24,6 +24,7 @@ struct ResolvedPolicy {
   StragglerOptions straggler_options;
   HangOptions hang_options;
   SlowLinkOptions slow_link_options;
+  double restart_cost_s = 30;  // until the job measured one
 };
 ResolvedPolicy Resolve(const FaultPolicy& policy);
 

@@ -48,6 +48,8 @@ absl::Span<const FieldRange> JobRanges() {
        "shortest hang deadline, seconds; absent: 10"},
       {"fault.hang_first_step_s", 1, 86400, false,
        "hang deadline before the first step, seconds; absent: 300"},
+      {"fault.restart_cost_s", 0, 86400, false,
+       "restart cost until one is measured, seconds; absent: 30"},
       {"fault.slow_link_threshold", 1, 1000, true,
        "reference / measured bandwidth of a slow link; absent: 2"},
   };

@@ -112,6 +112,13 @@ int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
   return Report(absl::OkStatus());
 }
 
+int strata_timer_set_total_steps(strata_runtime* rt, int64_t total) {
+  if (rt == nullptr) return Invalid("null runtime");
+  if (total < 0) return Invalid("negative total steps");
+  rt->rt->timer().SetTotalSteps(total);
+  return Report(absl::OkStatus());
+}
+
 int strata_ckpt_open(strata_runtime* rt, const char* uri, int keep_last,
                      strata_checkpointer** out) {
   if (rt == nullptr || out == nullptr) return Invalid("null argument");

@@ -56,6 +56,7 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   for (const auto& [k, v] : sections_) (*r.mutable_section_seconds())[k] = v;
   r.set_tokens(tokens);
   r.set_loss(loss);
+  r.set_total_steps(total_steps_);
   r.set_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count());

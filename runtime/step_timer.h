@@ -40,6 +40,9 @@ class StepTimer {
   // "comm": the growth of its cumulative (wait, comm) seconds since the
   // previous step (comm::Backend::comm_time, summed over the rank's groups).
   void EndStep(int64_t step, int64_t tokens, double loss);
+  // The run's last step, carried by every report from then on (progress
+  // and the fault policy's remaining-time estimate; 0: unknown).
+  void SetTotalSteps(int64_t total) { total_steps_ = total; }
   using CommSource = std::function<std::pair<double, double>()>;
   void SetCommSource(CommSource source);
   const control::StepReport& last() const { return last_; }
@@ -53,6 +56,7 @@ class StepTimer {
   std::map<std::string, double> sections_;
   CommSource comm_source_;
   std::pair<double, double> comm_seen_{0, 0};
+  int64_t total_steps_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   control::StepReport last_;
   uint64_t dropped_ = 0;

@@ -1,6 +1,6 @@
 // strata-train: the reference trainer. Trains the GPT of
 // train/model.h with the parallelism from the flags or the environment
-// (Runtime::FromEnv), prints `step=N loss=X tokens_per_s=Y` once per step
+// (Runtime::FromEnv), prints `step=N loss=X tokens_per_s=Y step_s=S` once per step
 // from the rank of the last stage with tp and dp rank 0, checkpoints every
 // --ckpt-every steps and resumes (--resume) under any parallelism.
 // Everything that can be checked is checked before the rendezvous: flags,
@@ -184,6 +184,7 @@ int Run(const Flags& f) {
     }
     // Cumulative: sections named *_total are running totals (docs/runtime.md).
     strata::StepTimer& timer = (*rt)->timer();
+    timer.SetTotalSteps(f.steps);
     timer.Add("checkpoint_stall_total", (*trainer)->checkpoint_stall_s());
     timer.Add("forward", r->forward_s);
     timer.Add("backward", r->backward_s);
@@ -193,9 +194,9 @@ int Run(const Flags& f) {
     (*rt)->timer().EndStep(r->step, r->tokens,
                            info->pp_rank == info->pp - 1 ? r->loss : NAN);
     if (printer) {
-      std::printf("step=%lld loss=%.8f tokens_per_s=%.1f\n",
+      std::printf("step=%lld loss=%.8f tokens_per_s=%.1f step_s=%.4f\n",
                   static_cast<long long>(r->step), r->loss,
-                  r->tokens / r->seconds);
+                  r->tokens / r->seconds, r->seconds);
       std::fflush(stdout);
     }
   }

@@ -50,6 +50,9 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
   hang_.OnStep(r.rank(), r.step(), r.step_seconds());
   hang_reported_ = false;
   last_step_[r.rank()] = std::max(last_step_[r.rank()], r.step());
+  latest_step_ = std::max(latest_step_, r.step());
+  if (r.total_steps() > 0) total_steps_ = r.total_steps();
+  Keep(step_seconds_, r.step_seconds());
 
   const auto& sec = r.section_seconds();
   auto get = [&](const char* k) {
@@ -112,6 +115,8 @@ std::optional<fault::Stall> JobMonitor::CheckHang() {
   if (stall) hang_reported_ = true;
   return stall;
 }
+
+double JobMonitor::MedianStepSeconds() const { return Median(step_seconds_); }
 
 control::DiagnoseReply JobMonitor::Diagnose() const {
   control::DiagnoseReply d;

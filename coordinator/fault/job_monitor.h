@@ -48,6 +48,13 @@ class JobMonitor {
   // some progress).
   std::optional<fault::Stall> CheckHang();
 
+  // Progress for the policy's cost estimate: the median step time of the
+  // recent reports (0 before any), the newest step any rank reported, and
+  // the run's last step as the ranks report it (0: unknown).
+  double MedianStepSeconds() const;
+  int64_t LatestStep() const { return latest_step_; }
+  int64_t TotalSteps() const { return total_steps_; }
+
   // Per-rank medians and scores, the hang deadline, the last wavefront.
   control::DiagnoseReply Diagnose() const;
   void SetLastWavefront(std::string text) { wavefront_ = std::move(text); }
@@ -68,6 +75,8 @@ class JobMonitor {
   std::map<int, int64_t> last_step_;
   std::map<int, std::vector<double>> waits_, lates_;  // recent, for Diagnose
   std::string wavefront_;
+  std::vector<double> step_seconds_;  // recent, any rank
+  int64_t latest_step_ = -1, total_steps_ = 0;
 };
 
 }  // namespace strata::coordinator

@@ -51,6 +51,17 @@ JobManager::Watched& JobManager::WatchedOf(const control::JobInfo& job) {
 }
 
 void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
+  // The first step of an attempt that followed a failure: what the restart
+  // cost.
+  if (auto began = restart_began_ms_.find(job.job_id());
+      began != restart_began_ms_.end()) {
+    const int64_t ms = clock_->SteadyNowMs() - began->second;
+    restart_cost_ms_[job.job_id()] = ms;
+    restart_began_ms_.erase(began);
+    events_->Record(job.job_id(), job.attempt(), "running_again",
+                    absl::StrCat("first step ", ms,
+                                 " ms after the previous attempt failed"));
+  }
   Watched& w = WatchedOf(job);
   const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
   for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
@@ -169,6 +180,36 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
   ActOn(job, e, fault::Resolve(job.spec().fault()).hang, summary);
 }
 
+std::pair<bool, std::string> JobManager::WorthRestart(
+    const control::JobInfo& job, const fault::FaultEvent& e) {
+  // A hang makes no progress at all: always worth it.
+  if (e.kind == fault::EventKind::kHang) return {true, ""};
+  const Watched& w = WatchedOf(job);
+  const int64_t total = w.monitor->TotalSteps();
+  const int64_t remaining = total - w.monitor->LatestStep();
+  if (total <= 0) {
+    return {false, "the ranks do not report their total steps, so the time "
+                   "the slowdown loses cannot be predicted"};
+  }
+  // The job runs at the slow rank's pace: each remaining step takes
+  // (1 - 1/slowdown) of its time more than without it (issue: act when
+  // slowdown x remaining steps x step time exceeds the restart cost).
+  const double step_s = w.monitor->MedianStepSeconds();
+  const double slowdown = std::max(1.0, e.slowdown);
+  const double loss_s = step_s * (1 - 1 / slowdown) * std::max<int64_t>(0, remaining);
+  auto measured = restart_cost_ms_.find(job.job_id());
+  const bool have = measured != restart_cost_ms_.end();
+  const double cost_s =
+      have ? measured->second / 1000.0
+           : fault::Resolve(job.spec().fault()).restart_cost_s;
+  std::string why = absl::StrFormat(
+      "predicted loss %.1f s (%d remaining steps x %.3f s x (1 - 1/%.2f)) vs "
+      "restart cost %.1f s (%s)",
+      loss_s, remaining, step_s, slowdown, cost_s,
+      have ? "measured on this job" : "fault.restart_cost_s");
+  return {loss_s > cost_s, why};
+}
+
 void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
                        FaultPolicy::Action action, const std::string& summary) {
   const int attempt = job.attempt();
@@ -176,14 +217,54 @@ void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
   logger_->warn("{} attempt {}: {}: {}; evidence: {}", job.job_id(), attempt,
                 fault::EventKindName(e.kind), summary, e.evidence);
   if (action == FaultPolicy::report) return;
-  // evict is not built yet: the attempt restarts on the same nodes.
-  std::string why = absl::StrCat(fault::EventKindName(e.kind), ": ", summary);
-  if (action == FaultPolicy::evict) {
-    absl::StrAppend(&why, " (policy evict is not available yet: restarted)");
+  const char* kind = fault::EventKindName(e.kind);
+  auto [worth, cost] = WorthRestart(job, e);
+  if (!worth) {
+    events_->Record(job.job_id(), attempt, "fault_action",
+                    absl::StrCat("report after ", kind, " (policy ",
+                                 fault::ActionName(action),
+                                 " not applied: ", cost, ")"));
+    return;
   }
-  events_->Record(job.job_id(), attempt, "fault_action",
-                  absl::StrCat(fault::ActionName(action), " after ",
-                               fault::EventKindName(e.kind)));
+  std::string why = absl::StrCat(kind, ": ", summary);
+  if (action == FaultPolicy::evict) {
+    // Without the culprit's node the next attempt is placed on what is left
+    // (a spare, or fewer nodes down to launch.min_nodes) and re-planned.
+    const JobLaunch& l = job.spec().launch();
+    const int left = job.node_info_size() - 1;
+    const int floor = l.nodes() == 0 ? 1 : l.min_nodes() > 0 ? l.min_nodes()
+                                                             : l.nodes();
+    std::string refused;
+    if (e.node.empty()) {
+      refused = "the finding names no node";
+    } else if (left < floor) {
+      refused = absl::StrCat("it would leave ", left, " node(s), below ",
+                             l.min_nodes() > 0 ? "launch.min_nodes"
+                                               : "launch.nodes",
+                             " ", floor);
+    }
+    if (!refused.empty()) {
+      const bool hang = e.kind == fault::EventKind::kHang;
+      events_->Record(job.job_id(), attempt, "fault_action",
+                      absl::StrCat(hang ? "restart" : "report", " after ",
+                                   kind, " (evict refused: ", refused, ")"));
+      if (!hang) return;
+    } else {
+      control::JobInfo next = job;
+      next.add_evicted_nodes(e.node);
+      if (!Commit(job, std::move(next)).ok()) return;
+      events_->Record(job.job_id(), attempt, "evicted",
+                      absl::StrCat("node ", e.node, " after ", kind, ": ",
+                                   summary, cost.empty() ? "" : "; ", cost));
+      absl::StrAppend(&why, " (node ", e.node, " evicted)");
+      (void)FailAttempt(job, why);
+      return;
+    }
+  } else {
+    events_->Record(job.job_id(), attempt, "fault_action",
+                    absl::StrCat(fault::ActionName(action), " after ", kind,
+                                 cost.empty() ? "" : ": ", cost));
+  }
   (void)FailAttempt(job, why);
 }
 

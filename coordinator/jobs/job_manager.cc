@@ -234,6 +234,8 @@ Status JobManager::Finish(control::JobInfo& job, control::JobState state,
 
 void JobManager::Ended(const control::JobInfo& job) {
   watched_.erase(job.job_id());
+  restart_began_ms_.erase(job.job_id());
+  restart_cost_ms_.erase(job.job_id());
   const control::JobState state = job.state();
   std::string kind = state == control::SUCCEEDED   ? "succeeded"
                      : state == control::CANCELLED ? "cancelled"
@@ -269,6 +271,7 @@ Status JobManager::FailAttempt(control::JobInfo& job,
   if (!s.ok())
     logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
   steps_.erase(job.job_id());
+  if (restart) restart_began_ms_[job.job_id()] = clock_->SteadyNowMs();
   if (!restart) {
     Ended(job);
     return absl::OkStatus();
@@ -328,8 +331,13 @@ void JobManager::TryPlace(control::JobInfo& job,
   Status too_small = absl::OkStatus();  // why a worker cannot host the job
   int too_small_alive = 0;
   const control::ListWorkersReply workers = registry.List();
+  const auto& evicted = job.evicted_nodes();
   for (const auto& w : workers.workers()) {
     if (!w.alive()) continue;
+    if (std::find(evicted.begin(), evicted.end(), w.node_name()) !=
+        evicted.end()) {
+      continue;  // a fault policy took it away from this job
+    }
     ++alive;
     // Sizes the worker's probe would give the job are checked before any
     // per-rank allocation (ranks_per_node 0 takes the worker's GPU count).
@@ -420,6 +428,16 @@ void JobManager::TryPlace(control::JobInfo& job,
     (void)Finish(job, control::FAILED, std::string(port.status().message()));
     return;
   }
+  // Re-planned: the attempt runs on other nodes or another layout than the
+  // previous one (eviction, or a shrink after lost workers).
+  const Plan& was = job.plan();
+  const bool replanned =
+      job.attempt() > 0 && job.nodes_size() > 0 &&
+      (job.nodes_size() != take || was.tp() != plan->tp() ||
+       was.pp() != plan->pp() || was.dp() != plan->dp());
+  const std::string was_text =
+      absl::StrCat("tp=", was.tp(), " pp=", was.pp(), " dp=", was.dp(),
+                   " on ", job.nodes_size(), " nodes");
   control::JobInfo next = job;
   *next.mutable_plan() = *plan;
   next.clear_nodes();
@@ -448,6 +466,16 @@ void JobManager::TryPlace(control::JobInfo& job,
                                take, " nodes [", absl::StrJoin(names, ", "),
                                "]: tp=", plan->tp(), " pp=", plan->pp(), " dp=",
                                plan->dp(), " cp=", std::max(1, plan->cp())));
+  if (replanned) {
+    events_->Record(
+        job.job_id(), job.attempt(), "replanned",
+        absl::StrCat("tp=", plan->tp(), " pp=", plan->pp(), " dp=", plan->dp(),
+                     " on ", take, " nodes (was ", was_text, ")",
+                     job.evicted_nodes_size() > 0
+                         ? absl::StrCat("; evicted: ",
+                                        absl::StrJoin(job.evicted_nodes(), ","))
+                         : ""));
+  }
 }
 
 void JobManager::OnWorkerReport(

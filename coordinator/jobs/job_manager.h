@@ -156,6 +156,14 @@ class JobManager {
   void AddDiagnoseOrders(const std::string& worker_id,
                          control::HeartbeatReply* orders);
   std::map<std::string, Watched> watched_;
+  // Restart cost per job: since when (steady ms) its attempt has been
+  // restarting, and the last measured cost (ms) from a failure to the
+  // first step of the next attempt.
+  std::map<std::string, int64_t> restart_began_ms_, restart_cost_ms_;
+  // Whether acting on `e` is worth a restart (predicted loss over the
+  // remaining steps against the restart cost); the reason either way.
+  std::pair<bool, std::string> WorthRestart(const control::JobInfo& job,
+                                            const fault::FaultEvent& e);
 
   const Clock* clock_;
   StateStore* store_;

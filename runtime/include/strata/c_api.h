@@ -42,6 +42,8 @@ const char* strata_ckpt_uri(const strata_runtime* rt);
 int strata_timer_add(strata_runtime* rt, const char* section, double seconds);
 int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
                           double loss);
+/* The run's last step (progress, remaining-time estimates); 0: unknown. */
+int strata_timer_set_total_steps(strata_runtime* rt, int64_t total);
 
 /* dtype codes: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64, 6 u8. */
 typedef struct {

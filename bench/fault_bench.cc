@@ -1,0 +1,423 @@
+// strata-bench fault: the fault issue's goals measured on real `strata run`
+// jobs of strata-train (local workers, faults injected from outside the
+// ranks by strata-inject; docs/fault.md). Scenarios (--only a,b,...):
+//  straggler  4 ranks on 2 nodes, rank 3 slowed 1.3x and (another run)
+//             1.15x from step --slow-at: steps until it is flagged (goals
+//             30 and 100), whether rank and node are right, and any other
+//             rank flagged (victims must not be);
+//  clean      --clean-steps steps of the `tiny` model on 4 ranks without a
+//             fault: straggler and hang findings (goal 0 in 2,000);
+//  hang       rank 3 SIGSTOPped: seconds from its last step to detection
+//             (goal max(3 x median step, 10 s)), whether the diagnosis names
+//             the rank and the collective, and detection -> first step of
+//             the next attempt (goal 20 s);
+//  evict      rank 3 slowed 2x under straggler=report (doing nothing) and
+//             under straggler=evict: tokens/s of the last 20 steps (goal
+//             evict >= 1.3x);
+//  ettr       strata-train for --ettr-minutes with a fault every
+//             --ettr-every-s (rank SIGKILL, rank SIGSTOP, one worker SIGKILL
+//             at most; seeded): productive time (the kept steps' own time) /
+//             wall time (goal >= 90%), and the lost time per restart.
+// Each scenario runs --repeat times; the note reports the worst run.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/registry.h"
+#include "bench/sibling.h"
+
+namespace strata::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string only = "straggler,clean,hang,evict";
+  int repeat = 1;
+  int slow_at = 10;
+  int clean_steps = 2000;
+  double ettr_minutes = 10;
+  double ettr_every_s = 120;
+  int seed = 1;
+  std::string work = "/tmp/strata-bench-fault";
+};
+
+struct RunOut {
+  int code = 0;
+  double wall_s = 0;
+  std::string out;  // strata run's terminal output
+  std::string dir;  // its state directory
+};
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// `strata run <args> --state-dir DIR -- strata-train <train>`.
+RunOut StrataRun(const Options& o, const std::string& name,
+                 const std::string& args, const std::string& train) {
+  RunOut r;
+  r.dir = o.work + "/" + name;
+  fs::remove_all(r.dir);
+  fs::create_directories(o.work);
+  const std::string cmd = absl::StrCat(
+      FindSibling("strata", "cli"), " run ", args, " --state-dir ", r.dir,
+      " -- ", FindSibling("strata-train", "runtime"), " ", train, " > ",
+      o.work, "/", name, ".out 2>&1");
+  std::fprintf(stderr, "  running %s ...\n", name.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = std::system(cmd.c_str());
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           t0)
+                 .count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  r.out = ReadFile(o.work + "/" + name + ".out");
+  return r;
+}
+
+struct Straggler {
+  int rank, step;
+  std::string node;
+  double slowdown;
+};
+
+std::vector<Straggler> Stragglers(const std::string& out) {
+  static const std::regex re(
+      R"(straggler: rank (\d+) on (\S+) is ([\d.]+)x slower \(\w+\), )"
+      R"(confirmed at step (\d+))");
+  std::vector<Straggler> v;
+  std::set<std::string> seen;  // the run prints events twice at most
+  for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end;
+       ++it) {
+    if (!seen.insert((*it)[0].str()).second) continue;
+    v.push_back({std::stoi((*it)[1]), std::stoi((*it)[4]), (*it)[2],
+                 std::stod((*it)[3])});
+  }
+  return v;
+}
+
+// Seconds since midnight of a coordinator.log line's timestamp.
+double LogTime(const std::string& line) {
+  int h = 0, m = 0;
+  double s = 0;
+  if (line.size() < 23 || std::sscanf(line.c_str() + 11, "%d:%d:%lf", &h, &m,
+                                      &s) != 3) {
+    return -1;
+  }
+  return h * 3600 + m * 60 + s;
+}
+
+// The first coordinator.log line containing `what`.
+std::string LogLine(const RunOut& r, const std::string& what) {
+  std::stringstream in(ReadFile(r.dir + "/coordinator.log"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(what) != std::string::npos) return line;
+  }
+  return "";
+}
+
+// step -> step seconds from rank 0's stdout of every attempt, later
+// attempts overriding earlier ones (the kept steps).
+std::map<int, double> KeptSteps(const RunOut& r) {
+  std::map<int, std::map<int, double>> by_attempt;
+  static const std::regex re(R"(step=(\d+) loss=\S+ tokens_per_s=\S+ step_s=(\S+))");
+  for (const auto& node : fs::directory_iterator(r.dir)) {
+    const fs::path job = node.path() / "job-1";
+    if (!fs::is_directory(job)) continue;
+    for (const auto& att : fs::directory_iterator(job)) {
+      const std::string out = ReadFile(att.path() / "rank-0.stdout");
+      if (out.empty()) continue;
+      const int a = std::stoi(att.path().filename().string().substr(8));
+      for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end;
+           ++it) {
+        by_attempt[a][std::stoi((*it)[1])] = std::stod((*it)[2]);
+      }
+    }
+  }
+  std::map<int, double> kept;
+  for (const auto& [a, steps] : by_attempt) {
+    for (const auto& [s, t] : steps) kept[s] = t;
+  }
+  return kept;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median tokens/s of rank 0's last `n` steps in the last attempt.
+double TailTokensPerS(const RunOut& r, int n) {
+  static const std::regex re(R"(tokens_per_s=(\S+))");
+  int last = -1;
+  fs::path best;
+  for (const auto& node : fs::directory_iterator(r.dir)) {
+    const fs::path job = node.path() / "job-1";
+    if (!fs::is_directory(job)) continue;
+    for (const auto& att : fs::directory_iterator(job)) {
+      const int a = std::stoi(att.path().filename().string().substr(8));
+      if (fs::exists(att.path() / "rank-0.stdout") && a > last) {
+        last = a;
+        best = att.path() / "rank-0.stdout";
+      }
+    }
+  }
+  const std::string out = ReadFile(best);
+  std::vector<double> v;
+  for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end;
+       ++it) {
+    v.push_back(std::stod((*it)[1]));
+  }
+  if (static_cast<int>(v.size()) > n) v.erase(v.begin(), v.end() - n);
+  return Median(v);
+}
+
+const char* kTrainSmall =
+    "--model small --global-batch 8 --micro-batch 1 --ckpt-every 10 --resume";
+const char* kFourRanks = "--nodes 2 --ranks-per-node 2";
+
+void Straggle(const Options& o, int run) {
+  for (double factor : {1.3, 1.15}) {
+    const int steps = o.slow_at + (factor > 1.2 ? 40 : 110);
+    const RunOut r = StrataRun(
+        o, absl::StrCat("straggler-", factor, "-", run),
+        absl::StrCat(kFourRanks, " --inject slow:rank=3,factor=", factor,
+                     ",step=", o.slow_at),
+        absl::StrCat(kTrainSmall, " --steps ", steps));
+    const auto found = Stragglers(r.out);
+    int first = -1;
+    std::vector<std::string> wrong;
+    for (const auto& s : found) {
+      if (s.rank == 3 && s.node == "node-1") {
+        if (first < 0) first = s.step;
+      } else {
+        wrong.push_back(absl::StrCat("rank ", s.rank, " on ", s.node,
+                                     " at step ", s.step));
+      }
+    }
+    std::printf(
+        "straggler %.2fx: %s (goal %d steps); other ranks flagged: %s; "
+        "exit %d\n",
+        factor,
+        first < 0 ? "NOT flagged"
+                  : absl::StrCat("rank 3 on node-1 flagged ",
+                                 first - o.slow_at, " steps after the slowdown")
+                        .c_str(),
+        factor > 1.2 ? 30 : 100,
+        wrong.empty() ? "none" : absl::StrJoin(wrong, "; ").c_str(), r.code);
+  }
+}
+
+void Clean(const Options& o, int run) {
+  const RunOut r = StrataRun(
+      o, absl::StrCat("clean-", run), kFourRanks,
+      absl::StrCat("--model tiny --global-batch 8 --micro-batch 1 --steps ",
+                   o.clean_steps));
+  const auto found = Stragglers(r.out);
+  const bool hang = r.out.find(": hang: ") != std::string::npos;
+  std::printf("clean: %d steps of tiny on 4 ranks in %.0f s: %zu straggler "
+              "finding(s), %s (goal 0); exit %d\n",
+              o.clean_steps, r.wall_s, found.size(),
+              hang ? "a hang finding" : "no hang finding", r.code);
+  for (const auto& s : found) {
+    std::printf("  false positive: rank %d on %s %.2fx at step %d\n", s.rank,
+                s.node.c_str(), s.slowdown, s.step);
+  }
+}
+
+void Hang(const Options& o, int run) {
+  const RunOut r = StrataRun(
+      o, absl::StrCat("hang-", run),
+      absl::StrCat(kFourRanks, " --max-restarts 1 --inject hang:rank=3,step=",
+                   o.slow_at),
+      absl::StrCat(kTrainSmall, " --steps ", o.slow_at + 30));
+  static const std::regex stall(
+      R"(no step progress for (\d+) ms \(deadline (\d+) ms\))");
+  const std::string detect = LogLine(r, "no step progress for");
+  const std::string acted = LogLine(r, "attempt 0: hang: ");
+  static const std::regex again(R"(running_again: first step (\d+) ms)");
+  std::smatch m;
+  double back = -1;
+  if (!detect.empty() && !acted.empty() &&
+      std::regex_search(r.out, m, again)) {
+    back = LogTime(acted) - LogTime(detect) + std::stod(m[1]) / 1000;
+  }
+  double stalled = -1, deadline = -1;
+  if (std::regex_search(detect, m, stall)) {
+    stalled = std::stod(m[1]) / 1000;
+    deadline = std::stod(m[2]) / 1000;
+  }
+  static const std::regex named(R"(hang: (rank\(s\) 3 [^\n]*))");
+  const bool ok = std::regex_search(r.out, m, named);
+  std::printf(
+      "hang: detected %.1f s after the last step (deadline %.1f s; goal "
+      "max(3 x median step, 10 s)); running again %.1f s after detection "
+      "(goal 20 s); diagnosis: %s; exit %d\n",
+      stalled, deadline, back,
+      ok ? m[1].str().substr(0, 200).c_str() : "rank 3 NOT named", r.code);
+}
+
+void Evict(const Options& o, int run) {
+  const std::string args =
+      absl::StrCat(kFourRanks, " --min-nodes 1 --max-restarts 2 --fault "
+                               "restart_cost_s=1 --inject slow:rank=3,factor=2,"
+                               "step=", o.slow_at);
+  const std::string train = absl::StrCat(kTrainSmall, " --steps 90");
+  const RunOut nothing = StrataRun(o, absl::StrCat("evict-report-", run),
+                                   args + " --fault straggler=report", train);
+  const RunOut evict = StrataRun(o, absl::StrCat("evict-evict-", run),
+                                 args + " --fault straggler=evict", train);
+  const double a = TailTokensPerS(nothing, 20), b = TailTokensPerS(evict, 20);
+  const bool evicted = evict.out.find("evicted: node node-1") != std::string::npos;
+  std::printf(
+      "evict: rank 3 slowed 2x: doing nothing %.0f tokens/s, evict %.0f "
+      "tokens/s (last 20 steps): %.2fx (goal 1.3x); node-1 %s; wall %.0f s "
+      "vs %.0f s; exit %d/%d\n",
+      a, b, a > 0 ? b / a : 0, evicted ? "evicted" : "NOT evicted",
+      nothing.wall_s, evict.wall_s, nothing.code, evict.code);
+}
+
+void Ettr(const Options& o, int run) {
+  // Calibrate the step time, then place a fault every ettr_every_s.
+  const RunOut cal = StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
+                               absl::StrCat(kTrainSmall, " --steps 20"));
+  std::vector<double> times;
+  for (const auto& [s, t] : KeptSteps(cal)) {
+    if (s > 3) times.push_back(t);
+  }
+  const double step_s = std::max(0.01, Median(times));
+  const int steps = static_cast<int>(o.ettr_minutes * 60 / step_s);
+  const int every = std::max(20, static_cast<int>(o.ettr_every_s / step_s));
+  std::mt19937 rng(o.seed + run);
+  std::vector<std::string> inject;
+  bool worker_killed = false;
+  for (int at = every; at < steps - every / 2; at += every) {
+    int kind = static_cast<int>(rng() % 3);
+    if (kind == 2 && worker_killed) kind = static_cast<int>(rng() % 2);
+    if (kind == 0) inject.push_back(absl::StrCat("kill-rank:rank=1,step=", at));
+    if (kind == 1) inject.push_back(absl::StrCat("hang:rank=1,step=", at));
+    if (kind == 2) {
+      inject.push_back(absl::StrCat("kill-worker:node=1,step=", at));
+      worker_killed = true;
+    }
+  }
+  std::string args = absl::StrCat(kFourRanks, " --min-nodes 1 --max-restarts ",
+                                   inject.size() + 1);
+  for (const auto& i : inject) absl::StrAppend(&args, " --inject ", i);
+  const RunOut r =
+      StrataRun(o, absl::StrCat("ettr-", run), args,
+                absl::StrCat(kTrainSmall, " --steps ", steps));
+  double productive = 0;
+  const auto kept = KeptSteps(r);
+  for (const auto& [s, t] : kept) productive += t;
+  std::printf(
+      "ettr: %d steps (%.3f s each) in %.0f s with %zu faults [%s]: "
+      "productive %.0f s / wall %.0f s = %.1f%% (goal 90%%); %zu steps kept; "
+      "exit %d\n",
+      steps, step_s, r.wall_s, inject.size(),
+      absl::StrJoin(inject, " ").c_str(), productive, r.wall_s,
+      100 * productive / r.wall_s, kept.size(), r.code);
+  // Lost time per restart: the cause, the gap from failure to the next
+  // first step, and the steps computed again.
+  std::stringstream log(r.out);
+  static const std::regex again(
+      R"(attempt (\d+): running_again: first step (\d+) ms)");
+  std::map<int, double> gap;
+  for (std::string line; std::getline(log, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, again))
+      gap[std::stoi(m[1])] = std::stod(m[2]) / 1000;
+  }
+  static const std::regex cause(
+      R"(attempt (\d+): restarting after: ([^\n]{0,90}))");
+  static const std::regex lost(
+      R"(attempt (\d+): resumed at step (\d+) after reaching (\d+))");
+  std::map<int, std::string> why;
+  std::map<int, int> redo;
+  std::smatch m;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), cause);
+       it != std::sregex_iterator(); ++it) {
+    why[std::stoi((*it)[1])] = (*it)[2];
+  }
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), lost);
+       it != std::sregex_iterator(); ++it) {
+    redo[std::stoi((*it)[1])] = std::stoi((*it)[3]) - std::stoi((*it)[2]);
+  }
+  for (const auto& [a, text] : why) {
+    std::printf("  attempt %d: %.1f s from the failure to its first step, "
+                "%d step(s) (%.1f s) computed again; after: %s\n",
+                a, gap.count(a) ? gap[a] : -1.0, redo[a], redo[a] * step_s,
+                text.c_str());
+  }
+}
+
+int FaultBench(int argc, char** argv) {
+  CLI::App app{"strata-bench fault: the fault-detection goals on strata run"};
+  Options o;
+  app.add_option("--only", o.only,
+                 "scenarios: straggler,clean,hang,evict,ettr")
+      ->capture_default_str();
+  app.add_option("--repeat", o.repeat, "runs per scenario (report the worst)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  app.add_option("--slow-at", o.slow_at, "step of the injected fault")
+      ->capture_default_str()
+      ->check(CLI::Range(5, 1000));
+  app.add_option("--clean-steps", o.clean_steps, "steps of the clean run")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 100000));
+  app.add_option("--ettr-minutes", o.ettr_minutes, "length of the ettr run")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 120.0));
+  app.add_option("--ettr-every-s", o.ettr_every_s, "seconds between faults")
+      ->capture_default_str()
+      ->check(CLI::Range(20.0, 3600.0));
+  app.add_option("--seed", o.seed, "fault mix of the ettr run")
+      ->capture_default_str();
+  app.add_option("--work", o.work, "state directories of the runs")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const std::vector<std::string> only = absl::StrSplit(o.only, ',');
+  const std::map<std::string, void (*)(const Options&, int)> scenarios = {
+      {"straggler", Straggle}, {"clean", Clean}, {"hang", Hang},
+      {"evict", Evict},        {"ettr", Ettr}};
+  for (const auto& name : only) {
+    if (!scenarios.contains(name)) {
+      std::fprintf(stderr, "strata-bench fault: unknown scenario '%s' "
+                           "(straggler, clean, hang, evict, ettr)\n",
+                   name.c_str());
+      return 2;
+    }
+  }
+  for (const auto& name : only) {
+    for (int run = 0; run < o.repeat; ++run) scenarios.at(name)(o, run);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+STRATA_BENCH("fault", "fault detection and recovery goals on strata run",
+             FaultBench);
+
+}  // namespace
+}  // namespace strata::bench
