@@ -18,6 +18,7 @@
 #include "cli/job_args.h"
 #include "cli/slurm_submit.h"
 #include "common/config.h"
+#include "observe/progress.h"
 
 namespace strata::cli {
 namespace {
@@ -65,6 +66,14 @@ void PrintJob(const control::JobInfo& j) {
                 j.plan().tp(), j.plan().pp(), j.plan().dp(),
                 std::max(1, j.plan().cp()), j.node_info_size(),
                 absl::StrJoin(j.nodes(), ", ").c_str());
+  }
+  if (j.state() == control::RUNNING) {
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    std::printf("progress  %s\n",
+                observe::DescribeProgress(observe::ComputeProgress(j, now))
+                    .c_str());
   }
   std::map<int, control::StepReport> steps;
   for (const auto& s : j.steps()) steps[s.rank()] = s;

@@ -1,0 +1,70 @@
+#include "observe/progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace strata::observe {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Progress ComputeProgress(const control::JobInfo& job, int64_t now_unix_ms) {
+  Progress p;
+  std::vector<double> tps, step_s;
+  for (const control::StepReport& s : job.steps()) {
+    p.step = p.step < 0 ? s.step() : std::min(p.step, s.step());
+    p.total = std::max(p.total, s.total_steps());
+    if (s.step_seconds() > 0) {
+      step_s.push_back(s.step_seconds());
+      if (s.tokens() > 0) tps.push_back(s.tokens() / s.step_seconds());
+    }
+  }
+  p.tokens_per_s = Median(tps);
+  p.step_s = Median(step_s);
+  if (p.step < 0) return p;
+  if (p.total > 0) p.percent = 100.0 * std::min(p.step, p.total) / p.total;
+  const double wall_s = (now_unix_ms - job.submit_unix_ms()) / 1000.0;
+  if (wall_s > 0 && p.step_s > 0 && p.step > 0) {
+    p.ettr = std::clamp(p.step * p.step_s / wall_s, 0.01, 1.0);
+  }
+  if (p.total > 0 && p.step_s > 0) {
+    p.eta_s = std::max<int64_t>(0, p.total - p.step) * p.step_s / p.ettr;
+  }
+  return p;
+}
+
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+std::string DescribeProgress(const Progress& p) {
+  if (p.step < 0) return "no step reported yet";
+  std::string out =
+      p.total > 0 ? absl::StrFormat("step %d/%d (%.1f%%)", p.step, p.total,
+                                    p.percent)
+                  : absl::StrFormat("step %d (total unknown)", p.step);
+  if (p.tokens_per_s > 0)
+    absl::StrAppend(&out, absl::StrFormat(", %.0f tokens/s", p.tokens_per_s));
+  if (p.step_s > 0)
+    absl::StrAppend(&out, absl::StrFormat(", %.3f s/step", p.step_s));
+  if (p.eta_s) {
+    absl::StrAppend(&out, ", ETA ", FormatDuration(*p.eta_s),
+                    absl::StrFormat(" (ETTR %.0f%%)", 100 * p.ettr));
+  }
+  return out;
+}
+
+}  // namespace strata::observe
