@@ -28,6 +28,8 @@ ResolvedPolicy Resolve(const FaultPolicy& p) {
     r.straggler_options.fast_threshold = p.straggler_fast_threshold();
   if (p.has_straggler_confirm())
     r.straggler_options.confirm = p.straggler_confirm();
+  if (p.has_straggler_confirm_s())
+    r.straggler_options.confirm_s = p.straggler_confirm_s();
   if (p.has_hang_k()) r.hang_options.k = p.hang_k();
   if (p.has_hang_floor_s()) r.hang_options.floor_ms = p.hang_floor_s() * 1000LL;
   if (p.has_hang_first_step_s())

@@ -94,6 +94,7 @@ std::vector<FaultEvent> StragglerDetector::Add(const StepSample& sample) {
   bool above = fast >= options_.fast_threshold || slow >= options_.threshold;
   if (!above || !ArrivesLate(r)) {
     r.above = 0;
+    r.above_s = 0;
     // An episode ends only after `confirm` steps below half the threshold's
     // excess (hysteresis), so a slowdown near the threshold is one event.
     double clear = 1 + (options_.threshold - 1) / 2;
@@ -106,7 +107,11 @@ std::vector<FaultEvent> StragglerDetector::Add(const StepSample& sample) {
     return {};
   }
   r.below = 0;
-  if (++r.above < options_.confirm || r.flagged) return {};
+  for (const auto& [name, seconds] : sample.sections) r.above_s += seconds;
+  if (++r.above < options_.confirm || r.above_s < options_.confirm_s ||
+      r.flagged) {
+    return {};
+  }
   double slowdown = std::max(fast, slow);
   r.flagged = true;
   FaultEvent e;
@@ -118,12 +123,12 @@ std::vector<FaultEvent> StragglerDetector::Add(const StepSample& sample) {
   e.section = SlowestSection(r);
   e.evidence = absl::StrFormat(
       "compute median %.4fs over the last %d steps (%.4fs over %d) vs "
-      "reference %.4fs (%s); late median %.4fs; slow for %d steps",
+      "reference %.4fs (%s); late median %.4fs; slow for %d steps (%.1fs)",
       r.recent.Median(), static_cast<int>(r.recent.size()), r.compute.Median(),
       static_cast<int>(r.compute.size()), *ref,
       classes_.at(r.info.work_class).size() < 2 ? "own baseline"
                                                 : "peers' median",
-      r.has_late ? r.late.Median() : 0.0, r.above);
+      r.has_late ? r.late.Median() : 0.0, r.above, r.above_s);
   return {e};
 }
 

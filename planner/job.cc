@@ -42,6 +42,8 @@ absl::Span<const FieldRange> JobRanges() {
        "short-window slowdown that flags a straggler; absent: 1.20"},
       {"fault.straggler_confirm", 1, 1000, false,
        "steps above the threshold before flagging; absent: 8"},
+      {"fault.straggler_confirm_s", 0, 3600, false,
+       "step time those steps must span, seconds; absent: 3"},
       {"fault.hang_k", 1, 1000, false,
        "hang deadline in median steps; absent: 3"},
       {"fault.hang_floor_s", 1, 86400, false,
