@@ -7,10 +7,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +21,7 @@
 #include "cli/job_args.h"
 #include "cli/slurm_submit.h"
 #include "common/config.h"
+#include "observe/heatmap.h"
 #include "observe/progress.h"
 
 namespace strata::cli {
@@ -337,6 +341,80 @@ void AddDiagnose(CLI::App* app) {
   });
 }
 
+// `strata heatmap JOB -o FILE.svg`: rank x step grid of compute (or wait)
+// seconds of the job's running attempt, stragglers marked (docs/observe.md).
+void AddHeatmap(CLI::App* app) {
+  auto* cmd = app->add_subcommand(
+      "heatmap",
+      "rank x step heat map of compute or wait seconds as SVG, stragglers "
+      "marked (docs/observe.md)");
+  auto q = std::make_shared<QueryArgs>();
+  auto out = std::make_shared<std::string>();
+  auto what = std::make_shared<std::string>("compute");
+  auto range = std::make_shared<std::string>();
+  AddCoordinatorOption(cmd, &q->endpoint);
+  cmd->add_option("job", q->job, "job id")->required();
+  cmd->add_option("-o,--output", *out, "the .svg file to write")->required();
+  cmd->add_option("--what", *what, "compute|wait")
+      ->check(CLI::IsMember({"compute", "wait"}));
+  cmd->add_option("--steps", *range, "A:B, steps A to B (default: all kept)");
+  cmd->callback([=] {
+    if (!out->ends_with(".svg")) {
+      Fail("heatmap", kExitBadInput,
+           absl::StrCat("-o ", *out, ": only .svg is written"));
+    }
+    control::Request req;
+    req.mutable_diagnose()->set_job_id(q->job);
+    req.mutable_diagnose()->set_history(true);
+    if (!range->empty()) {
+      const size_t colon = range->find(':');
+      int64_t a = 0, b = 0;
+      if (colon == std::string::npos ||
+          !absl::SimpleAtoi(range->substr(0, colon), &a) ||
+          !absl::SimpleAtoi(range->substr(colon + 1), &b) || a < 0 || b < a) {
+        Fail("heatmap", kExitBadInput,
+             absl::StrCat("--steps '", *range, "' is not A:B with 0 <= A <= B"));
+      }
+      req.mutable_diagnose()->set_first_step(a);
+      req.mutable_diagnose()->set_last_step(b);
+    }
+    ControlClient client(q->endpoint);
+    const control::DiagnoseReply d = client.Call("heatmap", req).diagnose();
+    observe::Heatmap map;
+    map.title = absl::StrCat(d.job_id(), " attempt ", d.attempt(), ": ", *what,
+                             " seconds per step");
+    std::set<int64_t> steps;
+    for (const auto& r : d.ranks()) steps.insert(r.steps().begin(), r.steps().end());
+    if (steps.empty()) {
+      Fail("heatmap", kExitFailed,
+           absl::StrCat(q->job, " has no step reports in its running attempt"));
+    }
+    map.steps.assign(steps.begin(), steps.end());
+    std::map<int64_t, size_t> column;
+    for (size_t i = 0; i < map.steps.size(); ++i) column[map.steps[i]] = i;
+    for (const auto& r : d.ranks()) {
+      map.ranks.push_back(r.rank());
+      if (r.flagged()) map.flagged.insert(r.rank());
+      std::vector<double> row(map.steps.size(), std::nan(""));
+      const auto& v = *what == "wait" ? r.step_wait_s() : r.step_compute_s();
+      for (int i = 0; i < r.steps_size() && i < v.size(); ++i) {
+        row[column[r.steps(i)]] = v[i];
+      }
+      map.values.push_back(std::move(row));
+    }
+    std::ofstream f(*out);
+    f << observe::RenderHeatmapSvg(map);
+    f.close();
+    if (!f) {
+      Fail("heatmap", kExitFailed, absl::StrCat("cannot write ", *out));
+    }
+    std::printf("%s: %zu ranks x %zu steps (%lld-%lld), %zu flagged\n",
+                out->c_str(), map.ranks.size(), map.steps.size(),
+                static_cast<long long>(map.steps.front()),
+                static_cast<long long>(map.steps.back()), map.flagged.size());
+  });
+}
+
 void AddWorkers(CLI::App* app) {
   auto* cmd = app->add_subcommand("workers", "registered workers");
   auto q = AddQueryOptions(cmd, false);
@@ -373,6 +451,7 @@ void AddJobCommands(CLI::App* app) {
   AddWorkers(app);
   AddEvents(app);
   AddDiagnose(app);
+  AddHeatmap(app);
   AddFaultSet(app);
 }
 

@@ -37,8 +37,14 @@ Progress ComputeProgress(const control::JobInfo& job, int64_t now_unix_ms) {
   if (wall_s > 0 && p.step_s > 0 && p.step > 0) {
     p.ettr = std::clamp(p.step * p.step_s / wall_s, 0.01, 1.0);
   }
-  if (p.total > 0 && p.step_s > 0) {
-    p.eta_s = std::max<int64_t>(0, p.total - p.step) * p.step_s / p.ettr;
+  // The rate so far (wall time per step since the submit) is the step time
+  // divided by the ETTR; it is used unclipped, as the latest reports' step
+  // time is a noisier estimate than the whole run's rate.
+  const int64_t left = std::max<int64_t>(0, p.total - p.step);
+  if (p.total > 0 && wall_s > 0 && p.step > 0) {
+    p.eta_s = left * wall_s / p.step;
+  } else if (p.total > 0 && p.step_s > 0) {
+    p.eta_s = left * p.step_s;
   }
   return p;
 }

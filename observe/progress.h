@@ -6,12 +6,13 @@
 // lowest any rank reached (the job is as far as its slowest rank), the
 // total comes from the reports (StepReport.total_steps, 0: unknown), tokens
 // per second and step time are the median over ranks of tokens /
-// step_seconds and step_seconds. The estimate of the time left is
-// corrected for the job's measured ETTR (effective training time ratio,
-// the share of wall time spent on steps, as Meta's Llama 3 and ByteDance's
-// ByteRobust report it): here steps done x step time / wall time since the
-// submit, so restarts, queueing and start-up so far stretch the estimate as
-// they would the rest of the run.
+// step_seconds and step_seconds. The ETTR shown (effective training time
+// ratio, the share of wall time spent on steps, as Meta's Llama 3 and
+// ByteDance's ByteRobust report it) is steps done x step time / wall time
+// since the submit (at most 1). The time left is the remaining steps at
+// the run's rate so far, wall time / steps done = step time / ETTR: restarts,
+// queueing and start-up so far stretch the estimate as they would the rest
+// of the run.
 #pragma once
 
 #include <cstdint>

@@ -77,6 +77,11 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
   }
   sample.sections["wait"] = wait;  // a wait section: not compute
   Keep(waits_[r.rank()], wait);
+  auto& h = history_[r.rank()];
+  h.push_back({r.step(), compute, wait});
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(
+      kHistorySteps, kHistoryCells / static_cast<int64_t>(ranks_.size())));
+  while (h.size() > keep) h.pop_front();
 
   Pending& p = pending_[r.step()];
   p.samples[r.rank()] = std::move(sample);
@@ -118,7 +123,8 @@ std::optional<fault::Stall> JobMonitor::CheckHang() {
 
 double JobMonitor::MedianStepSeconds() const { return Median(step_seconds_); }
 
-control::DiagnoseReply JobMonitor::Diagnose() const {
+control::DiagnoseReply JobMonitor::Diagnose(bool history, int64_t first,
+                                            int64_t last) const {
   control::DiagnoseReply d;
   d.set_hang_deadline_ms(hang_.DeadlineMs());
   d.set_last_wavefront(wavefront_);
@@ -137,6 +143,22 @@ control::DiagnoseReply JobMonitor::Diagnose() const {
     auto w = waits_.find(rank);
     r->set_wait_s(w == waits_.end() ? 0 : Median(w->second));
     r->set_compute_s(s.compute_s);
+    if (!history) continue;
+    auto h = history_.find(rank);
+    if (h == history_.end()) continue;
+    const size_t per_rank = static_cast<size_t>(
+        std::max<int64_t>(1, kReplyCells / static_cast<int64_t>(ranks_.size())));
+    std::vector<Cell> cells;
+    for (const Cell& c : h->second) {
+      if (c.step < first || (last > 0 && c.step > last)) continue;
+      cells.push_back(c);
+    }
+    if (cells.size() > per_rank) cells.erase(cells.begin(), cells.end() - per_rank);
+    for (const Cell& c : cells) {
+      r->add_steps(c.step);
+      r->add_step_compute_s(c.compute);
+      r->add_step_wait_s(c.wait);
+    }
   }
   return d;
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,8 +56,17 @@ class JobMonitor {
   int64_t LatestStep() const { return latest_step_; }
   int64_t TotalSteps() const { return total_steps_; }
 
-  // Per-rank medians and scores, the hang deadline, the last wavefront.
-  control::DiagnoseReply Diagnose() const;
+  // Per-rank medians and scores, the hang deadline, the last wavefront;
+  // with `history`, each rank's kept steps in [first, last] (last 0: all).
+  // At most kHistoryCells (step, rank) cells are kept per attempt, the
+  // newest, at least kHistorySteps steps per rank; a reply carries at most
+  // kReplyCells, the newest of the range (~19 bytes each: well inside a
+  // 4 MiB control frame).
+  static constexpr int64_t kHistoryCells = 256 << 10;
+  static constexpr int64_t kHistorySteps = 100;
+  static constexpr int64_t kReplyCells = 150000;
+  control::DiagnoseReply Diagnose(bool history = false, int64_t first = 0,
+                                  int64_t last = 0) const;
   void SetLastWavefront(std::string text) { wavefront_ = std::move(text); }
 
  private:
@@ -76,6 +86,11 @@ class JobMonitor {
   std::map<int, std::vector<double>> waits_, lates_;  // recent, for Diagnose
   std::string wavefront_;
   std::vector<double> step_seconds_;  // recent, any rank
+  struct Cell {
+    int64_t step;
+    double compute, wait;
+  };
+  std::map<int, std::deque<Cell>> history_;
   int64_t latest_step_ = -1, total_steps_ = 0;
 };
 

@@ -295,7 +295,8 @@ StatusOr<control::JobInfo> JobManager::SetFaultPolicy(
 }
 
 StatusOr<control::DiagnoseReply> JobManager::Diagnose(
-    const std::string& job_id) const {
+    const control::DiagnoseRequest& request) const {
+  const std::string& job_id = request.job_id();
   auto job = jobs_.find(job_id);
   if (job == jobs_.end()) {
     return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
@@ -303,7 +304,8 @@ StatusOr<control::DiagnoseReply> JobManager::Diagnose(
   control::DiagnoseReply d;
   auto w = watched_.find(job_id);
   if (w != watched_.end() && w->second.monitor != nullptr) {
-    d = w->second.monitor->Diagnose();
+    d = w->second.monitor->Diagnose(request.history(), request.first_step(),
+                                    request.last_step());
     d.set_attempt(w->second.attempt);
   }
   d.set_job_id(job_id);

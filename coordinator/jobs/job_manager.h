@@ -107,7 +107,8 @@ class JobManager {
       const std::string& job_id,
       const google::protobuf::RepeatedPtrField<std::string>& settings);
   // The fault monitor's view of a running job (`strata diagnose`).
-  StatusOr<control::DiagnoseReply> Diagnose(const std::string& job_id) const;
+  StatusOr<control::DiagnoseReply> Diagnose(
+      const control::DiagnoseRequest& request) const;
 
  private:
   static bool Active(const control::JobInfo& job);

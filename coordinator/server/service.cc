@@ -122,7 +122,7 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
     case control::Request::kDiagnose: {
       if (s_.jobs == nullptr) return Missing("job manager");
       ASSIGN_OR_RETURN(*reply.mutable_diagnose(),
-                       s_.jobs->Diagnose(request.diagnose().job_id()));
+                       s_.jobs->Diagnose(request.diagnose()));
       return reply;
     }
     case control::Request::kFaultSet: {
