@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "cli/live_progress.h"
 #include "common/field_range.h"
 #include "control/codec.h"
 #include "fault/policy.h"
@@ -134,6 +135,7 @@ int WaitForJob(const Clock& clock, ControlClient& client,
                const std::atomic<bool>* interrupted) {
   int64_t log_offset = 0, event_seq = 0;
   bool cancel_sent = false;
+  LiveProgress out(follow && LiveProgress::Terminal());
   // Prints the merged output relayed since the last call; true if any.
   auto print_logs = [&]() -> bool {
     control::Request lr;
@@ -143,8 +145,7 @@ int WaitForJob(const Clock& clock, ControlClient& client,
     auto rep = client.TryCall(lr, 2000);
     if (!rep.ok()) return false;
     const auto& data = rep->logs().data();
-    std::fwrite(data.data(), 1, data.size(), stdout);
-    std::fflush(stdout);
+    out.Output(data);
     log_offset = rep->logs().next_offset();
     return !data.empty();
   };
@@ -159,16 +160,15 @@ int WaitForJob(const Clock& clock, ControlClient& client,
       auto er = client.TryCall(ev, 2000);
       if (er.ok()) {
         for (const auto& e : er->events().events()) {
-          std::fprintf(stderr, "[strata] %s attempt %d: %s: %s\n",
-                       e.job_id().c_str(), e.attempt(), e.kind().c_str(),
-                       e.message().c_str());
+          out.Event(absl::StrCat("[strata] ", e.job_id(), " attempt ",
+                                 e.attempt(), ": ", e.kind(), ": ",
+                                 e.message()));
           event_seq = e.seq();
         }
       }
     }
     if (interrupted != nullptr && *interrupted && !cancel_sent) {
-      std::fprintf(stderr, "[strata] interrupted: cancelling %s\n",
-                   job_id.c_str());
+      out.Event(absl::StrCat("[strata] interrupted: cancelling ", job_id));
       control::Request cancel;
       cancel.mutable_cancel_job()->set_job_id(job_id);
       (void)client.TryCall(cancel, 2000);
@@ -182,11 +182,13 @@ int WaitForJob(const Clock& clock, ControlClient& client,
       last_ok = now;
       const control::JobInfo& job = rep->jobs().jobs(0);
       if (on_status) on_status(job);
+      if (follow) out.Status(job);
       const bool ended = job.state() == control::SUCCEEDED ||
                          job.state() == control::FAILED ||
                          job.state() == control::CANCELLED;
       if (ended && !progressed) {
         if (follow) print_logs();  // output relayed after the last read
+        out.Finish();
         std::fprintf(stderr, "[strata] %s %s after %d restart(s)%s%s\n",
                      job_id.c_str(), JobStateName(job.state()),
                      job.restart_count(), job.message().empty() ? "" : ": ",

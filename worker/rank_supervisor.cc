@@ -116,6 +116,10 @@ void RankSupervisor::Stop(const std::string& attempt_key, int64_t grace_ms) {
     rank.stopping = true;
     rank.kill_at_ms = clock_->SteadyNowMs() + grace_ms;
     killpg(rank.report.pid(), SIGTERM);
+    // A stopped rank (SIGSTOP, a hang being diagnosed) handles SIGTERM only
+    // once continued; without this it would sit out the whole grace (as
+    // systemd sends SIGCONT after SIGTERM).
+    killpg(rank.report.pid(), SIGCONT);
     logger_->info("stopping rank {} of {} (pid {})", r, attempt_key,
                   rank.report.pid());
   }

@@ -13,11 +13,6 @@
 namespace strata::testing {
 namespace {
 
-std::string Train() {
-  const char* bin = std::getenv("STRATA_BINARY_DIR");
-  return std::string(bin ? bin : ".") + "/runtime/strata-train";
-}
-
 TEST(EvictTest, ASlowNodeIsEvictedAndTheJobReplannedWithoutIt) {
   const std::string dir =
       ::testing::TempDir() + "/evict_" + std::to_string(getpid());
@@ -25,7 +20,7 @@ TEST(EvictTest, ASlowNodeIsEvictedAndTheJobReplannedWithoutIt) {
       "run --nodes 2 --ranks-per-node 2 --min-nodes 1 --max-restarts 2 "
       "--fault straggler=evict --fault restart_cost_s=1 "
       "--inject slow:rank=3,factor=2,step=5 --state-dir " + dir + " -- " +
-      Train() +
+      TrainBinary() +
       " --model small --steps 45 --global-batch 8 --micro-batch 1 "
       "--ckpt-every 5 --resume");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -54,7 +49,7 @@ TEST(EvictTest, NotWorthARestartIsOnlyReported) {
       "run --nodes 2 --ranks-per-node 2 --min-nodes 1 --max-restarts 2 "
       "--fault straggler=evict --fault straggler_confirm=2 "
       "--inject slow:rank=3,factor=3,step=3,period_ms=20 -- " +
-      Train() + " --model tiny --steps 60 --global-batch 8 --micro-batch 1");
+      TrainBinary() + " --model tiny --steps 60 --global-batch 8 --micro-batch 1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find(": evicted: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("SUCCEEDED after 0 restart(s)"), std::string::npos)

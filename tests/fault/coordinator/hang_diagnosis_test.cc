@@ -11,18 +11,13 @@
 namespace strata::testing {
 namespace {
 
-std::string Train() {
-  const char* bin = std::getenv("STRATA_BINARY_DIR");
-  return std::string(bin ? bin : ".") + "/runtime/strata-train";
-}
-
 TEST(HangDiagnosisTest, AStoppedRankIsNamedAndTheJobRestarts) {
   const std::string dir =
       ::testing::TempDir() + "/hang_diag_" + std::to_string(getpid());
   const RunResult r = RunStrata(
       "run --nodes 2 --ranks-per-node 1 --max-restarts 1 "
       "--fault hang_floor_s=2 --inject hang:rank=1,step=5 --state-dir " +
-      dir + " -- " + Train() +
+      dir + " -- " + TrainBinary() +
       " --model tiny --steps 30 --global-batch 4 --micro-batch 1 "
       "--ckpt-every 5 --resume");
   EXPECT_EQ(r.code, 0) << r.out;

@@ -2,7 +2,8 @@
 // coordinator and a worker of this build run strata-train `tiny` on 2 ranks;
 // once it has reported steps, the heat map is an SVG with both ranks and
 // the steps so far, and status shows step/total with an ETA. Bad output
-// names, bad step ranges and unknown jobs are refused with exit 2.
+// names, bad step ranges and unknown jobs are refused with exit 2. And
+// `strata run`'s live progress line on a terminal.
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -17,18 +18,13 @@ namespace {
 
 using std::chrono::seconds;
 
-std::string Train() {
-  const char* bin = std::getenv("STRATA_BINARY_DIR");
-  return std::string(bin ? bin : ".") + "/runtime/strata-train";
-}
-
 TEST(HeatmapStatusTest, RunningJobHeatmapAndProgress) {
   FaultCoordinator c;
   c.Start();
   c.StartWorker("node-0");
   ASSERT_TRUE(c.WaitWorkers(1, seconds(10))) << c.Log();
   const std::string file = c.dir() + "/train.yaml";
-  std::ofstream(file) << "name: train\nlaunch:\n  command: [" << Train()
+  std::ofstream(file) << "name: train\nlaunch:\n  command: [" << TrainBinary()
                       << ", --model, tiny, --steps, \"100000\", "
                          "--global-batch, \"4\", --micro-batch, \"1\"]\n"
                          "  nodes: 1\n  ranks_per_node: 2\n";
@@ -78,6 +74,27 @@ TEST(HeatmapStatusTest, RunningJobHeatmapAndProgress) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("no job 'job-9'"), std::string::npos) << r.out;
   (void)c.Strata("cancel job-1");
+}
+
+// `strata run` on a terminal (a pseudo-terminal from script(1)): one live
+// progress line instead of the per-step lines, which stay in the logs; off
+// a terminal every step line is printed.
+TEST(HeatmapStatusTest, RunOnATerminalShowsOneLiveProgressLine) {
+  const std::string run = StrataBinary() + " run --nodes 1 -- " +
+                          TrainBinary() +
+                          " --model tiny --steps 600 --global-batch 2 "
+                          "--micro-batch 1";
+  RunResult r = RunCommand("script -qec '" + run + "' /dev/null");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("step=200 loss="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\r\033[K[strata] job-1 attempt 0: step "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("SUCCEEDED"), std::string::npos) << r.out;
+  r = RunCommand(run);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("step=200 loss="), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\033[K"), std::string::npos) << r.out;
 }
 
 }  // namespace

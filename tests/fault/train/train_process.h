@@ -21,12 +21,6 @@ struct TrainRun {
   double seconds = 0;
 };
 
-inline std::string TrainBinary() {
-  if (const char* b = std::getenv("STRATA_TRAIN")) return b;
-  const char* bin = std::getenv("STRATA_BINARY_DIR");
-  return std::string(bin ? bin : ".") + "/runtime/strata-train";
-}
-
 // `env` is "K=V K=V"; the process gets `limit_s` seconds, then SIGTERM.
 inline TrainRun RunTrainFor(const std::string& args, const std::string& env,
                             int limit_s) {

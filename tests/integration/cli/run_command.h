@@ -28,10 +28,17 @@ inline RunResult RunCommand(const std::string& cmd) {
   return r;
 }
 
-// The `strata` binary of this build (ctest sets STRATA_BINARY_DIR).
-inline std::string StrataBinary() {
+// A binary of this build by its path under the build directory (ctest sets
+// STRATA_BINARY_DIR), e.g. "cli/strata".
+inline std::string BuildBinary(const std::string& path) {
   const char* bin = std::getenv("STRATA_BINARY_DIR");
-  return std::string(bin ? bin : ".") + "/cli/strata";
+  return std::string(bin ? bin : ".") + "/" + path;
+}
+inline std::string StrataBinary() { return BuildBinary("cli/strata"); }
+// strata-train: $STRATA_TRAIN when set, else this build's.
+inline std::string TrainBinary() {
+  if (const char* b = std::getenv("STRATA_TRAIN")) return b;
+  return BuildBinary("runtime/strata-train");
 }
 
 inline RunResult RunStrata(const std::string& args) {
