@@ -91,13 +91,11 @@ StatusOr<InjectSpec> ParseInjectSpec(const std::string& text) {
   return s;
 }
 
-std::vector<std::string> InjectArgs(const InjectSpec& s,
-                                    const std::string& job_id) {
+std::vector<std::string> InjectArgs(const InjectSpec& s, int pid) {
   std::vector<std::string> args = {s.kind == InjectSpec::Kind::kSlow   ? "slow"
                                    : s.kind == InjectSpec::Kind::kHang ? "hang"
                                                                        : "kill",
-                                   "--job", job_id, "--rank",
-                                   std::to_string(s.rank)};
+                                   "--pid", std::to_string(pid)};
   if (s.kind == InjectSpec::Kind::kSlow) {
     args.insert(args.end(), {"--factor", absl::StrCat(s.factor), "--period-ms",
                              std::to_string(s.period_ms)});

@@ -31,8 +31,9 @@ struct InjectSpec {
 // InvalidArgument naming the spec and the bad key or value.
 StatusOr<InjectSpec> ParseInjectSpec(const std::string& text);
 
-// strata-inject's arguments for a rank fault of `job_id` (not kill-worker).
-std::vector<std::string> InjectArgs(const InjectSpec& spec,
-                                    const std::string& job_id);
+// strata-inject's arguments for a rank fault (not kill-worker) on the
+// rank's process `pid`. By pid, not by job id and rank: two `strata run`s on
+// one machine both have a job-1 with a rank 1.
+std::vector<std::string> InjectArgs(const InjectSpec& spec, int pid);
 
 }  // namespace strata::cli

@@ -339,7 +339,13 @@ int Run(const RunArgs& a) {
     int64_t step = -1;
     for (const auto& s : job.steps()) step = std::max(step, s.step());
     for (auto it = injects.begin(); it != injects.end();) {
-      if (step < it->step) {
+      int pid = 0;  // the rank's process, from its worker's report
+      for (const auto& r : job.ranks()) {
+        if (r.rank() == it->rank && r.state() == control::RANK_RUNNING)
+          pid = r.pid();
+      }
+      const bool rank_fault = it->kind != InjectSpec::Kind::kKillWorker;
+      if (step < it->step || (rank_fault && pid <= 0)) {
         ++it;
         continue;
       }
@@ -350,7 +356,7 @@ int Run(const RunArgs& a) {
           kill(workers[it->node], SIGKILL);
         }
       } else {
-        std::vector<std::string> args = InjectArgs(*it, job_id);
+        std::vector<std::string> args = InjectArgs(*it, pid);
         args.insert(args.begin(), FindBinary("strata-inject"));
         procs.Add(Start(args, dir + "/inject.log"));
       }

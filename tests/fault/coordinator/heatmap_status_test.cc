@@ -41,7 +41,8 @@ TEST(HeatmapStatusTest, RunningJobHeatmapAndProgress) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out << c.Strata("status job-1").out
+                       << c.Strata("events job-1").out << c.Log();
   EXPECT_NE(r.out.find("map.svg: 2 ranks x "), std::string::npos) << r.out;
   std::stringstream content;
   content << std::ifstream(svg).rdbuf();

@@ -15,18 +15,18 @@ TEST(InjectSpecTest, ParsesEachKind) {
   EXPECT_EQ(s->rank, 1);
   EXPECT_DOUBLE_EQ(s->factor, 1.3);
   EXPECT_EQ(s->step, 20);
-  EXPECT_EQ(InjectArgs(*s, "job-3"),
-            (std::vector<std::string>{"slow", "--job", "job-3", "--rank", "1",
+  EXPECT_EQ(InjectArgs(*s, 4242),
+            (std::vector<std::string>{"slow", "--pid", "4242",
                                       "--factor", "1.3", "--period-ms", "100",
                                       "--duration", "30"}));
   s = ParseInjectSpec("hang:rank=0");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->step, 1);
-  EXPECT_EQ(InjectArgs(*s, "j"),
-            (std::vector<std::string>{"hang", "--job", "j", "--rank", "0"}));
+  EXPECT_EQ(InjectArgs(*s, 7),
+            (std::vector<std::string>{"hang", "--pid", "7"}));
   s = ParseInjectSpec("kill-rank:rank=2,step=5");
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(InjectArgs(*s, "j")[0], "kill");
+  EXPECT_EQ(InjectArgs(*s, 7)[0], "kill");
   s = ParseInjectSpec("kill-worker:node=1,step=60");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->node, 1);
