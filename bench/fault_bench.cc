@@ -354,7 +354,6 @@ void Ettr(const Options& o, int run) {
       R"(attempt (\d+): resumed at step (\d+) after reaching (\d+))");
   std::map<int, std::string> why;
   std::map<int, int> redo;
-  std::smatch m;
   for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), cause);
        it != std::sregex_iterator(); ++it) {
     why[std::stoi((*it)[1])] = (*it)[2];
