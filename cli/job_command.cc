@@ -306,8 +306,8 @@ void AddFaultSet(CLI::App* app) {
 void AddDiagnose(CLI::App* app) {
   auto* cmd = app->add_subcommand(
       "diagnose",
-      "per rank: compute, wait and lateness medians, straggler scores, and "
-      "the last hang's wavefront (docs/fault.md)");
+      "per rank: compute, wait and lateness medians, straggler scores, the "
+      "last hang's wavefront and the node x node link matrix (docs/fault.md)");
   auto q = std::make_shared<QueryArgs>();
   AddCoordinatorOption(cmd, &q->endpoint);
   cmd->add_option("job", q->job, "job id")->required();
@@ -337,6 +337,17 @@ void AddDiagnose(CLI::App* app) {
     }
     if (!d.last_wavefront().empty()) {
       std::printf("last hang: %s\n", d.last_wavefront().c_str());
+    }
+    if (d.links_size() > 0) {
+      std::printf("links (send rate while busy, docs/fault.md):\n");
+      std::printf("  %-12s %-12s %10s %12s %8s %s\n", "from", "to", "MB/s",
+                  "baseline", "samples", "slow");
+      for (const auto& l : d.links()) {
+        std::printf("  %-12s %-12s %10.1f %12.1f %8d %s\n",
+                    l.src_node().c_str(), l.dst_node().c_str(), l.mb_per_s(),
+                    l.baseline_mb_per_s(), l.samples(),
+                    l.slow() ? "SLOW" : "-");
+      }
     }
   });
 }

@@ -95,7 +95,7 @@ StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
 StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
     std::shared_ptr<Transport> world, const Placement& placement,
     const GroupOptions& base_options) {
-  return BuildPlanGroups(
+  auto groups = BuildPlanGroups(
       world->rank(), world->size(), placement,
       [&](const std::string& kind, int index, const std::vector<int>& members,
           const std::vector<int>& node_of)
@@ -108,6 +108,8 @@ StatusOr<std::unique_ptr<PlanGroups>> BuildPlanGroups(
         return std::make_unique<ProcessGroup>(
             std::make_unique<SharedSubTransport>(world, members), opts);
       });
+  if (groups.ok()) (*groups)->world = std::move(world);
+  return groups;
 }
 
 }  // namespace strata::comm

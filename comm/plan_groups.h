@@ -21,6 +21,10 @@ struct PlanGroups {
   std::unique_ptr<Backend> tp, cp, dp, pp;
   // Index of this rank's group of each kind in Placement.groups order.
   int tp_index = -1, cp_index = -1, dp_index = -1, pp_index = -1;
+  // The world transport the groups are views of, when they are
+  // (BuildPlanGroups over a transport); null for mpi and nccl groups. Its
+  // LinkCounters() name peers by world rank.
+  std::shared_ptr<Transport> world;
 };
 
 // Makes one group: `kind` ("tp", "cp", "dp" or "pp"), its index among the

@@ -60,6 +60,12 @@ class Transport {
   }
 
   virtual void Abort() = 0;
+
+  // Counters of the transport's network connections (one per peer and
+  // stream); empty for transports that use none (shm, in-process). Safe to
+  // call from another thread while the driving thread sends: it only reads
+  // kernel counters of sockets that stay open for the transport's life.
+  virtual std::vector<LinkCounter> LinkCounters() const { return {}; }
 };
 
 // A sub-group view: rank i of the view is rank members[i] of `base`.

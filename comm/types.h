@@ -7,6 +7,16 @@
 
 namespace strata::comm {
 
+// Send-side counters of one network connection to a peer, cumulative since
+// it connected (the kernel's TCP_INFO, docs/fault.md "Slow links"): what
+// slow-link detection compares between node pairs.
+struct LinkCounter {
+  int peer = -1;            // the peer's rank, in the reader's numbering
+  int stream = 0;           // which of the peer's connections
+  int64_t bytes_acked = 0;  // bytes the peer acknowledged
+  int64_t busy_us = 0;      // time with data queued or in flight
+};
+
 enum class DataType { kF32, kF64, kF16, kBF16, kI32, kI64 };
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
 

@@ -1,44 +1,60 @@
-// Slow-link detection: a node x node matrix of transfer bandwidth built from
-// the per-peer transfer times of ring and point-to-point steps.
+// Slow-link detection: a node x node matrix of send bandwidth built from
+// per-direction transfer samples (docs/fault.md "Slow links").
 //
-// Each directed inter-node pair keeps the median bandwidth of its recent
-// transfers. The reference is the pair's expected bandwidth when the caller
-// knows it (the measured topology), else the best pair median in the
-// matrix: one slow NIC slows every pair it takes part in, so a median over
-// pairs would follow it, while the best pair shows what the fabric does.
-// A pair is slow when reference / median >= threshold with at least
-// `min_samples` transfers. Transfers within a node are ignored. Per-peer
-// latency matrices for slow links follow Alibaba's C4D. Not thread-safe.
+// A sample is what one rank sent to a peer on another node during one step:
+// bytes the peer acknowledged and the time the connection was busy sending
+// them (the kernel's TCP_INFO busy time: time with data in flight, so time
+// spent waiting for the collective's other steps is not in it). A ring moves
+// at its slowest link's pace, but each link's busy time is its own: a fast
+// link sends its share quickly and then idles, which is not counted.
+//
+// Each directed inter-node pair keeps its last `window` samples; its rate is
+// their bytes over their busy seconds (a ratio of sums, not a median of
+// per-step rates: the kernel counts busy time in scheduler ticks, so one
+// step's busy time can read 0 or one tick). The reference of a pair is the
+// largest of: its expected bandwidth when the caller knows it (the measured
+// topology), the best pair rate in the matrix (one slow NIC slows every pair
+// it takes part in, so a median over pairs would follow it), and the pair's
+// own baseline, its rate over its first full window (what lets a link that
+// degrades be found when there is no other pair to compare with, e.g. two
+// nodes). A pair is slow when reference / rate >= threshold, judged once it
+// has `min_samples` samples spanning `min_busy_s` of busy time. Transfers
+// within a node are ignored. Per-peer matrices for slow links follow
+// Alibaba's C4D (NSDI'25 / SIGCOMM'24 collective-communication diagnosis).
+// Not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "fault/event.h"
-#include "fault/window.h"
 
 namespace strata::fault {
 
 struct SlowLinkOptions {
-  int window = 32;          // transfers per pair median
-  int min_samples = 8;      // transfers before a pair is judged
-  double threshold = 2.0;   // reference / pair median that counts as slow
-  int64_t min_bytes = 64 << 10;  // smaller transfers measure latency only
+  int window = 32;          // samples per pair rate
+  int min_samples = 8;      // samples before a pair is judged
+  double threshold = 2.0;   // reference / pair rate that counts as slow
+  int64_t min_bytes = 64 << 10;  // smaller samples measure latency only
+  double min_busy_s = 0.1;  // busy time a judged window must span
 };
 
 struct Transfer {
   std::string src_node;
   std::string dst_node;
   int64_t bytes = 0;
-  double seconds = 0;
+  double seconds = 0;  // busy sending; may be 0 (clock ticks), never < 0
 };
 
 struct LinkStat {
-  double bytes_per_s = 0;  // median of the window
-  int samples = 0;
+  double bytes_per_s = 0;  // bytes / busy seconds over the window
+  double baseline_bytes_per_s = 0;  // over the first full window; 0: none yet
+  int samples = 0;                  // all samples ever added
 };
 
 class SlowLinkDetector {
@@ -46,23 +62,35 @@ class SlowLinkDetector {
   explicit SlowLinkDetector(SlowLinkOptions options) : options_(options) {}
 
   // Expected bandwidth of src -> dst in bytes/s (e.g. from the topology
-  // probe); pairs without one use the best pair as reference.
+  // probe).
   void SetExpected(const std::string& src, const std::string& dst,
                    double bytes_per_s);
 
   void Add(const Transfer& t);
 
-  // The matrix as measured: (src, dst) -> median bandwidth and samples.
+  // The matrix as measured: (src, dst) -> rate, baseline and samples.
   std::map<std::pair<std::string, std::string>, LinkStat> Matrix() const;
 
   // One event per slow pair (`node` = src, `peer_node` = dst), slowest
   // first; `step` is left -1 for the caller to fill.
   std::vector<FaultEvent> Check() const;
 
+  // The node every one of `slow` pairs has in common, when exactly one node
+  // is (one slow NIC or host link shows as every pair it is in); nullopt
+  // when the pairs share none, or two (a single pair both ways).
+  static std::optional<std::string> CommonNode(
+      const std::vector<FaultEvent>& slow);
+
  private:
+  struct Pair {
+    std::deque<std::pair<int64_t, double>> samples;  // bytes, seconds
+    int64_t bytes = 0;                               // sums over `samples`
+    double seconds = 0;
+    int count = 0;
+    double baseline = 0;
+  };
   SlowLinkOptions options_;
-  std::map<std::pair<std::string, std::string>, Window> pairs_;
-  std::map<std::pair<std::string, std::string>, int> counts_;
+  std::map<std::pair<std::string, std::string>, Pair> pairs_;
   std::map<std::pair<std::string, std::string>, double> expected_;
 };
 

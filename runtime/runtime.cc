@@ -145,6 +145,17 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     }
     return sum;
   });
+  if (g->world != nullptr) {
+    // Every group is a view of the world transport: its connections are
+    // the rank's.
+    rt->timer_->SetLinkSource([g] {
+      std::vector<StepTimer::Link> links;
+      for (const comm::LinkCounter& c : g->world->LinkCounters()) {
+        links.push_back({c.peer, c.stream, c.bytes_acked, c.busy_us});
+      }
+      return links;
+    });
+  }
   return rt;
 }
 

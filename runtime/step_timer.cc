@@ -2,6 +2,8 @@
 
 #include <zmq.hpp>
 
+#include <algorithm>
+
 namespace strata {
 
 struct StepTimer::Socket {
@@ -40,6 +42,27 @@ void StepTimer::SetCommSource(CommSource source) {
   if (comm_source_) comm_seen_ = comm_source_();
 }
 
+void StepTimer::AddLinks(control::StepReport& r) {
+  if (!link_source_) return;
+  // peer -> bytes and the longest busy time of its streams.
+  std::map<int, std::pair<int64_t, int64_t>> per_peer;
+  for (const Link& l : link_source_()) {
+    auto& seen = links_seen_[{l.peer, l.stream}];
+    const int64_t bytes = l.bytes - seen.first, busy = l.busy_us - seen.second;
+    seen = {l.bytes, l.busy_us};
+    if (bytes <= 0 || busy < 0) continue;  // idle, or a new connection
+    auto& p = per_peer[l.peer];
+    p.first += bytes;
+    p.second = std::max(p.second, busy);
+  }
+  for (const auto& [peer, g] : per_peer) {
+    control::LinkSample* s = r.add_links();
+    s->set_peer_rank(peer);
+    s->set_bytes(g.first);
+    s->set_busy_seconds(g.second / 1e6);
+  }
+}
+
 void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   const auto now = std::chrono::steady_clock::now();
   if (comm_source_) {
@@ -57,6 +80,7 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   r.set_tokens(tokens);
   r.set_loss(loss);
   r.set_total_steps(total_steps_);
+  AddLinks(r);
   r.set_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count());

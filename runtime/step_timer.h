@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proto/control.pb.h"
 
@@ -45,6 +46,18 @@ class StepTimer {
   void SetTotalSteps(int64_t total) { total_steps_ = total; }
   using CommSource = std::function<std::pair<double, double>()>;
   void SetCommSource(CommSource source);
+  // The rank's network connections, cumulative (comm::LinkCounter): each
+  // report gets their growth since the previous one as StepReport.links,
+  // per peer. The streams to a peer run in parallel (a large message is
+  // striped over them), so the longest busy time is the peer's.
+  struct Link {
+    int peer = -1;
+    int stream = 0;
+    int64_t bytes = 0;
+    int64_t busy_us = 0;
+  };
+  using LinkSource = std::function<std::vector<Link>()>;
+  void SetLinkSource(LinkSource source) { link_source_ = std::move(source); }
   const control::StepReport& last() const { return last_; }
   uint64_t dropped() const { return dropped_; }
 
@@ -56,6 +69,10 @@ class StepTimer {
   std::map<std::string, double> sections_;
   CommSource comm_source_;
   std::pair<double, double> comm_seen_{0, 0};
+  LinkSource link_source_;
+  std::map<std::pair<int, int>, std::pair<int64_t, int64_t>>
+      links_seen_;  // (peer, stream) -> (bytes, busy_us)
+  void AddLinks(control::StepReport& r);
   int64_t total_steps_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   control::StepReport last_;

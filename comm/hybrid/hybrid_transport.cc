@@ -48,6 +48,10 @@ class HybridTransport final : public Transport {
     shm_->Abort();
     tcp_->Abort();
   }
+  // Only the TCP side has network links; its ranks are this group's.
+  std::vector<LinkCounter> LinkCounters() const override {
+    return tcp_->LinkCounters();
+  }
 
  private:
   bool Local(int peer) const { return node_of_[peer] == node_of_[rank_]; }

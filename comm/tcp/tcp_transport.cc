@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "comm/tcp/socket.h"
+#include "comm/tcp/tcp_info.h"
 #include "common/log_limiter.h"
 
 namespace strata::comm {
@@ -60,6 +61,19 @@ class TcpTransport final : public Transport {
   int size() const override { return size_; }
   const char* name() const override { return "tcp"; }
   std::vector<std::vector<int>>& fds() { return fds_; }
+
+  std::vector<LinkCounter> LinkCounters() const override {
+    std::vector<LinkCounter> out;
+    for (int peer = 0; peer < size_; ++peer) {
+      for (int k = 0; k < static_cast<int>(fds_[peer].size()); ++k) {
+        if (fds_[peer][k] < 0) continue;
+        auto c = tcp::ReadSendCounters(fds_[peer][k]);
+        if (!c.ok()) continue;  // a closed socket has nothing to say
+        out.push_back({peer, k, c->bytes_acked, c->busy_us});
+      }
+    }
+    return out;
+  }
 
   void Abort() override {
     aborted_ = true;

@@ -1,6 +1,7 @@
 #include "coordinator/fault/job_monitor.h"
 
 #include <algorithm>
+#include <set>
 
 namespace strata::coordinator {
 namespace {
@@ -40,7 +41,8 @@ JobMonitor::JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
                        std::vector<RankMeta> ranks)
     : clock_(clock),
       stragglers_(policy.straggler_options, Infos(ranks)),
-      hang_(policy.hang_options, clock, Ids(ranks)) {
+      hang_(policy.hang_options, clock, Ids(ranks)),
+      links_(policy.slow_link_options) {
   for (auto& m : ranks) ranks_[m.rank] = std::move(m);
 }
 
@@ -83,6 +85,15 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
       kHistorySteps, kHistoryCells / static_cast<int64_t>(ranks_.size())));
   while (h.size() > keep) h.pop_front();
 
+  const std::string& src = ranks_.at(r.rank()).node;
+  for (const control::LinkSample& l : r.links()) {
+    auto peer = ranks_.find(l.peer_rank());
+    if (peer == ranks_.end() || src.empty() || peer->second.node.empty()) {
+      continue;
+    }
+    links_.Add({src, peer->second.node, l.bytes(), l.busy_seconds()});
+  }
+
   Pending& p = pending_[r.step()];
   p.samples[r.rank()] = std::move(sample);
   p.wait[r.rank()] = wait;
@@ -96,7 +107,44 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
     for (auto& e : Feed(first->second)) out.push_back(std::move(e));
     pending_.erase(first);
   }
+  const int64_t now = clock_.SteadyNowMs();
+  if (!r.links().empty() &&
+      (links_checked_ms_ < 0 || now - links_checked_ms_ >= 1000)) {
+    links_checked_ms_ = now;
+    for (auto& e : CheckLinks()) {
+      e.step = r.step();
+      out.push_back(std::move(e));
+    }
+  }
   return out;
+}
+
+std::vector<fault::FaultEvent> JobMonitor::CheckLinks() {
+  slow_now_ = links_.Check();
+  std::set<std::pair<std::string, std::string>> slow;
+  for (const auto& e : slow_now_) slow.insert({e.node, e.peer_node});
+  for (auto it = slow_reported_.begin(); it != slow_reported_.end();) {
+    const bool still = slow.contains(it->first);
+    it->second = still ? 0 : it->second + 1;
+    it = it->second >= kLinkClearChecks ? slow_reported_.erase(it) : ++it;
+  }
+  const std::optional<std::string> suspect = SlowLinkSuspect();
+  std::vector<fault::FaultEvent> out;
+  for (const fault::FaultEvent& e : slow_now_) {
+    if (!slow_reported_.try_emplace({e.node, e.peer_node}, 0).second) continue;
+    out.push_back(e);
+    if (suspect) {
+      out.back().evidence += "; all " + std::to_string(slow_now_.size()) +
+                             " slow pairs include " + *suspect +
+                             ": its link is the likely cause";
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> JobMonitor::SlowLinkSuspect() const {
+  if (slow_now_.size() < 2) return std::nullopt;
+  return fault::SlowLinkDetector::CommonNode(slow_now_);
 }
 
 std::vector<fault::FaultEvent> JobMonitor::Feed(Pending& p) {
@@ -128,6 +176,17 @@ control::DiagnoseReply JobMonitor::Diagnose(bool history, int64_t first,
   control::DiagnoseReply d;
   d.set_hang_deadline_ms(hang_.DeadlineMs());
   d.set_last_wavefront(wavefront_);
+  std::set<std::pair<std::string, std::string>> slow;
+  for (const auto& e : slow_now_) slow.insert({e.node, e.peer_node});
+  for (const auto& [key, stat] : links_.Matrix()) {
+    control::LinkDiagnosis* l = d.add_links();
+    l->set_src_node(key.first);
+    l->set_dst_node(key.second);
+    l->set_mb_per_s(stat.bytes_per_s / 1e6);
+    l->set_baseline_mb_per_s(stat.baseline_bytes_per_s / 1e6);
+    l->set_samples(stat.samples);
+    l->set_slow(slow.contains(key));
+  }
   for (const auto& [rank, m] : ranks_) {
     control::RankDiagnosis* r = d.add_ranks();
     r->set_rank(rank);

@@ -11,19 +11,26 @@
 //   wait: the rank everyone waits for waited least (fed once every rank's
 //   report of the step arrived; a step some rank never reports is fed
 //   without it after kPendingSteps newer steps);
-// - progress for the hang detector.
+// - progress for the hang detector;
+// - its link samples (StepReport.links: bytes sent to a peer and the time
+//   the connections were busy sending) feed the slow-link detector as
+//   transfers between the two ranks' nodes; the matrix is judged at most
+//   once a second, and a slow pair is reported once until it has been
+//   fine for kLinkClearChecks judgements.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "fault/hang_detector.h"
 #include "fault/policy.h"
+#include "fault/slow_link_detector.h"
 #include "fault/straggler_detector.h"
 #include "proto/control.pb.h"
 
@@ -37,12 +44,15 @@ class JobMonitor {
     int stage = 0;  // pipeline stage: ranks of one stage do the same work
   };
   static constexpr int kPendingSteps = 32;
+  static constexpr int kLinkClearChecks = 30;
 
   // `clock` must outlive the monitor.
   JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
              std::vector<RankMeta> ranks);
 
-  // Feeds one report; returns the straggler findings it confirmed.
+  // Feeds one report; returns the straggler and slow-link findings it
+  // confirmed. A slow-link finding whose pairs all share one node says so in
+  // its evidence.
   std::vector<fault::FaultEvent> OnStep(const control::StepReport& report);
 
   // A stall past the learned deadline, once per stall (again only after
@@ -69,17 +79,27 @@ class JobMonitor {
                                   int64_t last = 0) const;
   void SetLastWavefront(std::string text) { wavefront_ = std::move(text); }
 
+  // The node every currently slow pair has in common (its link is the
+  // likely cause), if there is one: what `evict` removes for a slow link.
+  std::optional<std::string> SlowLinkSuspect() const;
+
  private:
   struct Pending {
     std::map<int, fault::StepSample> samples;
     std::map<int, double> wait;
   };
   std::vector<fault::FaultEvent> Feed(Pending& p);
+  std::vector<fault::FaultEvent> CheckLinks();
 
   const Clock& clock_;
   std::map<int, RankMeta> ranks_;
   fault::StragglerDetector stragglers_;
   fault::HangDetector hang_;
+  fault::SlowLinkDetector links_;
+  int64_t links_checked_ms_ = -1;
+  std::vector<fault::FaultEvent> slow_now_;  // the last judgement's findings
+  // Reported slow pairs -> judgements since they were last found slow.
+  std::map<std::pair<std::string, std::string>, int> slow_reported_;
   bool hang_reported_ = false;
   std::map<int64_t, Pending> pending_;  // step -> reports so far
   std::map<int, int64_t> last_step_;

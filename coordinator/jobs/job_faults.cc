@@ -65,10 +65,23 @@ void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
   Watched& w = WatchedOf(job);
   const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
   for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
-    ActOn(job, e, policy.straggler,
-          absl::StrFormat("rank %d on %s is %.2fx slower (%s), confirmed at "
-                          "step %d",
-                          e.rank, e.node, e.slowdown, e.section, e.step));
+    if (e.kind == fault::EventKind::kSlowLink) {
+      // Evicting for a link takes the node every slow pair includes; with
+      // none (a single pair), the finding names no node to take.
+      fault::FaultEvent act = e;
+      act.node = w.monitor->SlowLinkSuspect().value_or("");
+      ActOn(job, e, policy.slow_link,
+            absl::StrFormat("link %s -> %s sends %.2fx slower than its "
+                            "reference, found at step %d",
+                            e.node, e.peer_node, e.slowdown, e.step),
+            act.node);
+    } else {
+      ActOn(job, e, policy.straggler,
+            absl::StrFormat("rank %d on %s is %.2fx slower (%s), confirmed "
+                            "at step %d",
+                            e.rank, e.node, e.slowdown, e.section, e.step),
+            e.node);
+    }
     if (job.state() != control::RUNNING) return;
   }
 }
@@ -177,7 +190,7 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
           : absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
                          " never entered the collective the others wait in (",
                          text, ")");
-  ActOn(job, e, fault::Resolve(job.spec().fault()).hang, summary);
+  ActOn(job, e, fault::Resolve(job.spec().fault()).hang, summary, e.node);
 }
 
 std::pair<bool, std::string> JobManager::WorthRestart(
@@ -211,7 +224,8 @@ std::pair<bool, std::string> JobManager::WorthRestart(
 }
 
 void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
-                       FaultPolicy::Action action, const std::string& summary) {
+                       FaultPolicy::Action action, const std::string& summary,
+                       const std::string& evict_node) {
   const int attempt = job.attempt();
   events_->Record(job.job_id(), attempt, e, summary);
   logger_->warn("{} attempt {}: {}: {}; evidence: {}", job.job_id(), attempt,
@@ -235,7 +249,7 @@ void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
     const int floor = l.nodes() == 0 ? 1 : l.min_nodes() > 0 ? l.min_nodes()
                                                              : l.nodes();
     std::string refused;
-    if (e.node.empty()) {
+    if (evict_node.empty()) {
       refused = "the finding names no node";
     } else if (left < floor) {
       refused = absl::StrCat("it would leave ", left, " node(s), below ",
@@ -251,12 +265,12 @@ void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
       if (!hang) return;
     } else {
       control::JobInfo next = job;
-      next.add_evicted_nodes(e.node);
+      next.add_evicted_nodes(evict_node);
       if (!Commit(job, std::move(next)).ok()) return;
       events_->Record(job.job_id(), attempt, "evicted",
-                      absl::StrCat("node ", e.node, " after ", kind, ": ",
+                      absl::StrCat("node ", evict_node, " after ", kind, ": ",
                                    summary, cost.empty() ? "" : "; ", cost));
-      absl::StrAppend(&why, " (node ", e.node, " evicted)");
+      absl::StrAppend(&why, " (node ", evict_node, " evicted)");
       (void)FailAttempt(job, why);
       return;
     }

@@ -152,8 +152,11 @@ class JobManager {
   void WatchTick(control::JobInfo& job);
   void ConcludeHang(control::JobInfo& job, Watched& w);
   // Stores a finding as an event and acts on it by the job's policy.
+  // Stores `e` and acts by `action`; `evict` takes `evict_node` (refused
+  // when empty).
   void ActOn(control::JobInfo& job, const fault::FaultEvent& e,
-             FaultPolicy::Action action, const std::string& summary);
+             FaultPolicy::Action action, const std::string& summary,
+             const std::string& evict_node);
   void AddDiagnoseOrders(const std::string& worker_id,
                          control::HeartbeatReply* orders);
   std::map<std::string, Watched> watched_;

@@ -30,6 +30,34 @@ std::vector<std::unique_ptr<Transport>> Mesh(int n, int streams) {
   return out;
 }
 
+// The kernel's counters of each connection (TCP_INFO): what a rank sent to
+// a peer shows as bytes the peer acknowledged, on the streams it went over,
+// with the time the connections were busy sending.
+TEST(TcpTransportTest, LinkCountersCountWhatWasSent) {
+  auto mesh = Mesh(2, 2);
+  std::vector<char> out(8 << 20, 'x'), in(8 << 20);
+  const Deadline d = SteadyClock::now() + std::chrono::seconds(30);
+  std::thread rx([&] { ASSERT_TRUE(mesh[1]->Recv(0, in.data(), in.size(), d).ok()); });
+  ASSERT_TRUE(mesh[0]->Send(1, out.data(), out.size(), d).ok());
+  rx.join();
+  int64_t acked = 0, busy = 0;
+  const std::vector<LinkCounter> c = mesh[0]->LinkCounters();
+  ASSERT_EQ(c.size(), 2u);  // one per stream to the one peer
+  for (const LinkCounter& l : c) {
+    EXPECT_EQ(l.peer, 1);
+    acked += l.bytes_acked;
+    busy = std::max(busy, l.busy_us);
+  }
+  // The last bytes may still be unacknowledged when Send returns.
+  EXPECT_GE(acked, static_cast<int64_t>(out.size()) / 2);
+  EXPECT_LE(acked, static_cast<int64_t>(out.size()) + 64);  // + the hellos
+  EXPECT_GE(busy, 0);
+  for (const LinkCounter& l : mesh[1]->LinkCounters()) {
+    EXPECT_EQ(l.peer, 0);
+    EXPECT_LE(l.bytes_acked, 64);  // rank 1 sent only its hellos
+  }
+}
+
 TEST(TcpTransportTest, AllReduceOverLoopbackWithStripedStreams) {
   for (int n : {2, 3, 4}) {
     auto mesh = Mesh(n, 3);

@@ -3,6 +3,7 @@
 // wait for it are not, and a stall is reported once.
 #include "coordinator/fault/job_monitor.h"
 
+#include <cmath>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -116,6 +117,83 @@ TEST(JobMonitorTest, ReportsOfUnknownRanksAreIgnored) {
   r.set_step_seconds(1);
   EXPECT_TRUE(m.OnStep(r).empty());
   EXPECT_EQ(m.Diagnose().ranks_size(), 4);
+}
+
+}  // namespace
+}  // namespace strata::coordinator
+
+namespace strata::coordinator {
+namespace {
+
+// A ring across three nodes, one rank each: every step rank r sends 20 MB
+// to rank r+1. Links into and out of node-2 run at `slow_rate` once
+// `slow_from` is reached, the others at 125 MB/s.
+TEST(JobMonitorTest, NamesTheSlowLinkFromStepReports) {
+  FakeClock clock;
+  JobMonitor m(clock, fault::Resolve(FaultPolicy()),
+               {{0, "node-0", 0}, {1, "node-1", 0}, {2, "node-2", 0}});
+  std::vector<fault::FaultEvent> found;
+  int64_t first = -1;
+  for (int64_t step = 1; step <= 80; ++step) {
+    for (int r = 0; r < 3; ++r) {
+      const int peer = (r + 1) % 3;
+      const bool slow = step > 40 && (r == 2 || peer == 2);
+      control::StepReport s;
+      s.set_rank(r);
+      s.set_step(step);
+      s.set_step_seconds(0.5);
+      control::LinkSample* l = s.add_links();
+      l->set_peer_rank(peer);
+      l->set_bytes(20000000);
+      l->set_busy_seconds(20e6 / (slow ? 31e6 : 125e6));
+      for (auto& e : m.OnStep(s)) {
+        if (e.kind != fault::EventKind::kSlowLink) continue;
+        if (first < 0) first = step;
+        found.push_back(e);
+      }
+    }
+    clock.Advance(500);
+  }
+  ASSERT_EQ(found.size(), 2u);  // node-1 -> node-2 and node-2 -> node-0, once
+  for (const auto& e : found) {
+    EXPECT_TRUE(e.node == "node-2" || e.peer_node == "node-2") << e.evidence;
+    EXPECT_GE(e.slowdown, 2);  // the threshold, crossed as the window fills
+    EXPECT_NE(e.evidence.find("include node-2"), std::string::npos)
+        << e.evidence;
+  }
+  EXPECT_LE(first - 40, 20) << "found at step " << first;
+  EXPECT_EQ(m.SlowLinkSuspect(), "node-2");
+  const control::DiagnoseReply d = m.Diagnose();
+  ASSERT_EQ(d.links_size(), 3);
+  int slow = 0;
+  for (const auto& l : d.links()) slow += l.slow();
+  EXPECT_EQ(slow, 2);
+}
+
+TEST(JobMonitorTest, EvenLinksAreNeverSlow) {
+  FakeClock clock;
+  JobMonitor m(clock, fault::Resolve(FaultPolicy()),
+               {{0, "node-0", 0}, {1, "node-1", 0}, {2, "node-2", 0}});
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(1.0, 0.3);
+  for (int64_t step = 1; step <= 2000; ++step) {
+    for (int r = 0; r < 3; ++r) {
+      control::StepReport s;
+      s.set_rank(r);
+      s.set_step(step);
+      s.set_step_seconds(0.5);
+      control::LinkSample* l = s.add_links();
+      l->set_peer_rank((r + 1) % 3);
+      l->set_bytes(20000000);
+      // 30% noise, read in 4 ms ticks.
+      const double busy = 0.16 * std::max(0.3, noise(rng));
+      l->set_busy_seconds(std::floor(busy / 0.004) * 0.004);
+      for (auto& e : m.OnStep(s)) {
+        EXPECT_NE(e.kind, fault::EventKind::kSlowLink) << e.evidence;
+      }
+    }
+    clock.Advance(500);
+  }
 }
 
 }  // namespace
