@@ -14,6 +14,10 @@
 //  evict      rank 3 slowed 2x under straggler=report (doing nothing) and
 //             under straggler=evict: tokens/s of the last 20 steps (goal
 //             evict >= 1.3x);
+//  rebalance  2 nodes x 1 rank, pp=2 planned for the strata-small model
+//             preset, node-1 (all of stage 1) slowed 2x under
+//             straggler=report and straggler=rebalance: tokens/s of the last
+//             20 steps and the re-planned layer split;
 //  ettr       strata-train for --ettr-minutes with a fault every
 //             --ettr-every-s (rank SIGKILL, rank SIGSTOP, one worker SIGKILL
 //             at most; seeded): productive time (the kept steps' own time) /
@@ -166,23 +170,27 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median tokens/s of rank 0's last `n` steps in the last attempt.
+// Median tokens/s of the printing rank's last `n` steps in the last attempt
+// (strata-train prints from the last pipeline stage's first rank).
 double TailTokensPerS(const RunOut& r, int n) {
   static const std::regex re(R"(tokens_per_s=(\S+))");
   int last = -1;
-  fs::path best;
+  std::string out;
   for (const auto& node : fs::directory_iterator(r.dir)) {
     const fs::path job = node.path() / "job-1";
     if (!fs::is_directory(job)) continue;
     for (const auto& att : fs::directory_iterator(job)) {
       const int a = std::stoi(att.path().filename().string().substr(8));
-      if (fs::exists(att.path() / "rank-0.stdout") && a > last) {
-        last = a;
-        best = att.path() / "rank-0.stdout";
+      for (const auto& f : fs::directory_iterator(att.path())) {
+        if (f.path().extension() != ".stdout") continue;
+        std::string text = ReadFile(f.path());
+        if (a >= last && text.find("tokens_per_s=") != std::string::npos) {
+          last = a;
+          out = std::move(text);
+        }
       }
     }
   }
-  const std::string out = ReadFile(best);
   std::vector<double> v;
   for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end;
        ++it) {
@@ -297,6 +305,33 @@ void Evict(const Options& o, int run) {
       nothing.wall_s, evict.wall_s, nothing.code, evict.code);
 }
 
+// A slow node holding a whole pipeline stage: no rank does the same work,
+// so plan vs measured finds it; `rebalance` re-plans with the node at its
+// measured speed (fewer layers on its stage).
+void Rebalance(const Options& o, int run) {
+  const std::string args = absl::StrCat(
+      "--nodes 2 --ranks-per-node 1 --pp 2 --model strata-small "
+      "--max-restarts 2 --fault restart_cost_s=1 --inject "
+      "slow-node:node=1,factor=2,step=",
+      o.slow_at);
+  const std::string train = absl::StrCat(kTrainSmall, " --steps 120");
+  const RunOut nothing = StrataRun(o, absl::StrCat("rebalance-report-", run),
+                                   args + " --fault straggler=report", train);
+  const RunOut fixed = StrataRun(o, absl::StrCat("rebalance-rebalance-", run),
+                                 args + " --fault straggler=rebalance", train);
+  const double a = TailTokensPerS(nothing, 20), b = TailTokensPerS(fixed, 20);
+  std::smatch m;
+  static const std::regex replanned(R"(replanned: ([^\n]*))");
+  const bool ok = std::regex_search(fixed.out, m, replanned);
+  std::printf(
+      "rebalance: node-1 (pipeline stage 1) slowed 2x: doing nothing %.0f "
+      "tokens/s, rebalance %.0f tokens/s (last 20 steps): %.2fx; %s; wall "
+      "%.0f s vs %.0f s; exit %d/%d\n",
+      a, b, a > 0 ? b / a : 0,
+      ok ? m[1].str().c_str() : "NOT re-planned", nothing.wall_s,
+      fixed.wall_s, nothing.code, fixed.code);
+}
+
 void Ettr(const Options& o, int run) {
   // Calibrate the step time, then place a fault every ettr_every_s.
   const RunOut cal = StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
@@ -374,7 +409,7 @@ int FaultBench(int argc, char** argv) {
   CLI::App app{"strata-bench fault: the fault-detection goals on strata run"};
   Options o;
   app.add_option("--only", o.only,
-                 "scenarios: straggler,clean,hang,evict,ettr")
+                 "scenarios: straggler,clean,hang,evict,rebalance,ettr")
       ->capture_default_str();
   app.add_option("--repeat", o.repeat, "runs per scenario (report the worst)")
       ->capture_default_str()
@@ -399,11 +434,13 @@ int FaultBench(int argc, char** argv) {
   const std::vector<std::string> only = absl::StrSplit(o.only, ',');
   const std::map<std::string, void (*)(const Options&, int)> scenarios = {
       {"straggler", Straggle}, {"clean", Clean}, {"hang", Hang},
-      {"evict", Evict},        {"ettr", Ettr}};
+      {"evict", Evict},        {"rebalance", Rebalance},
+      {"ettr", Ettr}};
   for (const auto& name : only) {
     if (!scenarios.contains(name)) {
       std::fprintf(stderr, "strata-bench fault: unknown scenario '%s' "
-                           "(straggler, clean, hang, evict, ettr)\n",
+                           "(straggler, clean, hang, evict, rebalance, "
+                           "ettr)\n",
                    name.c_str());
       return 2;
     }

@@ -12,8 +12,8 @@ namespace {
 Status Bad(const std::string& text, const std::string& why) {
   return absl::InvalidArgumentError(
       absl::StrCat("--inject '", text, "': ", why,
-                   " (KIND:key=value,... with KIND slow, hang, kill-rank or "
-                   "kill-worker; docs/fault.md)"));
+                   " (KIND:key=value,... with KIND slow, hang, kill-rank, "
+                   "kill-worker or slow-node; docs/fault.md)"));
 }
 
 }  // namespace
@@ -31,6 +31,8 @@ StatusOr<InjectSpec> ParseInjectSpec(const std::string& text) {
     s.kind = InjectSpec::Kind::kKillRank;
   } else if (kind == "kill-worker") {
     s.kind = InjectSpec::Kind::kKillWorker;
+  } else if (kind == "slow-node") {
+    s.kind = InjectSpec::Kind::kSlowNode;
   } else {
     return Bad(text, "unknown kind '" + kind + "'");
   }
@@ -80,23 +82,31 @@ StatusOr<InjectSpec> ParseInjectSpec(const std::string& text) {
       if (key == "period_ms") s.period_ms = static_cast<int>(d);
     }
   }
-  if (s.kind == InjectSpec::Kind::kKillWorker) {
-    if (s.node < 0) return Bad(text, "kill-worker needs node=K");
+  const bool on_node = s.kind == InjectSpec::Kind::kKillWorker ||
+                       s.kind == InjectSpec::Kind::kSlowNode;
+  if (on_node) {
+    if (s.node < 0) return Bad(text, kind + " needs node=K");
   } else if (s.rank < 0) {
     return Bad(text, kind + " needs rank=R");
   }
-  if (s.kind == InjectSpec::Kind::kSlow && s.factor == 0) {
-    return Bad(text, "slow needs factor=F (> 1)");
+  if ((s.kind == InjectSpec::Kind::kSlow ||
+       s.kind == InjectSpec::Kind::kSlowNode) &&
+      s.factor == 0) {
+    return Bad(text, kind + " needs factor=F (> 1)");
   }
   return s;
 }
 
 std::vector<std::string> InjectArgs(const InjectSpec& s, int pid) {
-  std::vector<std::string> args = {s.kind == InjectSpec::Kind::kSlow   ? "slow"
-                                   : s.kind == InjectSpec::Kind::kHang ? "hang"
-                                                                       : "kill",
-                                   "--pid", std::to_string(pid)};
-  if (s.kind == InjectSpec::Kind::kSlow) {
+  const bool slow = s.kind == InjectSpec::Kind::kSlow ||
+                    s.kind == InjectSpec::Kind::kSlowNode;
+  std::vector<std::string> args = {
+      slow                                ? "slow"
+      : s.kind == InjectSpec::Kind::kHang ? "hang"
+                                          : "kill",
+      s.kind == InjectSpec::Kind::kSlowNode ? "--children-of" : "--pid",
+      std::to_string(pid)};
+  if (slow) {
     args.insert(args.end(), {"--factor", absl::StrCat(s.factor), "--period-ms",
                              std::to_string(s.period_ms)});
   }

@@ -5,6 +5,9 @@
 //   hang:rank=R[,step=N][,duration=S]
 //   kill-rank:rank=R[,step=N]
 //   kill-worker:node=K[,step=N]      (node-K of strata run's workers)
+//   slow-node:node=K,factor=F[,step=N][,duration=S][,period_ms=P]
+//                                    (every rank node-K runs, in every
+//                                    attempt: a slow machine)
 // Ranks are slowed, stopped and killed by strata-inject (fault/inject/),
 // workers by strata run itself.
 #pragma once
@@ -17,7 +20,7 @@
 namespace strata::cli {
 
 struct InjectSpec {
-  enum class Kind { kSlow, kHang, kKillRank, kKillWorker };
+  enum class Kind { kSlow, kHang, kKillRank, kKillWorker, kSlowNode };
   Kind kind = Kind::kSlow;
   int rank = -1;
   int node = -1;
@@ -31,9 +34,10 @@ struct InjectSpec {
 // InvalidArgument naming the spec and the bad key or value.
 StatusOr<InjectSpec> ParseInjectSpec(const std::string& text);
 
-// strata-inject's arguments for a rank fault (not kill-worker) on the
-// rank's process `pid`. By pid, not by job id and rank: two `strata run`s on
-// one machine both have a job-1 with a rank 1.
+// strata-inject's arguments for a rank fault on the rank's process `pid`
+// (slow-node: on the processes below the worker `pid`). By pid, not by job
+// id and rank: two `strata run`s on one machine both have a job-1 with a
+// rank 1.
 std::vector<std::string> InjectArgs(const InjectSpec& spec, int pid);
 
 }  // namespace strata::cli

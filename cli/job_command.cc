@@ -349,6 +349,18 @@ void AddDiagnose(CLI::App* app) {
                     l.slow() ? "SLOW" : "-");
       }
     }
+    if (d.stages_size() > 0) {
+      std::printf(
+          "stages (plan vs measured compute per step, the job at %.2fx the "
+          "plan):\n",
+          d.plan_calibration());
+      std::printf("  %5s %12s %11s %11s\n", "stage", "predicted_s",
+                  "measured_s", "vs_others");
+      for (const auto& s : d.stages()) {
+        std::printf("  %5d %12.4f %11.4f %11.3f\n", s.stage(),
+                    s.predicted_s(), s.measured_s(), s.calibrated_ratio());
+      }
+    }
   });
 }
 

@@ -235,7 +235,8 @@ int Run(const RunArgs& a) {
     if (!spec_or.ok()) {
       Fail("run", kExitBadInput, std::string(spec_or.status().message()));
     }
-    if (spec_or->kind == InjectSpec::Kind::kKillWorker &&
+    if ((spec_or->kind == InjectSpec::Kind::kKillWorker ||
+         spec_or->kind == InjectSpec::Kind::kSlowNode) &&
         spec_or->node >= nodes) {
       Fail("run", kExitBadInput,
            absl::StrCat("--inject '", text, "': node ", spec_or->node,
@@ -344,6 +345,10 @@ int Run(const RunArgs& a) {
         if (r.rank() == it->rank && r.state() == control::RANK_RUNNING)
           pid = r.pid();
       }
+      if (it->kind == InjectSpec::Kind::kSlowNode &&
+          it->node < static_cast<int>(workers.size())) {
+        pid = workers[it->node];  // every rank below the worker
+      }
       const bool rank_fault = it->kind != InjectSpec::Kind::kKillWorker;
       if (step < it->step || (rank_fault && pid <= 0)) {
         ++it;
@@ -404,7 +409,9 @@ void AddRunCommand(CLI::App* app) {
       "fault injection once a rank reports step N: "
       "slow:rank=R,factor=F[,step=N][,duration=S], "
       "hang:rank=R[,step=N][,duration=S], kill-rank:rank=R[,step=N], "
-      "kill-worker:node=K[,step=N] (repeatable; docs/fault.md)");
+      "kill-worker:node=K[,step=N], "
+      "slow-node:node=K,factor=F[,step=N][,duration=S][,period_ms=P] "
+      "(repeatable; docs/fault.md)");
   cmd->callback([a] {
     int rc = Run(*a);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -14,7 +14,14 @@ PlanCheck CheckPlan(const std::vector<StageTime>& stages, double threshold) {
   for (const StageTime& s : stages) ratios.push_back(s.measured_s / s.predicted_s);
   out.calibration = Median(ratios);
   for (size_t i = 0; i < stages.size(); ++i) {
-    double r = ratios[i] / out.calibration;
+    // Against the other stages only: with two stages the median of all
+    // would be their mean and halve a slow stage's excess.
+    std::vector<double> others;
+    for (size_t j = 0; j < ratios.size(); ++j) {
+      if (j != i) others.push_back(ratios[j]);
+    }
+    const double reference = others.empty() ? ratios[i] : Median(others);
+    double r = ratios[i] / reference;
     out.calibrated_ratio.push_back(r);
     if (r < threshold) continue;
     FaultEvent e;
@@ -23,9 +30,9 @@ PlanCheck CheckPlan(const std::vector<StageTime>& stages, double threshold) {
     e.slowdown = r;
     e.evidence = absl::StrFormat(
         "stage %d measured %.4fs, predicted %.4fs; %.2fx its prediction "
-        "where the job runs at %.2fx",
+        "where the other stages run at %.2fx",
         stages[i].stage, stages[i].measured_s, stages[i].predicted_s,
-        ratios[i], out.calibration);
+        ratios[i], reference);
     out.events.push_back(std::move(e));
   }
   if (!out.events.empty()) return out;

@@ -2,11 +2,13 @@
 // planner's prediction, to tell an unbalanced plan from degraded hardware.
 //
 // The ratio measured/predicted of every stage is divided by the median ratio
-// across stages (the job-wide calibration: the cost model may be off by a
-// constant factor on this machine, which is not a fault). A stage whose
-// calibrated ratio reaches the threshold runs slower than the plan says it
-// should compared with the others: degraded hardware or a straggler in that
-// stage (plan_mismatch). If no stage stands out but the measured stage times
+// of the other stages (the calibration: the cost model may be off by a
+// constant factor on this machine, which is not a fault; the stage itself
+// is left out so that with two stages a slow one is not half hidden in the
+// mean). A stage whose calibrated ratio reaches the threshold runs slower
+// than the plan says it should compared with the others: degraded hardware
+// or a straggler in that stage (plan_mismatch; its slowdown is that
+// ratio). If no stage stands out but the measured stage times
 // themselves differ by the threshold, the stages are as uneven as predicted:
 // the plan is unbalanced, not the hardware (unbalanced_plan). Comparing
 // measured with predicted time is what separates the two causes that the
@@ -27,8 +29,8 @@ struct StageTime {
 };
 
 struct PlanCheck {
-  double calibration = 1;                // median measured/predicted
-  std::vector<double> calibrated_ratio;  // per input stage
+  double calibration = 1;                // median measured/predicted, all
+  std::vector<double> calibrated_ratio;  // per input stage, vs the others
   std::vector<FaultEvent> events;        // plan_mismatch / unbalanced_plan
 };
 

@@ -58,6 +58,8 @@ const char* ActionName(FaultPolicy::Action action) {
       return "restart";
     case FaultPolicy::evict:
       return "evict";
+    case FaultPolicy::rebalance:
+      return "rebalance";
     default:
       return "default";
   }
@@ -85,7 +87,7 @@ Status ApplyFaultSetting(absl::string_view key_value, FaultPolicy* policy) {
       if (v == nullptr || v->number() == FaultPolicy::default_action) {
         return absl::InvalidArgumentError(
             absl::StrCat("fault key '", key, "' = '", value,
-                         "' is not an action (report, restart, evict)"));
+                         "' is not an action (report, restart, evict, rebalance)"));
       }
       refl->SetEnum(policy, f, v);
       return absl::OkStatus();

@@ -143,7 +143,7 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out,
     return;
   }
   RecordStages(c, sh, classes, out);
-  if (stage_layers) StageLayers(sh, classes, out);
+  if (stage_layers) StageLayers(c, sh, classes, out);
 }
 
 CostModel::~CostModel() = default;
@@ -675,15 +675,23 @@ void CostModel::RecordStages(const Candidate& c, const Shape& sh,
   }
 }
 
-void CostModel::StageLayers(const Shape& sh, const StageClasses& classes,
+void CostModel::StageLayers(const Candidate& c, const Shape& sh,
+                            const StageClasses& classes,
                             Evaluation* out) const {
   out->layers.assign(sh.p, 0);
+  out->stage_compute_s.assign(sh.p, 0);
   for (int k = 0; k < classes.size; ++k) {
     const StageClass& cl = classes.at[k];
+    const LayerCost& lc = cl.lc;
     const std::vector<int>& at = layout_->positions[k];
     for (size_t j = 0; j < at.size(); ++j) {
-      out->layers[at[j]] =
-          cl.layers - (static_cast<int>(j) < cl.trimmed ? 1 : 0);
+      const int layers = cl.layers - (static_cast<int>(j) < cl.trimmed ? 1 : 0);
+      out->layers[at[j]] = layers;
+      const double per_mb =
+          layers * (3 * lc.fwd_s + lc.bwd_extra_s + lc.recompute_s) +
+          (cl.last ? lc.logits_s : 0);
+      out->stage_compute_s[at[j]] =
+          sh.m * per_mb + CostOfStage(c, sh, cl, at[j], layers).optimizer_s;
     }
   }
 }

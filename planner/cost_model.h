@@ -59,6 +59,11 @@ struct Evaluation {
          activations_gib = 0, logits_gib = 0, zero3_buffers_gib = 0,
          reserve_gib = 0;
   std::vector<int> layers;  // per pipeline stage
+  // Per pipeline stage, what one of its ranks computes per step, not
+  // counting collectives, p2p or the bubble: m x (layers x (3 fwd + bwd
+  // extra + recompute) + logits on the last) + optimizer. What a rank's
+  // step report measures as compute (docs/fault.md, plan vs measured).
+  std::vector<double> stage_compute_s;
 };
 
 class CostModel {
@@ -139,7 +144,8 @@ class CostModel {
   inline void RecordStages(const Candidate& c, const Shape& sh,
                            const StageClasses& classes, Evaluation* out) const;
   // out->layers from the classes' split.
-  inline void StageLayers(const Shape& sh, const StageClasses& classes,
+  inline void StageLayers(const Candidate& c, const Shape& sh,
+                          const StageClasses& classes,
                           Evaluation* out) const;
   inline void RecordMemory(const StageClass& k, const StageCost& sc, int stage,
                            Evaluation* out) const;

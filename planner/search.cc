@@ -385,6 +385,7 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   b->set_reserve_gib(e.reserve_gib);
   b->set_critical_stage(e.critical_stage);
   for (int l : e.layers) plan.add_layers_per_stage(l);
+  for (double t : e.stage_compute_s) plan.add_stage_compute_s(t);
   return plan;
 }
 

@@ -16,7 +16,11 @@
 #include <new>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/config.h"
 #include "common/logging.h"
+#include "proto/plan.pb.h"
 #include "runtime/runtime.h"
 #include "checkpoint/location.h"
 #include "train/trainer.h"
@@ -30,6 +34,9 @@ struct Flags {
   int steps = 20, tp = 0, pp = 0, dp = 0, micro = 1, batch = 8, zero = 0,
       ckpt_every = 0, warmup = 10, ckpt_keep = 3, ckpt_max_failures = 3,
       max_rollbacks = 3;
+  // Megatron-core's uneven pipeline split: the first and last stage's
+  // layers, the middle stages share the rest evenly (0: not set).
+  int first_stage_layers = 0, last_stage_layers = 0;
   uint64_t seed = 1234;
   float lr = 1e-3f;
   bool resume = false;
@@ -48,11 +55,53 @@ int FailStart(int code, const std::string& message) {
   return Fail(code, message);
 }
 
+// Layers per pipeline stage (train::Parallel::stage_layers): Megatron's
+// --decoder-first/last-pipeline-num-layers when given, else the plan's
+// layers_per_stage (STRATA_PLAN, written by the coordinator: the planner
+// balances stage times, e.g. fewer layers on a slow node), else empty
+// (layers / pp each). InvalidArgument naming the flag or file that does
+// not describe pp stages.
+strata::StatusOr<std::vector<int>> StageLayers(const Flags& f,
+                                               const strata::RankInfo& info,
+                                               int layers) {
+  const int pp = info.pp;
+  if (f.first_stage_layers > 0 || f.last_stage_layers > 0) {
+    if (pp < 2) {
+      return absl::InvalidArgumentError(
+          "--decoder-first/last-pipeline-num-layers need pp >= 2");
+    }
+    const int first = f.first_stage_layers, last = f.last_stage_layers;
+    const int known = (first > 0) + (last > 0);
+    const int rest = layers - first - last, middle = pp - known;
+    if (middle == 0 ? rest != 0 : rest <= 0 || rest % middle != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--decoder-first-pipeline-num-layers ", first,
+          " and --decoder-last-pipeline-num-layers ", last, " leave ", rest,
+          " of ", layers, " layers, which do not split evenly over the other ",
+          middle, " stage(s)"));
+    }
+    std::vector<int> out(pp, middle > 0 ? rest / middle : 0);
+    if (first > 0) out.front() = first;
+    if (last > 0) out.back() = last;
+    return out;
+  }
+  if (info.plan_path.empty() || pp < 2) return std::vector<int>{};
+  strata::Plan plan;
+  if (auto s = strata::LoadConfigFile(info.plan_path, &plan); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("STRATA_PLAN: ", s.message()));
+  }
+  if (plan.layers_per_stage_size() == 0) return std::vector<int>{};
+  return std::vector<int>(plan.layers_per_stage().begin(),
+                          plan.layers_per_stage().end());
+}
+
 // The checks of flags against each other and the environment that need no
 // other rank. `uri` is the checkpoint location (--ckpt or STRATA_CKPT_URI).
 strata::Status CheckFlags(const Flags& f, const std::string& uri,
                           const strata::RankInfo& info,
-                          const strata::train::ModelConfig& cfg) {
+                          const strata::train::ModelConfig& cfg,
+                          const std::vector<int>& stage_layers) {
   auto bad = [](auto... parts) {
     return absl::InvalidArgumentError(absl::StrCat(parts...));
   };
@@ -98,7 +147,8 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
   if (info.cp != 1) return bad("strata-train does not implement cp > 1");
   RETURN_IF_ERROR(strata::train::ValidateSplit(
       cfg,
-      {info.tp, info.pp, info.dp, info.tp_rank, info.pp_rank, info.dp_rank},
+      {info.tp, info.pp, info.dp, info.tp_rank, info.pp_rank, info.dp_rank,
+       stage_layers},
       f.batch, f.micro));
   return strata::train::DataSource::Check(f.data, cfg.vocab, cfg.seq);
 }
@@ -109,7 +159,11 @@ int Run(const Flags& f) {
   auto info = strata::ReadRankEnv({.tp = f.tp, .pp = f.pp});
   if (!info.ok()) return FailStart(2, std::string(info.status().message()));
   const std::string uri = f.ckpt.empty() ? info->ckpt_uri : f.ckpt;
-  if (auto s = CheckFlags(f, uri, *info, *cfg); !s.ok()) {
+  auto stage_layers = StageLayers(f, *info, cfg->layers);
+  if (!stage_layers.ok()) {
+    return FailStart(2, std::string(stage_layers.status().message()));
+  }
+  if (auto s = CheckFlags(f, uri, *info, *cfg, *stage_layers); !s.ok()) {
     return FailStart(2, std::string(s.message()));
   }
   auto rt = strata::Runtime::FromEnv({.tp = info->tp, .pp = info->pp});
@@ -120,7 +174,7 @@ int Run(const Flags& f) {
   strata::train::TrainOptions o;
   o.model = *cfg;
   o.par = {info->tp,      info->pp,      info->dp,
-           info->tp_rank, info->pp_rank, info->dp_rank};
+           info->tp_rank, info->pp_rank, info->dp_rank, *stage_layers};
   o.global_batch = f.batch;
   o.micro_batch = f.micro;
   o.zero1 = f.zero == 1;
@@ -159,10 +213,15 @@ int Run(const Flags& f) {
   }
   if (printer) {
     std::printf(
-        "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d\n",
+        "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d%s\n",
         f.model.c_str(),
         static_cast<long long>(strata::train::ParameterCount(*cfg)), info->tp,
-        info->pp, info->dp, f.zero, f.batch);
+        info->pp, info->dp, f.zero, f.batch,
+        stage_layers->empty()
+            ? ""
+            : absl::StrCat(" layers_per_stage=",
+                           absl::StrJoin(*stage_layers, ","))
+                  .c_str());
     std::fflush(stdout);
   }
   while ((*trainer)->step() < f.steps) {
@@ -240,6 +299,14 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt", f.ckpt, "checkpoint URI (default: STRATA_CKPT_URI)");
   app.add_option("--ckpt-every", f.ckpt_every, "checkpoint every K steps")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--decoder-first-pipeline-num-layers",
+                 f.first_stage_layers,
+                 "layers on the first pipeline stage (uneven split; default: "
+                 "STRATA_PLAN's layers_per_stage, else layers / pp)")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--decoder-last-pipeline-num-layers", f.last_stage_layers,
+                 "layers on the last pipeline stage")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--ckpt-keep", f.ckpt_keep, "committed checkpoints kept")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

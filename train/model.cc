@@ -1,8 +1,10 @@
 #include "train/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "train/splitmix.h"
 
 namespace strata::train {
@@ -49,7 +51,16 @@ Status ValidateSplit(const ModelConfig& m, const Parallel& p, int global_batch,
     return bad("tp=", p.tp, " does not divide the ", m.heads, " heads of '",
                m.name, "'");
   }
-  if (m.layers % p.pp != 0) {
+  if (!p.stage_layers.empty()) {
+    int sum = 0, least = m.layers;
+    for (int l : p.stage_layers) sum += l, least = std::min(least, l);
+    if (static_cast<int>(p.stage_layers.size()) != p.pp || sum != m.layers ||
+        least < 1) {
+      return bad("layers per stage [", absl::StrJoin(p.stage_layers, ","),
+                 "] must be pp=", p.pp, " counts >= 1 that sum to the ",
+                 m.layers, " layers of '", m.name, "'");
+    }
+  } else if (m.layers % p.pp != 0) {
     return bad("pp=", p.pp, " does not divide the ", m.layers, " layers of '",
                m.name, "'");
   }
@@ -82,10 +93,20 @@ int StageParams::Add(std::string name, std::vector<int64_t> global_shape,
   return static_cast<int>(shards.size()) - 1;
 }
 
+std::pair<int, int> Parallel::LayerRange(int layers) const {
+  if (stage_layers.empty()) {
+    const int per_stage = layers / pp;
+    return {pp_rank * per_stage, (pp_rank + 1) * per_stage};
+  }
+  int first = 0;
+  for (int s = 0; s < pp_rank; ++s) first += stage_layers[s];
+  return {first, first + stage_layers[pp_rank]};
+}
+
 StageParams::StageParams(const ModelConfig& m, const Parallel& p) {
   const int64_t h = m.hidden, f = m.ffn(), t = p.tp, r = p.tp_rank;
-  const int per_stage = m.layers / p.pp;
-  first_layer = p.pp_rank * per_stage;
+  const auto [begin_layer, end_layer] = p.LayerRange(m.layers);
+  first_layer = begin_layer;
   const bool first = p.pp_rank == 0, last = p.pp_rank == p.pp - 1;
   auto vec = [&](const std::string& n, int64_t len, bool split) {
     return split ? Add(n, {len}, {len / t}, {r * len / t}, false, false)
@@ -101,7 +122,7 @@ StageParams::StageParams(const ModelConfig& m, const Parallel& p) {
     wte = Add("wte", {m.vocab, h}, {m.vocab, h}, {0, 0}, true, true);
     wpe = Add("wpe", {m.seq, h}, {m.seq, h}, {0, 0}, true, true);
   }
-  for (int l = first_layer; l < first_layer + per_stage; ++l) {
+  for (int l = begin_layer; l < end_layer; ++l) {
     const std::string p_ = absl::StrCat("h.", l, ".");
     LayerParams lp;
     lp.begin = w.size();

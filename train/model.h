@@ -10,13 +10,16 @@
 // (y = x W). Every parameter shard is a box of its global tensor, so
 // checkpoints are written and read in global coordinates.
 //
-// Pipeline stages hold layers [s L/p, (s+1) L/p); the first stage holds the
+// Pipeline stages hold layers [s L/p, (s+1) L/p), or the counts of
+// Parallel::stage_layers when given (an uneven split, e.g. fewer layers on a
+// slow node's stage, docs/train.md); the first stage holds the
 // embeddings, the last the final LayerNorm and — when p > 1 — a copy of the
 // token embedding for the tied LM head, kept equal by summing the two
 // copies' gradients (Megatron's embedding group).
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -37,9 +40,14 @@ int64_t ParameterCount(const ModelConfig& m);
 struct Parallel {
   int tp = 1, pp = 1, dp = 1;
   int tp_rank = 0, pp_rank = 0, dp_rank = 0;
+  // Layers per pipeline stage; empty: L/pp each.
+  std::vector<int> stage_layers;
+  // [first, end) of this rank's stage's layers.
+  std::pair<int, int> LayerRange(int layers) const;
 };
 
-// InvalidArgument naming the first size that does not divide.
+// InvalidArgument naming the first size that does not divide, or a
+// stage_layers list that is not pp counts >= 1 summing to the layers.
 Status ValidateSplit(const ModelConfig& m, const Parallel& p, int global_batch,
                      int micro_batch);
 

@@ -45,7 +45,9 @@ inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
       }
       TrainOptions o = base;
       const RankPlacement& me = pl.ranks(r);
-      o.par = {tp, pp, dp, me.tp_rank(), me.pp_rank(), me.dp_rank()};
+      o.par = {tp,           pp,           dp,
+               me.tp_rank(), me.pp_rank(), me.dp_rank(),
+               base.par.stage_layers};
       TrainGroups g{(*groups)->tp.get(),
                     (*groups)->pp.get(),
                     (*groups)->dp.get(),

@@ -38,11 +38,13 @@ void Keep(std::vector<double>& v, double x) {
 }  // namespace
 
 JobMonitor::JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
-                       std::vector<RankMeta> ranks)
+                       std::vector<RankMeta> ranks,
+                       std::vector<double> predicted_stage_s)
     : clock_(clock),
       stragglers_(policy.straggler_options, Infos(ranks)),
       hang_(policy.hang_options, clock, Ids(ranks)),
-      links_(policy.slow_link_options) {
+      links_(policy.slow_link_options),
+      predicted_stage_s_(std::move(predicted_stage_s)) {
   for (auto& m : ranks) ranks_[m.rank] = std::move(m);
 }
 
@@ -116,6 +118,52 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
       out.push_back(std::move(e));
     }
   }
+  if (!predicted_stage_s_.empty() &&
+      (plan_checked_ms_ < 0 || now - plan_checked_ms_ >= kPlanCheckMs)) {
+    for (auto& e : CheckStages()) {
+      e.step = r.step();
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+std::vector<fault::FaultEvent> JobMonitor::CheckStages() {
+  std::map<int, std::vector<double>> per_stage;  // stage -> rank medians
+  for (const auto& [rank, cells] : history_) {
+    if (cells.size() < static_cast<size_t>(kPlanWindow)) continue;
+    std::vector<double> c;
+    for (auto it = cells.end() - kPlanWindow; it != cells.end(); ++it) {
+      c.push_back(it->compute);
+    }
+    per_stage[ranks_.at(rank).stage].push_back(Median(std::move(c)));
+  }
+  std::vector<fault::StageTime> stages;
+  for (size_t s = 0; s < predicted_stage_s_.size(); ++s) {
+    auto it = per_stage.find(static_cast<int>(s));
+    if (it == per_stage.end() || predicted_stage_s_[s] <= 0) return {};
+    const double measured = Median(it->second);
+    if (measured <= 0) return {};
+    stages.push_back({static_cast<int>(s), predicted_stage_s_[s], measured});
+  }
+  plan_checked_ms_ = clock_.SteadyNowMs();
+  stage_times_ = stages;
+  plan_check_ = fault::CheckPlan(stages);
+  std::vector<fault::FaultEvent> out;
+  for (fault::FaultEvent e : plan_check_.events) {
+    if (!plan_reported_.insert({e.kind, e.stage}).second) continue;
+    // The stage's node when all its ranks share one: what evict takes and
+    // rebalance slows down.
+    std::set<std::string> nodes;
+    for (const auto& [rank, m] : ranks_) {
+      if (m.stage == e.stage) nodes.insert(m.node);
+    }
+    if (nodes.size() == 1) {
+      e.node = *nodes.begin();
+      e.evidence += "; the stage runs on " + e.node;
+    }
+    out.push_back(std::move(e));
+  }
   return out;
 }
 
@@ -187,6 +235,14 @@ control::DiagnoseReply JobMonitor::Diagnose(bool history, int64_t first,
     l->set_samples(stat.samples);
     l->set_slow(slow.contains(key));
   }
+  for (size_t i = 0; i < stage_times_.size(); ++i) {
+    control::StageDiagnosis* st = d.add_stages();
+    st->set_stage(stage_times_[i].stage);
+    st->set_predicted_s(stage_times_[i].predicted_s);
+    st->set_measured_s(stage_times_[i].measured_s);
+    st->set_calibrated_ratio(plan_check_.calibrated_ratio[i]);
+  }
+  d.set_plan_calibration(plan_check_.calibration);
   for (const auto& [rank, m] : ranks_) {
     control::RankDiagnosis* r = d.add_ranks();
     r->set_rank(rank);

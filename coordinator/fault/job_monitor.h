@@ -16,7 +16,14 @@
 //   the connections were busy sending) feed the slow-link detector as
 //   transfers between the two ranks' nodes; the matrix is judged at most
 //   once a second, and a slow pair is reported once until it has been
-//   fine for kLinkClearChecks judgements.
+//   fine for kLinkClearChecks judgements;
+// - with the plan's predicted compute per pipeline stage (Plan.
+//   stage_compute_s, from the planner), plan vs measured (fault/
+//   plan_check.h) every kPlanCheckMs once each stage has kPlanWindow steps:
+//   a stage's measured compute is the median over its ranks of each rank's
+//   median of its last kPlanWindow steps; each finding (kind, stage) is
+//   reported once per attempt, with the stage's node when all its ranks
+//   share one.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +36,7 @@
 
 #include "common/clock.h"
 #include "fault/hang_detector.h"
+#include "fault/plan_check.h"
 #include "fault/policy.h"
 #include "fault/slow_link_detector.h"
 #include "fault/straggler_detector.h"
@@ -45,10 +53,15 @@ class JobMonitor {
   };
   static constexpr int kPendingSteps = 32;
   static constexpr int kLinkClearChecks = 30;
+  static constexpr int kPlanWindow = 20;
+  static constexpr int64_t kPlanCheckMs = 10000;
 
-  // `clock` must outlive the monitor.
+  // `clock` must outlive the monitor. `predicted_stage_s`: the plan's
+  // predicted compute seconds per step of each pipeline stage (empty: no
+  // prediction, no plan check).
   JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
-             std::vector<RankMeta> ranks);
+             std::vector<RankMeta> ranks,
+             std::vector<double> predicted_stage_s = {});
 
   // Feeds one report; returns the straggler and slow-link findings it
   // confirmed. A slow-link finding whose pairs all share one node says so in
@@ -90,6 +103,7 @@ class JobMonitor {
   };
   std::vector<fault::FaultEvent> Feed(Pending& p);
   std::vector<fault::FaultEvent> CheckLinks();
+  std::vector<fault::FaultEvent> CheckStages();
 
   const Clock& clock_;
   std::map<int, RankMeta> ranks_;
@@ -100,6 +114,11 @@ class JobMonitor {
   std::vector<fault::FaultEvent> slow_now_;  // the last judgement's findings
   // Reported slow pairs -> judgements since they were last found slow.
   std::map<std::pair<std::string, std::string>, int> slow_reported_;
+  std::vector<double> predicted_stage_s_;
+  int64_t plan_checked_ms_ = -1;
+  std::vector<fault::StageTime> stage_times_;  // the last plan check's
+  fault::PlanCheck plan_check_;
+  std::set<std::pair<fault::EventKind, int>> plan_reported_;
   bool hang_reported_ = false;
   std::map<int64_t, Pending> pending_;  // step -> reports so far
   std::map<int, int64_t> last_step_;

@@ -25,8 +25,9 @@ int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe) {
   return std::max(1, probe.gpus());
 }
 
-ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
-                              int ranks_per_node) {
+ClusterSpec ClusterFromProbes(
+    const std::vector<control::WorkerInfo>& nodes, int ranks_per_node,
+    const google::protobuf::Map<std::string, double>& node_speed) {
   ClusterSpec c;
   c.set_name("probed");
   c.set_source("worker probes");
@@ -81,15 +82,29 @@ ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
   c.mutable_network()->set_leaves_per_pod(1);
   c.mutable_network()->set_oversubscription(1);
   c.mutable_network()->set_pod_oversubscription(1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto it = node_speed.find(nodes[i].node_name());
+    if (it == node_speed.end() || !(it->second > 0 && it->second < 1)) continue;
+    NodeOverride* o = c.add_overrides();
+    o->set_first_node(static_cast<int>(i));
+    o->set_num_nodes(1);
+    *o->mutable_gpu() = c.gpu();
+    o->mutable_gpu()->set_name(
+        absl::StrCat(c.gpu().name(), " at ", it->second, "x"));
+    o->mutable_gpu()->set_peak_bf16_tflops(c.gpu().peak_bf16_tflops() *
+                                           it->second);
+    o->mutable_gpu()->set_hbm_gbps(c.gpu().hbm_gbps() * it->second);
+  }
   return c;
 }
 
-StatusOr<Plan> PlanAttempt(const JobSpec& spec,
-                           const std::vector<control::WorkerInfo>& nodes) {
+StatusOr<Plan> PlanAttempt(
+    const JobSpec& spec, const std::vector<control::WorkerInfo>& nodes,
+    const google::protobuf::Map<std::string, double>& node_speed) {
   if (nodes.empty()) return absl::InvalidArgumentError("no nodes to plan on");
   const int rpn = RanksPerNode(spec, nodes[0].probe());
   const int64_t world = static_cast<int64_t>(rpn) * nodes.size();
-  ClusterSpec cluster = ClusterFromProbes(nodes, rpn);
+  ClusterSpec cluster = ClusterFromProbes(nodes, rpn, node_speed);
   RETURN_IF_ERROR(topology::ValidateCluster(cluster));
 
   if (!spec.launch().model().empty()) {

@@ -22,17 +22,23 @@ int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe);
 // rate is already achieved, not peak; divided among the ranks when they
 // outnumber the cores) with node memory / ranks and the
 // measured copy bandwidth; NICs as found in sysfs (10 Gb/s Ethernet when the
-// speed is unknown, e.g. veth/loopback simulated nodes).
-ClusterSpec ClusterFromProbes(const std::vector<control::WorkerInfo>& nodes,
-                              int ranks_per_node);
+// speed is unknown, e.g. veth/loopback simulated nodes). A node named in
+// `node_speed` (node name -> speed relative to its probe, in (0, 1]: what
+// a fault policy `rebalance` measured) gets a NodeOverride with its
+// device's FLOP rate and memory bandwidth scaled by it, so the planner's
+// layer split gives its pipeline stage fewer layers.
+ClusterSpec ClusterFromProbes(
+    const std::vector<control::WorkerInfo>& nodes, int ranks_per_node,
+    const google::protobuf::Map<std::string, double>& node_speed = {});
 
 // The plan (parallelism + placement) of an attempt on `nodes`, in node
 // order. With launch.model set the planner searches, honouring the job's
 // constraints; otherwise TP/PP/CP come from the constraints (default 1) and
 // DP takes the rest. InvalidArgument when the sizes do not divide the rank
 // count, naming both.
-StatusOr<Plan> PlanAttempt(const JobSpec& spec,
-                           const std::vector<control::WorkerInfo>& nodes);
+StatusOr<Plan> PlanAttempt(
+    const JobSpec& spec, const std::vector<control::WorkerInfo>& nodes,
+    const google::protobuf::Map<std::string, double>& node_speed = {});
 
 // What STRATA_PLAN holds: the plan without the per-rank list and group
 // member lists, which grow with the job (2 MB of JSON at 16,384 ranks,

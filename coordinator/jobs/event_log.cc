@@ -52,6 +52,7 @@ void EventLog::Record(const std::string& job_id, int attempt,
   e.set_slowdown(f.slowdown);
   e.set_section(f.section);
   e.set_evidence(f.evidence);
+  e.set_stage(f.stage);
   Store(std::move(e));
 }
 

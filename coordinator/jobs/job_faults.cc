@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "control/codec.h"
+#include "coordinator/jobs/attempt_plan.h"
 #include "coordinator/jobs/job_manager.h"
 #include "fault/wavefront.h"
 #include "planner/job.h"
@@ -44,8 +45,10 @@ JobManager::Watched& JobManager::WatchedOf(const control::JobInfo& job) {
   if (w.attempt != job.attempt() || w.monitor == nullptr) {
     w = Watched();
     w.attempt = job.attempt();
+    const auto& predicted = job.plan().stage_compute_s();
     w.monitor = std::make_unique<JobMonitor>(
-        *clock_, fault::Resolve(job.spec().fault()), RankMetas(job));
+        *clock_, fault::Resolve(job.spec().fault()), RankMetas(job),
+        std::vector<double>(predicted.begin(), predicted.end()));
   }
   return w;
 }
@@ -65,7 +68,26 @@ void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
   Watched& w = WatchedOf(job);
   const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
   for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
-    if (e.kind == fault::EventKind::kSlowLink) {
+    if (e.kind == fault::EventKind::kUnbalancedPlan) {
+      // The plan, not the hardware: reported only.
+      ActOn(job, e, FaultPolicy::report,
+            absl::StrFormat("stages differ %.2fx as the plan predicted, "
+                            "found at step %d",
+                            e.slowdown, e.step),
+            "");
+    } else if (e.kind == fault::EventKind::kPlanMismatch) {
+      // A stage computing slower than predicted is slow hardware (or a
+      // straggler) like a rank slower than its peers, and takes the
+      // straggler policy; it finds a slow node whose stage has no peers
+      // doing the same work (pipeline stages on a node of their own).
+      ActOn(job, e, policy.straggler,
+            absl::StrFormat("stage %d%s computes %.2fx slower than planned "
+                            "relative to the other stages, found at step %d",
+                            e.stage,
+                            e.node.empty() ? "" : absl::StrCat(" on ", e.node),
+                            e.slowdown, e.step),
+            e.node);
+    } else if (e.kind == fault::EventKind::kSlowLink) {
       // Evicting for a link takes the node every slow pair includes; with
       // none (a single pair), the finding names no node to take.
       fault::FaultEvent act = e;
@@ -223,6 +245,41 @@ std::pair<bool, std::string> JobManager::WorthRestart(
   return {loss_s > cost_s, why};
 }
 
+StatusOr<std::pair<google::protobuf::Map<std::string, double>, std::string>>
+JobManager::Rebalanced(const control::JobInfo& job, const fault::FaultEvent& e,
+                       const std::string& node) const {
+  if (job.spec().launch().model().empty()) {
+    return absl::FailedPreconditionError(
+        "the job has no launch.model: only the planner splits layers by "
+        "speed");
+  }
+  if (node.empty() || !(e.slowdown > 1)) {
+    return absl::FailedPreconditionError(
+        "the finding names no node and slowdown");
+  }
+  google::protobuf::Map<std::string, double> speeds = job.node_speed();
+  const double was = speeds.contains(node) ? speeds.at(node) : 1.0;
+  speeds[node] = was / e.slowdown;
+  std::vector<control::WorkerInfo> nodes(job.node_info().begin(),
+                                         job.node_info().end());
+  ASSIGN_OR_RETURN(Plan next, PlanAttempt(job.spec(), nodes, speeds));
+  // As it runs, the synchronous job goes at its slowest rank's pace: the
+  // current plan's prediction times the slowdown.
+  const double now_s = job.plan().step_time_s() * e.slowdown;
+  const double next_s = next.step_time_s();
+  const std::string layers = absl::StrJoin(next.layers_per_stage(), ",");
+  const std::string figures = absl::StrFormat(
+      "at %.2fx speed the planner predicts %.3f s/step with tp=%d pp=%d dp=%d "
+      "layers [%s], against %.3f s/step as it runs",
+      speeds[node], next_s, next.tp(), next.pp(), next.dp(), layers, now_s);
+  // A re-plan that gains under 5% does not repay a restart's uncertainty.
+  if (!(next_s > 0) || next_s > 0.95 * now_s) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no gain: ", figures));
+  }
+  return std::make_pair(std::move(speeds), figures);
+}
+
 void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
                        FaultPolicy::Action action, const std::string& summary,
                        const std::string& evict_node) {
@@ -241,7 +298,29 @@ void JobManager::ActOn(control::JobInfo& job, const fault::FaultEvent& e,
     return;
   }
   std::string why = absl::StrCat(kind, ": ", summary);
-  if (action == FaultPolicy::evict) {
+  if (action == FaultPolicy::rebalance) {
+    auto speeds = Rebalanced(job, e, evict_node);
+    if (!speeds.ok()) {
+      const bool hang = e.kind == fault::EventKind::kHang;
+      events_->Record(job.job_id(), attempt, "fault_action",
+                      absl::StrCat(hang ? "restart" : "report", " after ",
+                                   kind, " (rebalance refused: ",
+                                   speeds.status().message(), ")"));
+      if (!hang) return;
+    } else {
+      control::JobInfo next = job;
+      *next.mutable_node_speed() = speeds->first;
+      if (!Commit(job, std::move(next)).ok()) return;
+      events_->Record(job.job_id(), attempt, "rebalanced",
+                      absl::StrCat("node ", evict_node, " after ", kind, ": ",
+                                   summary, "; ", speeds->second,
+                                   cost.empty() ? "" : "; ", cost));
+      absl::StrAppend(&why, " (re-planned with node ", evict_node,
+                      " at its measured speed)");
+      (void)FailAttempt(job, why);
+      return;
+    }
+  } else if (action == FaultPolicy::evict) {
     // Without the culprit's node the next attempt is placed on what is left
     // (a spare, or fewer nodes down to launch.min_nodes) and re-planned.
     const JobLaunch& l = job.spec().launch();

@@ -408,7 +408,7 @@ void JobManager::TryPlace(control::JobInfo& job,
                               " (strata-coordinator --max-ranks)"));
     return;
   }
-  auto plan = PlanAttempt(job.spec(), idle);
+  auto plan = PlanAttempt(job.spec(), idle, job.node_speed());
   if (plan.ok()) {
     Status fits = CheckLaunchOrderSize(
         job.spec(), RanksPerNode(job.spec(), idle[0].probe()),
@@ -434,10 +434,21 @@ void JobManager::TryPlace(control::JobInfo& job,
   const bool replanned =
       job.attempt() > 0 && job.nodes_size() > 0 &&
       (job.nodes_size() != take || was.tp() != plan->tp() ||
-       was.pp() != plan->pp() || was.dp() != plan->dp());
-  const std::string was_text =
-      absl::StrCat("tp=", was.tp(), " pp=", was.pp(), " dp=", was.dp(),
-                   " on ", job.nodes_size(), " nodes");
+       was.pp() != plan->pp() || was.dp() != plan->dp() ||
+       !std::equal(was.layers_per_stage().begin(),
+                   was.layers_per_stage().end(),
+                   plan->layers_per_stage().begin(),
+                   plan->layers_per_stage().end()));
+  auto layout = [](const Plan& p, int nodes) {
+    return absl::StrCat(
+        "tp=", p.tp(), " pp=", p.pp(), " dp=", p.dp(),
+        p.pp() > 1 && p.layers_per_stage_size() > 0
+            ? absl::StrCat(" layers [", absl::StrJoin(p.layers_per_stage(), ","),
+                           "]")
+            : "",
+        " on ", nodes, " nodes");
+  };
+  const std::string was_text = layout(was, job.nodes_size());
   control::JobInfo next = job;
   *next.mutable_plan() = *plan;
   next.clear_nodes();
@@ -469,11 +480,15 @@ void JobManager::TryPlace(control::JobInfo& job,
   if (replanned) {
     events_->Record(
         job.job_id(), job.attempt(), "replanned",
-        absl::StrCat("tp=", plan->tp(), " pp=", plan->pp(), " dp=", plan->dp(),
-                     " on ", take, " nodes (was ", was_text, ")",
+        absl::StrCat(layout(*plan, take), " (was ", was_text, ")",
                      job.evicted_nodes_size() > 0
                          ? absl::StrCat("; evicted: ",
                                         absl::StrJoin(job.evicted_nodes(), ","))
+                         : "",
+                     job.node_speed_size() > 0
+                         ? absl::StrCat("; node speeds: ",
+                                        absl::StrJoin(job.node_speed(), ",",
+                                                      absl::PairFormatter("=")))
                          : ""));
   }
 }

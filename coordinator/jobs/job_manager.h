@@ -151,9 +151,9 @@ class JobManager {
   void Watch(control::JobInfo& job, const control::StepReport& s);
   void WatchTick(control::JobInfo& job);
   void ConcludeHang(control::JobInfo& job, Watched& w);
-  // Stores a finding as an event and acts on it by the job's policy.
-  // Stores `e` and acts by `action`; `evict` takes `evict_node` (refused
-  // when empty).
+  // Stores finding `e` as an event and acts on it by `action`: `evict`
+  // takes `evict_node` (refused when empty); `rebalance` re-plans with that
+  // node at its measured speed.
   void ActOn(control::JobInfo& job, const fault::FaultEvent& e,
              FaultPolicy::Action action, const std::string& summary,
              const std::string& evict_node);
@@ -168,6 +168,13 @@ class JobManager {
   // remaining steps against the restart cost); the reason either way.
   std::pair<bool, std::string> WorthRestart(const control::JobInfo& job,
                                             const fault::FaultEvent& e);
+  // For `rebalance`: the job's node speeds with `node` slowed by
+  // e.slowdown and the figures behind it, when the planner predicts that
+  // re-planning with them gains at least 5% over running on as is;
+  // FailedPrecondition with the reason otherwise.
+  StatusOr<std::pair<google::protobuf::Map<std::string, double>, std::string>>
+  Rebalanced(const control::JobInfo& job, const fault::FaultEvent& e,
+             const std::string& node) const;
 
   const Clock* clock_;
   StateStore* store_;

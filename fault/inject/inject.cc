@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -87,8 +89,14 @@ StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank) {
   return pids;
 }
 
-StatusOr<int64_t> Slow(const std::vector<pid_t>& pids, const SlowOptions& o,
-                       const std::atomic<bool>& stop) {
+namespace {
+
+// The duty cycle of Slow and SlowChildren: each period stops the processes
+// `targets` returns, while `alive`.
+StatusOr<int64_t> DutyCycle(const std::function<std::vector<pid_t>()>& targets,
+                            const std::function<bool()>& alive,
+                            const SlowOptions& o,
+                            const std::atomic<bool>& stop) {
   if (!(o.factor > 1) || o.factor > 1000) {
     return absl::InvalidArgumentError(absl::StrCat(
         "slowdown factor ", o.factor, " is out of range (1, 1000]"));
@@ -108,8 +116,10 @@ StatusOr<int64_t> Slow(const std::vector<pid_t>& pids, const SlowOptions& o,
   };
   int64_t stopped_ms = 0;
   Status st;
-  while (!stop && AnyAlive(pids) &&
+  std::vector<pid_t> pids;
+  while (!stop && alive() &&
          (o.duration_ms < 0 || elapsed_ms() < o.duration_ms)) {
+    pids = targets();
     for (pid_t p : pids) {
       st = Signal(p, SIGSTOP);
       if (!st.ok()) break;
@@ -126,6 +136,51 @@ StatusOr<int64_t> Slow(const std::vector<pid_t>& pids, const SlowOptions& o,
   SignalAll(pids, SIGCONT);
   if (!st.ok()) return st;
   return stopped_ms;
+}
+
+}  // namespace
+
+StatusOr<int64_t> Slow(const std::vector<pid_t>& pids, const SlowOptions& o,
+                       const std::atomic<bool>& stop) {
+  return DutyCycle([&] { return pids; }, [&] { return AnyAlive(pids); }, o,
+                   stop);
+}
+
+std::vector<pid_t> Descendants(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  if (DIR* proc = opendir("/proc")) {
+    while (dirent* e = readdir(proc)) {
+      int pid = 0;
+      if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
+      std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+      std::string stat((std::istreambuf_iterator<char>(in)), {});
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+      const size_t close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 1));
+      std::string state;
+      pid_t ppid = 0;
+      if (rest >> state >> ppid) children[ppid].push_back(pid);
+    }
+    closedir(proc);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+StatusOr<int64_t> SlowChildren(pid_t root, const SlowOptions& o,
+                               const std::atomic<bool>& stop) {
+  return DutyCycle([&] { return Descendants(root); },
+                   [&] { return kill(root, 0) == 0; }, o, stop);
 }
 
 Status Hang(const std::vector<pid_t>& pids, int64_t duration_ms,

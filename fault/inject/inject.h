@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ struct SlowOptions {
 // time the processes were stopped in all, in milliseconds.
 StatusOr<int64_t> Slow(const std::vector<pid_t>& pids, const SlowOptions& o,
                        const std::atomic<bool>& stop);
+
+// Every process below `root` in the process tree (children, their
+// children, ...; not `root`), from /proc/PID/stat.
+std::vector<pid_t> Descendants(pid_t root);
+
+// A slow node: duty-cycles the processes below `root` (a worker: its ranks,
+// in every attempt it starts), found afresh every period, while `root`
+// lives. Same options and result as Slow.
+StatusOr<int64_t> SlowChildren(pid_t root, const SlowOptions& o,
+                               const std::atomic<bool>& stop);
 
 // Stops `pids` (SIGSTOP); with duration_ms >= 0 waits that long (or until
 // `stop`) and continues them. The kill error naming the pid.

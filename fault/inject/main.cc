@@ -5,6 +5,9 @@
 //   strata-inject hang --job JOB --rank R [--after S] [--duration S]
 //   strata-inject kill --job JOB --rank R [--after S]
 //   (or --pid PID instead of --job/--rank)
+//   strata-inject slow --children-of PID --factor F ...   (a slow node: every
+//                      process below PID, e.g. a worker's ranks, in every
+//                      attempt)
 //
 // Runs in the foreground until the duration ends, the processes exit, or
 // SIGINT/SIGTERM; the processes are continued before it exits (a `hang`
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Slows or hangs a running rank from outside it"};
   app.require_subcommand(1);
   Target target;
+  int children_of = 0;
   double after_s = 0, duration_s = -1, factor = 0;
   int64_t period_ms = 100;
   CLI::App* slow = app.add_subcommand(
@@ -90,6 +94,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0001, 1000.0));
   slow->add_option("--period-ms", period_ms, "one stop/continue cycle")
       ->check(CLI::Range(2, 60000));
+  slow->add_option("--children-of", children_of,
+                   "a slow node: every process below this one (a worker's "
+                   "ranks), found again each period, while it lives")
+      ->check(CLI::Range(1, 1 << 30))
+      ->excludes("--pid")
+      ->excludes("--job");
   CLI::App* hang = app.add_subcommand("hang", "SIGSTOP the rank");
   AddTarget(hang, &target);
   CLI::App* kill_cmd = app.add_subcommand("kill", "SIGKILL the rank");
@@ -113,6 +123,27 @@ int main(int argc, char** argv) {
   }
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
+  const int64_t duration_ms =
+      duration_s < 0 ? -1 : static_cast<int64_t>(duration_s * 1000);
+  strata::fault::SlowOptions o;
+  o.factor = factor;
+  o.period_ms = period_ms;
+  o.duration_ms = duration_ms;
+  if (children_of > 0) {
+    if (kill(children_of, 0) != 0) {
+      return Fail(1, "no process " + std::to_string(children_of));
+    }
+    WaitSeconds(after_s);
+    if (g_stop) return 0;
+    std::printf("strata-inject: slowing the processes below %d %.2fx\n",
+                children_of, factor);
+    std::fflush(stdout);
+    auto stopped = strata::fault::SlowChildren(children_of, o, g_stop);
+    if (!stopped.ok()) return Fail(1, std::string(stopped.status().message()));
+    std::printf("strata-inject: stopped %lld ms in all\n",
+                static_cast<long long>(*stopped));
+    return 0;
+  }
 
   auto pids = Resolve(target);
   if (!pids.ok()) {
@@ -121,13 +152,7 @@ int main(int argc, char** argv) {
   }
   WaitSeconds(after_s);
   if (g_stop) return 0;
-  const int64_t duration_ms =
-      duration_s < 0 ? -1 : static_cast<int64_t>(duration_s * 1000);
   if (slow->parsed()) {
-    strata::fault::SlowOptions o;
-    o.factor = factor;
-    o.period_ms = period_ms;
-    o.duration_ms = duration_ms;
     std::printf("strata-inject: slowing %zu process(es) %.2fx\n", pids->size(),
                 factor);
     std::fflush(stdout);

@@ -119,11 +119,6 @@ TEST(JobMonitorTest, ReportsOfUnknownRanksAreIgnored) {
   EXPECT_EQ(m.Diagnose().ranks_size(), 4);
 }
 
-}  // namespace
-}  // namespace strata::coordinator
-
-namespace strata::coordinator {
-namespace {
 
 // A ring across three nodes, one rank each: every step rank r sends 20 MB
 // to rank r+1. Links into and out of node-2 run at `slow_rate` once
@@ -196,5 +191,72 @@ TEST(JobMonitorTest, EvenLinksAreNeverSlow) {
   }
 }
 
+// Plan vs measured on a two-stage pipeline (ranks 0-1 stage 0, 2-3 stage 1):
+// each stage computes `measured[stage]` per step with 5% noise.
+std::vector<fault::FaultEvent> RunStages(JobMonitor& m, FakeClock& clock,
+                                         std::vector<double> measured,
+                                         int steps) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(1.0, 0.05);
+  std::vector<fault::FaultEvent> found;
+  for (int64_t step = 1; step <= steps; ++step) {
+    for (int r = 0; r < 4; ++r) {
+      control::StepReport s;
+      s.set_rank(r);
+      s.set_step(step);
+      const double compute = measured[r / 2] * noise(rng);
+      s.set_step_seconds(compute + 0.05);
+      (*s.mutable_section_seconds())["wait"] = 0.05;
+      for (auto& e : m.OnStep(s)) found.push_back(e);
+    }
+    clock.Advance(400);
+  }
+  return found;
+}
+
+std::vector<JobMonitor::RankMeta> TwoStages() {
+  return {{0, "node-0", 0}, {1, "node-0", 0}, {2, "node-1", 1},
+          {3, "node-1", 1}};
+}
+
+TEST(JobMonitorTest, StageSlowerThanItsPredictionIsAPlanMismatch) {
+  FakeClock clock;
+  JobMonitor m(clock, fault::Resolve(FaultPolicy()), TwoStages(),
+               {0.15, 0.15});
+  // The cost model is 2x off everywhere (calibration, not a fault), and
+  // stage 1 is 1.4x slower than that on top.
+  auto found = RunStages(m, clock, {0.3, 0.42}, 100);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, fault::EventKind::kPlanMismatch);
+  EXPECT_EQ(found[0].stage, 1);
+  EXPECT_EQ(found[0].rank, -1);
+  const control::DiagnoseReply d = m.Diagnose();
+  ASSERT_EQ(d.stages_size(), 2);
+  EXPECT_NEAR(d.stages(1).measured_s() / d.stages(0).measured_s(), 1.4, 0.1);
+  EXPECT_GT(d.stages(1).calibrated_ratio(), 1.15);
+}
+
+TEST(JobMonitorTest, StagesUnevenAsPredictedIsAnUnbalancedPlan) {
+  FakeClock clock;
+  JobMonitor m(clock, fault::Resolve(FaultPolicy()), TwoStages(), {0.1, 0.15});
+  auto found = RunStages(m, clock, {0.2, 0.3}, 100);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, fault::EventKind::kUnbalancedPlan);
+  EXPECT_EQ(found[0].stage, 1);
+  EXPECT_NEAR(m.Diagnose().plan_calibration(), 2.0, 0.15);
+}
+
+TEST(JobMonitorTest, BalancedOnPlanOrUnpredictedStagesReportNothing) {
+  FakeClock clock;
+  JobMonitor planned(clock, fault::Resolve(FaultPolicy()), TwoStages(),
+                     {0.1, 0.1});
+  EXPECT_TRUE(RunStages(planned, clock, {0.3, 0.3}, 200).empty());
+  EXPECT_EQ(planned.Diagnose().stages_size(), 2);
+  JobMonitor unplanned(clock, fault::Resolve(FaultPolicy()), TwoStages());
+  EXPECT_TRUE(RunStages(unplanned, clock, {0.2, 0.3}, 100).empty());
+  EXPECT_EQ(unplanned.Diagnose().stages_size(), 0);
+}
+
 }  // namespace
 }  // namespace strata::coordinator
+

@@ -18,7 +18,17 @@ TEST(PlanCheckTest, OneStageSlowerThanItsPredictionIsDegraded) {
   ASSERT_EQ(c.events.size(), 1u);
   EXPECT_EQ(c.events[0].kind, EventKind::kPlanMismatch);
   EXPECT_EQ(c.events[0].stage, 1);
-  EXPECT_NEAR(c.events[0].slowdown, 1.4 / 1.02, 1e-9);
+  // Against the median of the other stages, 1.0 and 1.02.
+  EXPECT_NEAR(c.events[0].slowdown, 1.4 / 1.01, 1e-9);
+}
+
+TEST(PlanCheckTest, TwoStagesCompareWithEachOther) {
+  // With two stages a median over both would be their mean (1.45) and show
+  // the slow stage at only 1.31x.
+  PlanCheck c = CheckPlan({{0, 1.0, 1.0}, {1, 1.0, 1.9}});
+  ASSERT_EQ(c.events.size(), 1u);
+  EXPECT_EQ(c.events[0].stage, 1);
+  EXPECT_NEAR(c.events[0].slowdown, 1.9, 1e-9);
 }
 
 TEST(PlanCheckTest, UnevenStagesAsPredictedIsAnUnbalancedPlan) {

@@ -92,6 +92,23 @@ TEST(EquivalenceTest, MicroBatchesOfTwoMatchToo) {
   }
 }
 
+// Uneven pipeline splits (a slow node's stage holding fewer layers) compute
+// the same model.
+TEST(EquivalenceTest, UnevenStageLayersMatchToo) {
+  for (std::vector<int> split : {std::vector<int>{6, 2}, {2, 6},
+                                 std::vector<int>{4, 2, 2}}) {
+    TrainOptions o = Tiny();
+    o.par.stage_layers = split;
+    ThreadRun r = RunThreads(o, 1, static_cast<int>(split.size()), 2, kSteps);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    const auto& serial = Serial();
+    for (int i = 0; i < kSteps; ++i) {
+      EXPECT_NEAR(r.losses[i], serial[i], kRelTol * std::abs(serial[i]))
+          << "split " << split[0] << " step " << i + 1;
+    }
+  }
+}
+
 TEST(EquivalenceTest, ImpossibleSplitsAreRejected) {
   TrainOptions o = Tiny();
   Parallel p{3, 1, 1};
@@ -103,6 +120,12 @@ TEST(EquivalenceTest, ImpossibleSplitsAreRejected) {
   p = {1, 1, 3};
   EXPECT_NE(ValidateSplit(o.model, p, 8, 1).message().find("global-batch"),
             std::string::npos);
+  for (std::vector<int> bad : {std::vector<int>{8, 0}, {4, 3}, {3, 3, 2}}) {
+    p = {1, 2, 1};
+    p.stage_layers = bad;
+    EXPECT_NE(ValidateSplit(o.model, p, 8, 1).message().find("layers per stage"),
+              std::string::npos);
+  }
 }
 
 }  // namespace
