@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -343,6 +344,23 @@ void Ettr(const Options& o, int run) {
   const double step_s = std::max(0.01, Median(times));
   const int steps = static_cast<int>(o.ettr_minutes * 60 / step_s);
   const int every = std::max(20, static_cast<int>(o.ettr_every_s / step_s));
+  // The checkpoint interval a user would pick for this failure rate:
+  // Young's first-order optimum sqrt(2 x checkpoint cost x MTBF) (J. W.
+  // Young, "A first order approximation to the optimum checkpoint
+  // interval", CACM 17(9), 1974), the cost being the slowest rank's stall
+  // per checkpoint in the calibration run (2 checkpoints), at least 2 steps.
+  static const std::regex stall_re(R"(ckpt_stall_s=(\S+))");
+  double stall = 0;
+  for (auto it = std::sregex_iterator(cal.out.begin(), cal.out.end(), stall_re);
+       it != std::sregex_iterator(); ++it) {
+    stall = std::max(stall, std::stod((*it)[1]) / 2);
+  }
+  const double young_s = std::sqrt(2 * std::max(stall, 1e-3) * o.ettr_every_s);
+  const int ckpt_every =
+      std::max(2, static_cast<int>(std::lround(young_s / step_s)));
+  std::printf("ettr: %.3f s per step, checkpoint stall %.3f s: checkpoint "
+              "every %d steps (Young: sqrt(2 x %.3f s x %.0f s) = %.1f s)\n",
+              step_s, stall, ckpt_every, stall, o.ettr_every_s, young_s);
   std::mt19937 rng(o.seed + run);
   std::vector<std::string> inject;
   bool worker_killed = false;
@@ -361,7 +379,8 @@ void Ettr(const Options& o, int run) {
   for (const auto& i : inject) absl::StrAppend(&args, " --inject ", i);
   const RunOut r =
       StrataRun(o, absl::StrCat("ettr-", run), args,
-                absl::StrCat(kTrainSmall, " --steps ", steps));
+                absl::StrCat(kTrainSmall, " --steps ", steps, " --ckpt-every ",
+                             ckpt_every));
   double productive = 0;
   const auto kept = KeptSteps(r);
   for (const auto& [s, t] : kept) productive += t;

@@ -18,13 +18,15 @@ StatusOr<SendCounters> ReadSendCounters(int fd) {
     return ErrnoToStatus(errno, "getsockopt(TCP_INFO)");
   }
   // The kernel copies only the fields it knows.
-  if (len < offsetof(struct tcp_info, tcpi_busy_time) +
-                sizeof(info.tcpi_busy_time)) {
+  if (len < offsetof(struct tcp_info, tcpi_rwnd_limited) +
+                sizeof(info.tcpi_rwnd_limited)) {
     return absl::FailedPreconditionError(
-        "TCP_INFO without tcpi_busy_time (Linux < 4.10)");
+        "TCP_INFO without tcpi_busy_time/tcpi_rwnd_limited (Linux < 4.10)");
   }
+  const int64_t busy = static_cast<int64_t>(info.tcpi_busy_time) -
+                       static_cast<int64_t>(info.tcpi_rwnd_limited);
   return SendCounters{static_cast<int64_t>(info.tcpi_bytes_acked),
-                      static_cast<int64_t>(info.tcpi_busy_time)};
+                      busy > 0 ? busy : 0};
 }
 
 }  // namespace strata::comm::tcp

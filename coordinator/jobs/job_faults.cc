@@ -248,6 +248,10 @@ std::pair<bool, std::string> JobManager::WorthRestart(
 StatusOr<std::pair<google::protobuf::Map<std::string, double>, std::string>>
 JobManager::Rebalanced(const control::JobInfo& job, const fault::FaultEvent& e,
                        const std::string& node) const {
+  if (e.kind == fault::EventKind::kSlowLink) {
+    return absl::FailedPreconditionError(
+        "a slow link is not slow compute (evict takes the node)");
+  }
   if (job.spec().launch().model().empty()) {
     return absl::FailedPreconditionError(
         "the job has no launch.model: only the planner splits layers by "

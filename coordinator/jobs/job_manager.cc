@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/net.h"
 #include "control/codec.h"
@@ -486,9 +487,17 @@ void JobManager::TryPlace(control::JobInfo& job,
                                         absl::StrJoin(job.evicted_nodes(), ","))
                          : "",
                      job.node_speed_size() > 0
-                         ? absl::StrCat("; node speeds: ",
-                                        absl::StrJoin(job.node_speed(), ",",
-                                                      absl::PairFormatter("=")))
+                         ? absl::StrCat(
+                               "; node speeds: ",
+                               absl::StrJoin(
+                                   std::map<std::string, double>(
+                                       job.node_speed().begin(),
+                                       job.node_speed().end()),
+                                   ",",
+                                   [](std::string* out, const auto& kv) {
+                                     absl::StrAppendFormat(out, "%s=%.2f",
+                                                           kv.first, kv.second);
+                                   }))
                          : ""));
   }
 }
