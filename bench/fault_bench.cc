@@ -286,51 +286,54 @@ void Hang(const Options& o, int run) {
       ok ? m[1].str().substr(0, 200).c_str() : "rank 3 NOT named", r.code);
 }
 
-void Evict(const Options& o, int run) {
-  const std::string args =
-      absl::StrCat(kFourRanks, " --min-nodes 1 --max-restarts 2 --fault "
-                               "restart_cost_s=1 --inject slow:rank=3,factor=2,"
-                               "step=", o.slow_at);
-  const std::string train = absl::StrCat(kTrainSmall, " --steps 90");
-  const RunOut nothing = StrataRun(o, absl::StrCat("evict-report-", run),
+// One job twice, under straggler=report (doing nothing) and under
+// straggler=`policy`; prints `what`, both runs' tokens/s of the last 20
+// steps, their ratio and `found` (the first match of `sign` in the second
+// run's output, else `missing`).
+void PolicyPair(const Options& o, int run, const std::string& policy,
+                const std::string& args, const std::string& train,
+                const std::string& what, const std::regex& sign,
+                const std::string& missing) {
+  const RunOut nothing = StrataRun(o, absl::StrCat(policy, "-report-", run),
                                    args + " --fault straggler=report", train);
-  const RunOut evict = StrataRun(o, absl::StrCat("evict-evict-", run),
-                                 args + " --fault straggler=evict", train);
-  const double a = TailTokensPerS(nothing, 20), b = TailTokensPerS(evict, 20);
-  const bool evicted = evict.out.find("evicted: node node-1") != std::string::npos;
+  const RunOut acted =
+      StrataRun(o, absl::StrCat(policy, "-", policy, "-", run),
+                args + " --fault straggler=" + policy, train);
+  const double a = TailTokensPerS(nothing, 20), b = TailTokensPerS(acted, 20);
+  std::smatch m;
+  const bool found = std::regex_search(acted.out, m, sign);
   std::printf(
-      "evict: rank 3 slowed 2x: doing nothing %.0f tokens/s, evict %.0f "
-      "tokens/s (last 20 steps): %.2fx (goal 1.3x); node-1 %s; wall %.0f s "
-      "vs %.0f s; exit %d/%d\n",
-      a, b, a > 0 ? b / a : 0, evicted ? "evicted" : "NOT evicted",
-      nothing.wall_s, evict.wall_s, nothing.code, evict.code);
+      "%s: %s: doing nothing %.0f tokens/s, %s %.0f tokens/s (last 20 "
+      "steps): %.2fx (goal 1.3x); %s; wall %.0f s vs %.0f s; exit %d/%d\n",
+      policy.c_str(), what.c_str(), a, policy.c_str(), b, a > 0 ? b / a : 0,
+      found ? m[1].str().c_str() : missing.c_str(), nothing.wall_s,
+      acted.wall_s, nothing.code, acted.code);
+}
+
+void Evict(const Options& o, int run) {
+  PolicyPair(o, run, "evict",
+             absl::StrCat(kFourRanks,
+                          " --min-nodes 1 --max-restarts 2 --fault "
+                          "restart_cost_s=1 --inject slow:rank=3,factor=2,"
+                          "step=",
+                          o.slow_at),
+             absl::StrCat(kTrainSmall, " --steps 90"), "rank 3 slowed 2x",
+             std::regex(R"((evicted: node node-1))"), "node-1 NOT evicted");
 }
 
 // A slow node holding a whole pipeline stage: no rank does the same work,
 // so plan vs measured finds it; `rebalance` re-plans with the node at its
 // measured speed (fewer layers on its stage).
 void Rebalance(const Options& o, int run) {
-  const std::string args = absl::StrCat(
-      "--nodes 2 --ranks-per-node 1 --pp 2 --model strata-small "
-      "--max-restarts 2 --fault restart_cost_s=1 --inject "
-      "slow-node:node=1,factor=2,step=",
-      o.slow_at);
-  const std::string train = absl::StrCat(kTrainSmall, " --steps 120");
-  const RunOut nothing = StrataRun(o, absl::StrCat("rebalance-report-", run),
-                                   args + " --fault straggler=report", train);
-  const RunOut fixed = StrataRun(o, absl::StrCat("rebalance-rebalance-", run),
-                                 args + " --fault straggler=rebalance", train);
-  const double a = TailTokensPerS(nothing, 20), b = TailTokensPerS(fixed, 20);
-  std::smatch m;
-  static const std::regex replanned(R"(replanned: ([^\n]*))");
-  const bool ok = std::regex_search(fixed.out, m, replanned);
-  std::printf(
-      "rebalance: node-1 (pipeline stage 1) slowed 2x: doing nothing %.0f "
-      "tokens/s, rebalance %.0f tokens/s (last 20 steps): %.2fx; %s; wall "
-      "%.0f s vs %.0f s; exit %d/%d\n",
-      a, b, a > 0 ? b / a : 0,
-      ok ? m[1].str().c_str() : "NOT re-planned", nothing.wall_s,
-      fixed.wall_s, nothing.code, fixed.code);
+  PolicyPair(o, run, "rebalance",
+             absl::StrCat("--nodes 2 --ranks-per-node 1 --pp 2 --model "
+                          "strata-small --max-restarts 2 --fault "
+                          "restart_cost_s=1 --inject "
+                          "slow-node:node=1,factor=2,step=",
+                          o.slow_at),
+             absl::StrCat(kTrainSmall, " --steps 120"),
+             "node-1 (pipeline stage 1) slowed 2x",
+             std::regex(R"(replanned: ([^\n]*))"), "NOT re-planned");
 }
 
 void Ettr(const Options& o, int run) {

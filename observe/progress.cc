@@ -24,6 +24,7 @@ Progress ComputeProgress(const control::JobInfo& job, int64_t now_unix_ms) {
   for (const control::StepReport& s : job.steps()) {
     p.step = p.step < 0 ? s.step() : std::min(p.step, s.step());
     p.total = std::max(p.total, s.total_steps());
+    p.checkpoint_step = std::max(p.checkpoint_step, s.checkpoint_step());
     if (s.step_seconds() > 0) {
       step_s.push_back(s.step_seconds());
       if (s.tokens() > 0) tps.push_back(s.tokens() / s.step_seconds());
@@ -31,6 +32,8 @@ Progress ComputeProgress(const control::JobInfo& job, int64_t now_unix_ms) {
   }
   p.tokens_per_s = Median(tps);
   p.step_s = Median(step_s);
+  p.restarts = job.restart_count();
+  p.mfu = MeasuredMfu(job.plan(), p.step_s);
   if (p.step < 0) return p;
   if (p.total > 0) p.percent = 100.0 * std::min(p.step, p.total) / p.total;
   const double wall_s = (now_unix_ms - job.submit_unix_ms()) / 1000.0;
@@ -47,6 +50,13 @@ Progress ComputeProgress(const control::JobInfo& job, int64_t now_unix_ms) {
     p.eta_s = left * p.step_s;
   }
   return p;
+}
+
+std::optional<double> MeasuredMfu(const Plan& plan, double step_s) {
+  if (!(plan.mfu() > 0 && plan.step_time_s() > 0 && step_s > 0)) {
+    return std::nullopt;
+  }
+  return plan.mfu() * plan.step_time_s() / step_s;
 }
 
 std::string FormatDuration(double seconds) {
@@ -66,9 +76,17 @@ std::string DescribeProgress(const Progress& p) {
     absl::StrAppend(&out, absl::StrFormat(", %.0f tokens/s", p.tokens_per_s));
   if (p.step_s > 0)
     absl::StrAppend(&out, absl::StrFormat(", %.3f s/step", p.step_s));
+  if (p.mfu) absl::StrAppend(&out, absl::StrFormat(", MFU %.0f%%", 100 * *p.mfu));
   if (p.eta_s) {
     absl::StrAppend(&out, ", ETA ", FormatDuration(*p.eta_s),
                     absl::StrFormat(" (ETTR %.0f%%)", 100 * p.ettr));
+  }
+  if (p.checkpoint_step > 0) {
+    absl::StrAppend(&out, ", checkpoint step ", p.checkpoint_step);
+  }
+  if (p.restarts > 0) {
+    absl::StrAppend(&out, ", ", p.restarts,
+                    p.restarts == 1 ? " restart" : " restarts");
   }
   return out;
 }

@@ -31,11 +31,22 @@ struct Progress {
   double step_s = 0;
   double ettr = 1;          // (0, 1]
   std::optional<double> eta_s;  // unknown without a total or a step time
+  // Model FLOPs utilisation (PaLM's definition, Chowdhery et al. 2022
+  // App. B) at the median step time: MeasuredMfu.
+  std::optional<double> mfu;
+  int64_t checkpoint_step = 0;  // newest committed checkpoint (0: none)
+  int32_t restarts = 0;
 };
 
 Progress ComputeProgress(const control::JobInfo& job, int64_t now_unix_ms);
 
-// "step 120/1000 (12.0%), 1,040 tokens/s, 0.306 s/step, ETA 4m29s (ETTR 93%)".
+// MFU at a measured step time: the plan's MFU x its predicted step time /
+// `step_s` (the FLOPs per step are the plan's); nullopt for plans without
+// a FLOP count (jobs the planner did not plan) or without a step time.
+std::optional<double> MeasuredMfu(const Plan& plan, double step_s);
+
+// "step 120/1000 (12.0%), 1040 tokens/s, 0.306 s/step, MFU 41%, ETA 4m29s
+// (ETTR 93%), checkpoint step 110, 1 restart".
 std::string DescribeProgress(const Progress& p);
 
 // "4m29s", "1h02m", "35s".

@@ -80,6 +80,7 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   r.set_tokens(tokens);
   r.set_loss(loss);
   r.set_total_steps(total_steps_);
+  r.set_checkpoint_step(checkpoint_step_);
   AddLinks(r);
   r.set_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())

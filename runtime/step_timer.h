@@ -44,6 +44,9 @@ class StepTimer {
   // The run's last step, carried by every report from then on (progress
   // and the fault policy's remaining-time estimate; 0: unknown).
   void SetTotalSteps(int64_t total) { total_steps_ = total; }
+  // The newest committed checkpoint's step the rank knows (0: none),
+  // carried by every report from then on (`strata status`).
+  void SetCheckpointStep(int64_t step) { checkpoint_step_ = step; }
   using CommSource = std::function<std::pair<double, double>()>;
   void SetCommSource(CommSource source);
   // The rank's network connections, cumulative (comm::LinkCounter): each
@@ -74,6 +77,7 @@ class StepTimer {
       links_seen_;  // (peer, stream) -> (bytes, busy_us)
   void AddLinks(control::StepReport& r);
   int64_t total_steps_ = 0;
+  int64_t checkpoint_step_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   control::StepReport last_;
   uint64_t dropped_ = 0;

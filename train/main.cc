@@ -244,6 +244,7 @@ int Run(const Flags& f) {
     // Cumulative: sections named *_total are running totals (docs/runtime.md).
     strata::StepTimer& timer = (*rt)->timer();
     timer.SetTotalSteps(f.steps);
+    timer.SetCheckpointStep((*trainer)->committed_step());
     timer.Add("checkpoint_stall_total", (*trainer)->checkpoint_stall_s());
     timer.Add("forward", r->forward_s);
     timer.Add("backward", r->backward_s);

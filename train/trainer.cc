@@ -498,6 +498,7 @@ Status Trainer::CheckLastSave() {
   RETURN_IF_ERROR(AnyRank(&failed));
   if (!failed) {
     save_failures_ = 0;
+    committed_step_ = step;
     return absl::OkStatus();
   }
   ++save_failures_;
@@ -590,6 +591,7 @@ StatusOr<int64_t> Trainer::Resume() {
   std::copy_n(full_m.begin() + shard_begin_, shard_size_, m_.begin());
   std::copy_n(full_v.begin() + shard_begin_, shard_size_, v_.begin());
   step_ = step;
+  committed_step_ = step;
   return step;
 }
 

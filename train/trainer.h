@@ -115,6 +115,10 @@ class Trainer {
   // Seconds training was blocked by checkpoints (SaveAsync, and waiting for
   // the deferred snapshot before the optimizer step), summed.
   double checkpoint_stall_s() const { return stall_s_; }
+  // The newest checkpoint every rank agreed was saved (0: none): the one
+  // resumed from, then each save once the next save or Finish settled it,
+  // so it trails the save in flight by up to ckpt_every steps.
+  int64_t committed_step() const { return committed_step_; }
   int64_t step() const { return step_; }
   const StageParams& params() const { return params_; }
 
@@ -156,6 +160,7 @@ class Trainer {
   std::unique_ptr<checkpoint::Checkpointer> ckpt_;
   checkpoint::SaveHandle last_save_;
   int64_t last_save_step_ = 0;
+  int64_t committed_step_ = 0;
   Status last_save_error_;  // SaveAsync's own error for last_save_step_
   int save_failures_ = 0;   // consecutive
   int rollbacks_ = 0;

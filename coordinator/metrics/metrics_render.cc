@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "observe/metrics.h"
+#include "observe/progress.h"
 
 namespace strata::coordinator {
 namespace {
@@ -103,9 +104,8 @@ std::string RenderMetrics(const MetricsInput& in) {
     if (n.slowest_s > 0) {
       Check(
           r.Set("strata_job_tokens_per_second", {id}, n.tokens / n.slowest_s));
-      if (job.plan().mfu() > 0 && job.plan().step_time_s() > 0) {
-        Check(r.Set("strata_job_mfu_ratio", {id},
-                    job.plan().mfu() * job.plan().step_time_s() / n.slowest_s));
+      if (auto mfu = observe::MeasuredMfu(job.plan(), n.slowest_s)) {
+        Check(r.Set("strata_job_mfu_ratio", {id}, *mfu));
       }
     }
     std::vector<std::pair<double, int>> ranks = n.rank_seconds;

@@ -50,6 +50,30 @@ TEST(Progress, UnknownTotalAndNoSteps) {
             "step 7 (total unknown), 4000 tokens/s, 0.250 s/step");
 }
 
+TEST(Progress, MfuCheckpointAndRestarts) {
+  control::JobInfo job;
+  job.set_submit_unix_ms(0);
+  job.set_restart_count(2);
+  // The planner predicted 0.4 s/step at 50% MFU; the job runs at 0.5 s.
+  job.mutable_plan()->set_mfu(0.5);
+  job.mutable_plan()->set_step_time_s(0.4);
+  control::StepReport a = Step(0, 40, 0.5, 100), b = Step(1, 40, 0.5, 100);
+  a.set_checkpoint_step(30);
+  b.set_checkpoint_step(30);
+  *job.add_steps() = a;
+  *job.add_steps() = b;
+  const Progress p = ComputeProgress(job, 20'000);
+  ASSERT_TRUE(p.mfu.has_value());
+  EXPECT_DOUBLE_EQ(*p.mfu, 0.4);
+  EXPECT_EQ(p.checkpoint_step, 30);
+  EXPECT_EQ(DescribeProgress(p),
+            "step 40/100 (40.0%), 2000 tokens/s, 0.500 s/step, MFU 40%, ETA "
+            "30s (ETTR 100%), checkpoint step 30, 2 restarts");
+  // Without a planned FLOP count there is no MFU.
+  job.clear_plan();
+  EXPECT_FALSE(ComputeProgress(job, 20'000).mfu.has_value());
+}
+
 TEST(Progress, Durations) {
   EXPECT_EQ(FormatDuration(35.4), "35s");
   EXPECT_EQ(FormatDuration(269), "4m29s");
