@@ -6,7 +6,8 @@
 //             30 and 100), whether rank and node are right, and any other
 //             rank flagged (victims must not be);
 //  clean      --clean-steps steps of the `tiny` model on 4 ranks without a
-//             fault: straggler and hang findings (goal 0 in 2,000);
+//             fault: straggler, hang, slow-link and plan findings (goal 0
+//             in 2,000);
 //  hang       rank 3 SIGSTOPped: seconds from its last step to detection
 //             (goal max(3 x median step, 10 s)), whether the diagnosis names
 //             the rank and the collective, and detection -> first step of
@@ -244,10 +245,19 @@ void Clean(const Options& o, int run) {
                    o.clean_steps));
   const auto found = Stragglers(r.out);
   const bool hang = r.out.find(": hang: ") != std::string::npos;
+  int other = 0;  // slow links and plan findings
+  for (const char* kind : {": slow_link: ", ": plan_mismatch: ",
+                           ": unbalanced_plan: "}) {
+    for (size_t at = r.out.find(kind); at != std::string::npos;
+         at = r.out.find(kind, at + 1)) {
+      ++other;
+    }
+  }
   std::printf("clean: %d steps of tiny on 4 ranks in %.0f s: %zu straggler "
-              "finding(s), %s (goal 0); exit %d\n",
+              "finding(s), %s, %d slow-link or plan finding(s) (goal 0); "
+              "exit %d\n",
               o.clean_steps, r.wall_s, found.size(),
-              hang ? "a hang finding" : "no hang finding", r.code);
+              hang ? "a hang finding" : "no hang finding", other, r.code);
   for (const auto& s : found) {
     std::printf("  false positive: rank %d on %s %.2fx at step %d\n", s.rank,
                 s.node.c_str(), s.slowdown, s.step);

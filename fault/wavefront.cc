@@ -26,7 +26,9 @@ Wavefront ComputeWavefront(const std::vector<GroupProgress>& progress) {
     }
     if (g.seq < 0) continue;  // nobody is inside a collective of this group
     for (const GroupProgress* p : members) {
-      if (p->entered_seq < g.seq) {
+      if (p->entered_seq < g.seq && p->entered_seq > p->completed_seq) {
+        g.behind.push_back(p->rank);
+      } else if (p->entered_seq < g.seq) {
         g.missing.push_back(p->rank);
       } else if (p->completed_seq < g.seq) {
         g.waiting.push_back(p->rank);
@@ -34,7 +36,9 @@ Wavefront ComputeWavefront(const std::vector<GroupProgress>& progress) {
     }
     std::sort(g.waiting.begin(), g.waiting.end());
     std::sort(g.missing.begin(), g.missing.end());
+    std::sort(g.behind.begin(), g.behind.end());
     waiting_anywhere.insert(g.waiting.begin(), g.waiting.end());
+    waiting_anywhere.insert(g.behind.begin(), g.behind.end());
     missing_anywhere.insert(g.missing.begin(), g.missing.end());
     w.groups.push_back(std::move(g));
   }
@@ -51,10 +55,15 @@ std::string DescribeWavefront(const Wavefront& w) {
     std::string s = absl::StrCat("group ", g.group, " stuck in ", g.op, " #",
                                  g.seq, ": waiting ",
                                  absl::StrJoin(g.waiting, ","));
-    if (g.missing.empty()) {
-      absl::StrAppend(&s, "; every member entered (data stopped moving)");
-    } else {
+    if (!g.missing.empty()) {
       absl::StrAppend(&s, "; never entered ", absl::StrJoin(g.missing, ","));
+    }
+    if (!g.behind.empty()) {
+      absl::StrAppend(&s, "; still inside an earlier one ",
+                      absl::StrJoin(g.behind, ","));
+    }
+    if (g.missing.empty() && g.behind.empty()) {
+      absl::StrAppend(&s, "; every member entered (data stopped moving)");
     }
     parts.push_back(std::move(s));
   }

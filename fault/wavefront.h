@@ -5,7 +5,11 @@
 // Per group, the collective the group waits in is the highest sequence
 // number any member entered without every member completing it. Members
 // that entered it wait (victims); members whose last entered sequence is
-// lower never reached it. A rank missing in one group may itself be waiting
+// lower never reached it, unless they are still inside an earlier
+// collective of the group (entered, not completed: a hierarchical
+// all-reduce lets some members finish before the others, who then wait
+// there, e.g. for a stopped rank on their node): those are behind, and
+// wait too. A rank missing in one group may itself be waiting
 // in another (pipeline stages wait for each other), so the culprits are the
 // ranks that are missing somewhere and waiting nowhere; when every member
 // entered and none completed, data stopped moving (a link or a wedged
@@ -34,6 +38,7 @@ struct GroupWavefront {
   std::string op;
   std::vector<int> waiting;  // entered `seq`, not completed (ascending)
   std::vector<int> missing;  // never entered `seq` (ascending)
+  std::vector<int> behind;   // inside an earlier collective (ascending)
 };
 
 struct Wavefront {
@@ -43,7 +48,8 @@ struct Wavefront {
 
 Wavefront ComputeWavefront(const std::vector<GroupProgress>& progress);
 
-// "group dp0 stuck in all_reduce #12: waiting 0,1,2; never entered 3".
+// "group dp0 stuck in all_reduce #12: waiting 0,1,2; never entered 3"
+// (and "; still inside an earlier one 2,3" for ranks behind).
 std::string DescribeWavefront(const Wavefront& w);
 
 }  // namespace strata::fault

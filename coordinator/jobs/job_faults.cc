@@ -185,6 +185,14 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
   std::vector<int> culprits = wave.culprits;
   const bool inside = culprits.empty() && !stopped.empty();
   if (inside) culprits = stopped;
+  // Stopped in a collective the others already finished (they wait in the
+  // next one).
+  bool earlier = false;
+  for (const auto& g : wave.groups) {
+    for (int r : culprits) {
+      earlier |= std::find(g.behind.begin(), g.behind.end(), r) != g.behind.end();
+    }
+  }
   if (culprits.size() == 1) {
     e.rank = culprits[0];
     for (const auto& m : job.plan().placement().ranks()) {
@@ -207,7 +215,10 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
                          "; the others wait elsewhere, e.g. a checkpoint)")
       : inside
           ? absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
-                         " stopped inside the collective the others wait in (",
+                         earlier ? " stopped inside a collective the others "
+                                   "finished; they wait in the next ("
+                                 : " stopped inside the collective the "
+                                   "others wait in (",
                          text, ")")
           : absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
                          " never entered the collective the others wait in (",
@@ -259,7 +270,7 @@ JobManager::Rebalanced(const control::JobInfo& job, const fault::FaultEvent& e,
   }
   if (node.empty() || !(e.slowdown > 1)) {
     return absl::FailedPreconditionError(
-        "the finding names no node and slowdown");
+        "the finding names no node or no slowdown");
   }
   google::protobuf::Map<std::string, double> speeds = job.node_speed();
   const double was = speeds.contains(node) ? speeds.at(node) : 1.0;

@@ -31,6 +31,25 @@ TEST(WavefrontTest, ARankWaitingElsewhereIsAVictimNotTheCulprit) {
   EXPECT_EQ(w.culprits, (std::vector<int>{0}));
 }
 
+TEST(WavefrontTest, RanksStillInsideAnEarlierCollectiveAreBehindNotCulprits) {
+  // A hierarchical all-reduce over two nodes {0,1} and {2,3}: rank 3 was
+  // stopped inside #148, ranks 0 and 1 finished it and entered #149, rank 2
+  // waits inside #148 for rank 3. Nobody is missing-and-idle: the culprit is
+  // found by its process state (the coordinator's job), not here.
+  std::vector<GroupProgress> p = {
+      {0, "dp0", 149, 148, "all_reduce"}, {1, "dp0", 149, 148, "all_reduce"},
+      {2, "dp0", 148, 147, "all_reduce"}, {3, "dp0", 148, 147, "all_reduce"}};
+  Wavefront w = ComputeWavefront(p);
+  ASSERT_EQ(w.groups.size(), 1u);
+  EXPECT_EQ(w.groups[0].seq, 149);
+  EXPECT_EQ(w.groups[0].waiting, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(w.groups[0].missing.empty());
+  EXPECT_EQ(w.groups[0].behind, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(w.culprits.empty());
+  EXPECT_NE(DescribeWavefront(w).find("still inside an earlier one 2,3"),
+            std::string::npos);
+}
+
 TEST(WavefrontTest, EveryoneInsideMeansDataStoppedMoving) {
   std::vector<GroupProgress> p = {{0, "tp0", 5, 4, "all_gather"},
                                   {1, "tp0", 5, 4, "all_gather"}};
