@@ -32,8 +32,11 @@ Wavefront ComputeWavefront(const std::vector<GroupProgress>& progress) {
         g.missing.push_back(p->rank);
       } else if (p->completed_seq < g.seq) {
         g.waiting.push_back(p->rank);
+      } else {
+        g.done.push_back(p->rank);
       }
     }
+    std::sort(g.done.begin(), g.done.end());
     std::sort(g.waiting.begin(), g.waiting.end());
     std::sort(g.missing.begin(), g.missing.end());
     std::sort(g.behind.begin(), g.behind.end());
@@ -62,7 +65,10 @@ std::string DescribeWavefront(const Wavefront& w) {
       absl::StrAppend(&s, "; still inside an earlier one ",
                       absl::StrJoin(g.behind, ","));
     }
-    if (g.missing.empty() && g.behind.empty()) {
+    if (!g.done.empty()) {
+      absl::StrAppend(&s, "; finished by ", absl::StrJoin(g.done, ","));
+    }
+    if (g.missing.empty() && g.behind.empty() && g.done.empty()) {
       absl::StrAppend(&s, "; every member entered (data stopped moving)");
     }
     parts.push_back(std::move(s));

@@ -39,6 +39,7 @@ struct GroupWavefront {
   std::vector<int> waiting;  // entered `seq`, not completed (ascending)
   std::vector<int> missing;  // never entered `seq` (ascending)
   std::vector<int> behind;   // inside an earlier collective (ascending)
+  std::vector<int> done;     // completed `seq` (ascending)
 };
 
 struct Wavefront {

@@ -185,12 +185,16 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
   std::vector<int> culprits = wave.culprits;
   const bool inside = culprits.empty() && !stopped.empty();
   if (inside) culprits = stopped;
-  // Stopped in a collective the others already finished (they wait in the
-  // next one).
+  // Stopped in a collective others already finished (they wait in the next
+  // one, or outside any).
   bool earlier = false;
   for (const auto& g : wave.groups) {
     for (int r : culprits) {
-      earlier |= std::find(g.behind.begin(), g.behind.end(), r) != g.behind.end();
+      const bool in_waiting =
+          std::find(g.waiting.begin(), g.waiting.end(), r) != g.waiting.end();
+      earlier |= std::find(g.behind.begin(), g.behind.end(), r) !=
+                     g.behind.end() ||
+                 (in_waiting && !g.done.empty());
     }
   }
   if (culprits.size() == 1) {
@@ -216,7 +220,7 @@ void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
       : inside
           ? absl::StrCat("rank(s) ", absl::StrJoin(culprits, ","),
                          earlier ? " stopped inside a collective the others "
-                                   "finished; they wait in the next ("
+                                   "finished ("
                                  : " stopped inside the collective the "
                                    "others wait in (",
                          text, ")")

@@ -8,7 +8,9 @@
 namespace strata::coordinator {
 
 WorkerRegistry::WorkerRegistry(const Clock* clock, RegistryOptions options)
-    : clock_(clock), options_(options), grace_from_ms_(clock->SteadyNowMs()) {}
+    : clock_(clock),
+      options_(options),
+      liveness_(*clock, options.lost_after_ms) {}
 
 StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
     const control::RegisterWorkerRequest& request) {
@@ -25,7 +27,7 @@ StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
   SetHolds(id, request.ranks());
   info.set_alive(true);
   info.set_last_heartbeat_unix_ms(clock_->NowMs());
-  last_seen_ms_[id] = clock_->SteadyNowMs();
+  liveness_.Beat(id);
   control::RegisterWorkerReply reply;
   reply.set_worker_id(id);
   reply.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
@@ -42,30 +44,19 @@ control::HeartbeatReply WorkerRegistry::Heartbeat(
   }
   it->second.set_alive(true);
   it->second.set_last_heartbeat_unix_ms(clock_->NowMs());
-  last_seen_ms_[it->first] = clock_->SteadyNowMs();
+  liveness_.Beat(it->first);
   return reply;
 }
 
 std::vector<std::string> WorkerRegistry::CheckLiveness() {
-  std::vector<std::string> lost;
-  const int64_t now = clock_->SteadyNowMs();
-  for (auto& [id, info] : workers_) {
-    const int64_t since = std::max(last_seen_ms_[id], grace_from_ms_);
-    if (info.alive() && now - since > options_.lost_after_ms) {
-      info.set_alive(false);
-      lost.push_back(id);
-    }
-  }
+  std::vector<std::string> lost = liveness_.Check();
+  for (const std::string& id : lost) workers_.at(id).set_alive(false);
   return lost;
 }
 
-void WorkerRegistry::GraceAfterPause() {
-  grace_from_ms_ = clock_->SteadyNowMs();
-}
+void WorkerRegistry::GraceAfterPause() { liveness_.GraceAfterPause(); }
 
-bool WorkerRegistry::Settling() const {
-  return clock_->SteadyNowMs() - grace_from_ms_ <= options_.lost_after_ms;
-}
+bool WorkerRegistry::Settling() const { return liveness_.Settling(); }
 
 void WorkerRegistry::SetHolds(
     const std::string& worker_id,

@@ -1,11 +1,9 @@
-// Tracks registered workers and their liveness (docs/architecture.md). A worker
-// that has not heartbeated for `lost_after_ms` is marked lost by
-// CheckLiveness(). Liveness runs on the Clock's steady reading, so a wall-
-// clock jump loses nobody. Silence is only the worker's fault while the
-// coordinator itself ran: after the registry's creation (a coordinator
-// restart) and after GraceAfterPause() (the event loop was stopped), every
-// worker gets a full `lost_after_ms` window to report before it can be lost.
-// Runs on the coordinator event loop thread only; not thread-safe.
+// Tracks registered workers (docs/architecture.md); whether each is alive is
+// fault::Liveness's judgement (fault/liveness.h): a worker that has not
+// heartbeated for `lost_after_ms` is marked lost by CheckLiveness(), with a
+// full window after the registry's creation (a coordinator restart) and
+// after GraceAfterPause(). Runs on the coordinator event loop thread only;
+// not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "fault/liveness.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -65,8 +64,7 @@ class WorkerRegistry {
   const Clock* clock_;
   RegistryOptions options_;
   std::map<std::string, control::WorkerInfo> workers_;  // by worker id
-  std::map<std::string, int64_t> last_seen_ms_;         // steady, by worker id
-  int64_t grace_from_ms_;  // steady: creation or the last pause
+  fault::Liveness liveness_;                            // by worker id
 };
 
 }  // namespace strata::coordinator

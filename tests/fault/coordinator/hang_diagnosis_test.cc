@@ -35,13 +35,14 @@ TEST(HangDiagnosisTest, AStoppedRankIsNamedAndTheJobRestarts) {
                  "the others wait in (group dp0 stuck in ") !=
           std::string::npos &&
       r.out.find("waiting 0,1; every member entered") != std::string::npos;
-  // Stopped inside a collective rank 0 finished (it waits in the next).
+  // Stopped inside a collective rank 0 finished (rank 0 waits in the next,
+  // or outside any, e.g. for a checkpoint commit).
   const bool earlier =
       r.out.find("attempt 0: hang: rank(s) 1 stopped inside a collective the "
-                 "others finished; they wait in the next (group dp0 stuck in ") !=
-          std::string::npos &&
-      r.out.find("waiting 0; still inside an earlier one 1") !=
-          std::string::npos;
+                 "others finished (group dp0 stuck in ") != std::string::npos &&
+      (r.out.find("waiting 0; still inside an earlier one 1") !=
+           std::string::npos ||
+       r.out.find("waiting 1; finished by 0") != std::string::npos);
   // Stopped while rank 0 waits for a checkpoint commit: no collective.
   const bool elsewhere =
       r.out.find("attempt 0: hang: rank(s) 1 stopped outside any collective "
@@ -52,9 +53,14 @@ TEST(HangDiagnosisTest, AStoppedRankIsNamedAndTheJobRestarts) {
   EXPECT_NE(r.out.find("SUCCEEDED after 1 restart(s)"), std::string::npos)
       << r.out;
   // The hang event carries the stopped rank's backtrace (eu-stack is installed
-  // by deploy/install-deps.sh).
+  // by deploy/install-deps.sh), or, on a machine so loaded that the debugger
+  // missed its 3 s budget, says so (stack_dump_test checks the backtraces
+  // themselves).
   const RunResult log = RunCommand("cat " + dir + "/coordinator.log");
-  EXPECT_NE(log.out.find("stack: #0 "), std::string::npos) << log.out;
+  EXPECT_TRUE(log.out.find("stack: #0 ") != std::string::npos ||
+              log.out.find("stack: debugger gave no backtrace within") !=
+                  std::string::npos)
+      << log.out;
   RunCommand("rm -rf " + dir);
 }
 

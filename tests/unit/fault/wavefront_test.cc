@@ -50,6 +50,21 @@ TEST(WavefrontTest, RanksStillInsideAnEarlierCollectiveAreBehindNotCulprits) {
             std::string::npos);
 }
 
+TEST(WavefrontTest, AMemberThatFinishedIsNeitherWaitingNorMissing) {
+  // Rank 1 stopped inside #425 after its data reached rank 0, which
+  // finished #425 and waits outside any collective.
+  std::vector<GroupProgress> p = {{0, "dp0", 425, 425, "all_reduce"},
+                                  {1, "dp0", 425, 424, "all_reduce"}};
+  Wavefront w = ComputeWavefront(p);
+  ASSERT_EQ(w.groups.size(), 1u);
+  EXPECT_EQ(w.groups[0].waiting, (std::vector<int>{1}));
+  EXPECT_EQ(w.groups[0].done, (std::vector<int>{0}));
+  EXPECT_TRUE(w.culprits.empty());
+  EXPECT_EQ(DescribeWavefront(w).find("data stopped moving"), std::string::npos);
+  EXPECT_NE(DescribeWavefront(w).find("waiting 1; finished by 0"),
+            std::string::npos);
+}
+
 TEST(WavefrontTest, EveryoneInsideMeansDataStoppedMoving) {
   std::vector<GroupProgress> p = {{0, "tp0", 5, 4, "all_gather"},
                                   {1, "tp0", 5, 4, "all_gather"}};
