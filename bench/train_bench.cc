@@ -2,7 +2,8 @@
 //  1. The reference trainer's GEMMs (`small`, one rank, one OpenBLAS thread)
 //     timed per shape during real training steps, next to bare cblas_sgemm
 //     of the same shapes on fresh contiguous operands in the same run.
-//     Goal: trainer >= 90% of bare sgemm (FLOP-weighted).
+//     Goal: trainer >= 90% of bare sgemm (FLOP-weighted). Then the GEMMs'
+//     share of the step time (goal: everything else <= 25%).
 //  2. Step time of every (tp, pp, dp) variant on 2 and 4 ranks (threads over
 //     in-process transports on this machine) next to the planner's
 //     prediction for the same variant on the measured topology (this node's
@@ -11,11 +12,12 @@
 //     fastest measured.
 //  3. With --peer torch: tokens/s of strata and of the same model in plain
 //     PyTorch (bench/torch_peer.py: DDP over gloo for several ranks) on 1, 2
-//     and 4 ranks, one BLAS thread per rank on both sides, the same initial
-//     weights and token stream; the parameter counts and first-step losses
-//     are compared first, so the ratio is of equal work. strata's ranks run
-//     as threads over in-process transports (its best layout per rank
-//     count), PyTorch's as processes.
+//     and 4 ranks, the same threads per rank on both sides (strata-train's
+//     rule, train/threads.h: this process's CPUs / ranks, at least 1, or
+//     --threads), the same initial weights and token stream; the parameter
+//     counts and first-step losses are compared first, so the ratio is of
+//     equal work. strata's ranks run as threads over in-process transports
+//     (its best layout per rank count), PyTorch's as processes.
 #include <cblas.h>
 #include <unistd.h>
 
@@ -43,6 +45,7 @@
 #include "train/model.h"
 #include "train/ops.h"
 #include "train/thread_ranks.h"
+#include "train/threads.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -79,6 +82,8 @@ int GemmPart(int steps) {
   train::EnableGemmProfile(false);
   if (!run.status.ok()) return 1;
   const auto prof = train::TakeGemmProfile();
+  double step_s = 0;
+  for (double x : run.seconds) step_s += x;
   std::printf("GEMM throughput, model small, 1 rank, %d steps, 1 BLAS thread\n",
               steps);
   std::printf("%5s %5s %6s %6s %6s %7s %12s %12s %7s\n", "transA", "transB",
@@ -116,6 +121,12 @@ int GemmPart(int steps) {
       "ratio %.0f%% (goal >= 90%%)\n\n",
       flops_all / trainer_s / 1e9, flops_all / bare_s / 1e9,
       100 * bare_s / trainer_s);
+  // Timing each call adds two clock reads per GEMM (~0.1 ms a step).
+  std::printf(
+      "step time %.3f s/step: GEMMs %.3f s (%.0f%%), everything else %.3f s "
+      "(%.0f%%; goal <= 25%%)\n\n",
+      step_s / steps, trainer_s / steps, 100 * trainer_s / step_s,
+      (step_s - trainer_s) / steps, 100 * (step_s - trainer_s) / step_s);
   return 0;
 }
 
@@ -252,10 +263,14 @@ struct PeerRun {
 
 // Runs the PyTorch peer on `ranks` processes; nullopt (with a message)
 // when torch is missing or the run fails.
-std::optional<PeerRun> RunTorch(const std::string& dir, int ranks) {
+std::optional<PeerRun> RunTorch(const std::string& dir, int ranks,
+                                int threads) {
   const std::string cmd = absl::StrCat(
-      "/usr/bin/python3 ", dir, "/torch_peer.py --dir ", dir, " --ranks ",
-      ranks, " --port ", 29500 + getpid() % 1000, " 2>", dir, "/torch.err");
+      // OpenBLAS, under PyTorch too, starts one thread per CPU unless told.
+      "OPENBLAS_NUM_THREADS=", threads, " OMP_NUM_THREADS=", threads,
+      " /usr/bin/python3 ", dir, "/torch_peer.py --dir ", dir, " --ranks ",
+      ranks, " --threads ", threads, " --port ", 29500 + getpid() % 1000,
+      " 2>", dir, "/torch.err");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return std::nullopt;
   std::string out;
@@ -285,7 +300,13 @@ std::optional<PeerRun> RunTorch(const std::string& dir, int ranks) {
   return r;
 }
 
-int TorchPart(int steps, const std::vector<int>& rank_counts) {
+// Threads per rank for `ranks` ranks: --threads, else strata-train's rule
+// with all ranks on this node (train/threads.h).
+int Threads(int forced, int ranks) {
+  return forced > 0 ? forced : std::max(1, train::AffinityCpus() / ranks);
+}
+
+int TorchPart(int steps, const std::vector<int>& rank_counts, int threads) {
   if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
     std::printf("--peer torch: skipped, python3-torch is not installed\n");
     return 0;
@@ -302,13 +323,17 @@ int TorchPart(int steps, const std::vector<int>& rank_counts) {
       static_cast<double>(o.global_batch) * o.model.seq;
   std::printf(
       "strata vs PyTorch %s, model small (%lld parameters), batch %d, "
-      "micro-batch %d, 1 BLAS thread per rank, median of %d steps\n",
+      "micro-batch %d, %d CPUs, median of %d steps\n",
       "(python3-torch)", static_cast<long long>(train::ParameterCount(o.model)),
-      o.global_batch, o.micro_batch, steps);
-  std::printf("%5s %-14s %12s %12s %7s   %s\n", "ranks", "strata layout",
-              "strata tok/s", "torch tok/s", "ratio", "first-step loss strata / torch");
+      o.global_batch, o.micro_batch, train::AffinityCpus(), steps);
+  std::printf("%5s %7s %-14s %12s %12s %7s   %s\n", "ranks", "threads",
+              "strata layout", "strata tok/s", "torch tok/s", "ratio",
+              "first-step loss strata / torch");
   int rc = 0;
   for (int ranks : rank_counts) {
+    // OpenBLAS's thread count is per process: ranks as threads share it.
+    const int per_rank = Threads(threads, ranks);
+    openblas_set_num_threads(per_rank);
     double best = 1e30, first_loss = 0;
     std::string best_name;
     for (int tp = 1; tp <= ranks; tp *= 2) {
@@ -329,7 +354,7 @@ int TorchPart(int steps, const std::vector<int>& rank_counts) {
         }
       }
     }
-    std::optional<PeerRun> torch = RunTorch(dir, ranks);
+    std::optional<PeerRun> torch = RunTorch(dir, ranks, per_rank);
     if (!torch) {
       rc = 1;
       continue;
@@ -352,9 +377,10 @@ int TorchPart(int steps, const std::vector<int>& rank_counts) {
     torch->seconds.erase(torch->seconds.begin());
     const double strata_tps = tokens_per_step / best;
     const double torch_tps = tokens_per_step / Median(torch->seconds);
-    std::printf("%5d %-14s %12.0f %12.0f %6.2fx   %.6f / %.6f\n", ranks,
-                best_name.c_str(), strata_tps, torch_tps, strata_tps / torch_tps,
-                first_loss, torch->first_loss);
+    std::printf("%5d %7d %-14s %12.0f %12.0f %6.2fx   %.6f / %.6f\n", ranks,
+                per_rank, best_name.c_str(), strata_tps, torch_tps,
+                strata_tps / torch_tps, first_loss, torch->first_loss);
+    std::fflush(stdout);
   }
   std::filesystem::remove_all(dir);
   return rc;
@@ -365,6 +391,7 @@ int TrainBench(int argc, char** argv) {
   int steps = 3;
   std::string peer;
   std::vector<int> peer_ranks = {1, 2, 4};
+  int threads = 0;
   app.add_option("--steps", steps, "measured steps per run")
       ->check(CLI::Range(1, 1000));
   app.add_option("--peer", peer,
@@ -373,9 +400,13 @@ int TrainBench(int argc, char** argv) {
       ->check(CLI::IsMember({"torch"}));
   app.add_option("--peer-ranks", peer_ranks, "rank counts of the --peer runs")
       ->check(CLI::IsMember({1, 2, 4}));
+  app.add_option("--threads", threads,
+                 "--peer runs: threads per rank on both sides (default: "
+                 "this process's CPUs / ranks, at least 1)")
+      ->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
+  if (peer == "torch") return TorchPart(steps, peer_ranks, threads);
   openblas_set_num_threads(1);
-  if (peer == "torch") return TorchPart(steps, peer_ranks);
   if (int rc = GemmPart(steps); rc != 0) return rc;
   return StepPart(steps);
 }

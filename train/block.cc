@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "train/ops.h"
+#include "train/workspace.h"
 
 namespace strata::train {
 
@@ -20,11 +21,14 @@ Status BlockForward(StageParams& p, const LayerParams& l, const BlockDims& dm,
                     float* y) {
   const int t = dm.tokens(), h = dm.h, hl = dm.heads * dm.d, f = dm.f;
   const size_t th = static_cast<size_t>(t) * h;
-  a->x.assign(x, x + th);
+  // resize() of buffers already at size keeps their storage: after the
+  // first step nothing here allocates.
+  a->x.resize(th);
+  if (x != a->x.data()) std::copy_n(x, th, a->x.data());
   a->ln1.resize(th);
   a->mean1.resize(t);
   a->rstd1.resize(t);
-  LayerNorm(x, p.W(l.ln1_g), p.W(l.ln1_b), t, h, a->ln1.data(),
+  LayerNorm(a->x.data(), p.W(l.ln1_g), p.W(l.ln1_b), t, h, a->ln1.data(),
             a->mean1.data(), a->rstd1.data());
   for (auto [w, b, out] : {std::tuple{l.q_w, l.q_b, &a->q},
                            std::tuple{l.k_w, l.k_b, &a->k},
@@ -40,8 +44,7 @@ Status BlockForward(StageParams& p, const LayerParams& l, const BlockDims& dm,
   a->x2.resize(th);
   Linear(a->att.data(), p.W(l.o_w), nullptr, t, hl, h, a->x2.data());
   RETURN_IF_ERROR(TpAllReduce(tp, a->x2.data(), th));
-  const float* ob = p.W(l.o_b);
-  for (size_t i = 0; i < th; ++i) a->x2[i] += x[i] + ob[i % h];
+  AddResidual(a->x2.data(), a->x.data(), p.W(l.o_b), t, h);
   a->ln2.resize(th);
   a->mean2.resize(t);
   a->rstd2.resize(t);
@@ -53,8 +56,7 @@ Status BlockForward(StageParams& p, const LayerParams& l, const BlockDims& dm,
   Gelu(a->u.data(), static_cast<int>(a->u.size()), a->a.data());
   Linear(a->a.data(), p.W(l.fc2_w), nullptr, t, f, h, y);
   RETURN_IF_ERROR(TpAllReduce(tp, y, th));
-  const float* b2 = p.W(l.fc2_b);
-  for (size_t i = 0; i < th; ++i) y[i] += a->x2[i] + b2[i % h];
+  AddResidual(y, a->x2.data(), p.W(l.fc2_b), t, h);
   return absl::OkStatus();
 }
 
@@ -63,42 +65,46 @@ Status BlockBackward(StageParams& p, const LayerParams& l, const BlockDims& dm,
                      float* dx) {
   const int t = dm.tokens(), h = dm.h, hl = dm.heads * dm.d, f = dm.f;
   const size_t th = static_cast<size_t>(t) * h;
+  const size_t tf = static_cast<size_t>(t) * f, thl = static_cast<size_t>(t) * hl;
+  // Per-thread scratch (workspace.h): no allocation in the steady state.
+  float* da = Scratch(Slot::kBlockDa, tf);
+  float* du = Scratch(Slot::kBlockDu, tf);
+  float* dln = Scratch(Slot::kBlockDln, th);
+  float* dx2 = Scratch(Slot::kBlockDx2, th);
   // MLP: y = x2 + fc2(gelu(fc1(ln2(x2)))) + b2.
-  std::vector<float> da(static_cast<size_t>(t) * f), du(da.size()), dln(th),
-      dx2(th);
-  float* gb2 = p.G(l.fc2_b);
-  for (size_t i = 0; i < th; ++i) gb2[i % h] += dy[i];
-  LinearBackward(a.a.data(), p.W(l.fc2_w), dy, t, f, h, da.data(),
-                 p.G(l.fc2_w), nullptr);
-  GeluBackward(a.u.data(), da.data(), static_cast<int>(da.size()), du.data());
-  LinearBackward(a.ln2.data(), p.W(l.fc1_w), du.data(), t, h, f, dln.data(),
-                 p.G(l.fc1_w), p.G(l.fc1_b));
-  RETURN_IF_ERROR(TpAllReduce(tp, dln.data(), th));  // f backward
+  AddColumnSums(dy, t, h, p.G(l.fc2_b));
+  LinearBackward(a.a.data(), p.W(l.fc2_w), dy, t, f, h, da, p.G(l.fc2_w),
+                 nullptr);
+  GeluBackward(a.u.data(), da, static_cast<int>(tf), du);
+  LinearBackward(a.ln2.data(), p.W(l.fc1_w), du, t, h, f, dln, p.G(l.fc1_w),
+                 p.G(l.fc1_b));
+  RETURN_IF_ERROR(TpAllReduce(tp, dln, th));  // f backward
   LayerNormBackward(a.x2.data(), p.W(l.ln2_g), a.mean2.data(), a.rstd2.data(),
-                    dln.data(), t, h, dx2.data(), p.G(l.ln2_g), p.G(l.ln2_b));
-  for (size_t i = 0; i < th; ++i) dx2[i] += dy[i];
+                    dln, t, h, dx2, p.G(l.ln2_g), p.G(l.ln2_b));
+  AddInto(dx2, dy, th);
   // Attention: x2 = x + o(attn(q, k, v of ln1(x))) + ob.
-  float* gob = p.G(l.o_b);
-  for (size_t i = 0; i < th; ++i) gob[i % h] += dx2[i];
-  std::vector<float> datt(static_cast<size_t>(t) * hl), dq(datt.size()),
-      dk(datt.size()), dv(datt.size()), part(th);
-  LinearBackward(a.att.data(), p.W(l.o_w), dx2.data(), t, hl, h, datt.data(),
-                 p.G(l.o_w), nullptr);
-  AttentionBackward(a.q.data(), a.k.data(), a.v.data(), a.probs.data(),
-                    datt.data(), dm.seqs, dm.s, dm.heads, dm.d, dq.data(),
-                    dk.data(), dv.data());
-  std::fill(dln.begin(), dln.end(), 0.0f);
-  for (auto [w, b, g] : {std::tuple{l.q_w, l.q_b, &dq},
-                         std::tuple{l.k_w, l.k_b, &dk},
-                         std::tuple{l.v_w, l.v_b, &dv}}) {
-    LinearBackward(a.ln1.data(), p.W(w), g->data(), t, h, hl, part.data(),
-                   p.G(w), p.G(b));
-    for (size_t i = 0; i < th; ++i) dln[i] += part[i];
+  AddColumnSums(dx2, t, h, p.G(l.o_b));
+  float* datt = Scratch(Slot::kBlockDatt, thl);
+  float* dq = Scratch(Slot::kBlockDq, thl);
+  float* dk = Scratch(Slot::kBlockDk, thl);
+  float* dv = Scratch(Slot::kBlockDv, thl);
+  LinearBackward(a.att.data(), p.W(l.o_w), dx2, t, hl, h, datt, p.G(l.o_w),
+                 nullptr);
+  AttentionBackward(a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt,
+                    dm.seqs, dm.s, dm.heads, dm.d, dq, dk, dv);
+  // dln = dq Wq^T + dk Wk^T + dv Wv^T, accumulated by the GEMMs.
+  bool accumulate = false;
+  for (auto [w, b, g] : {std::tuple{l.q_w, l.q_b, dq},
+                         std::tuple{l.k_w, l.k_b, dk},
+                         std::tuple{l.v_w, l.v_b, dv}}) {
+    LinearBackward(a.ln1.data(), p.W(w), g, t, h, hl, dln, p.G(w), p.G(b),
+                   accumulate);
+    accumulate = true;
   }
-  RETURN_IF_ERROR(TpAllReduce(tp, dln.data(), th));  // f backward
+  RETURN_IF_ERROR(TpAllReduce(tp, dln, th));  // f backward
   LayerNormBackward(a.x.data(), p.W(l.ln1_g), a.mean1.data(), a.rstd1.data(),
-                    dln.data(), t, h, dx, p.G(l.ln1_g), p.G(l.ln1_b));
-  for (size_t i = 0; i < th; ++i) dx[i] += dx2[i];
+                    dln, t, h, dx, p.G(l.ln1_g), p.G(l.ln1_b));
+  AddInto(dx, dx2, th);
   return absl::OkStatus();
 }
 

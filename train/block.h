@@ -32,6 +32,9 @@ struct BlockActs {
 // Sum-all-reduce over TP (in place, blocking); a no-op without TP.
 Status TpAllReduce(comm::Backend* tp, float* buf, size_t count);
 
+// x may be acts->x.data() (the trainer writes each block's output straight
+// into the next block's acts->x); otherwise it is copied there. Neither
+// function allocates once acts and the per-thread scratch have their sizes.
 Status BlockForward(StageParams& p, const LayerParams& l, const BlockDims& dm,
                     comm::Backend* tp, const float* x, BlockActs* acts,
                     float* y);

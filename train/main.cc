@@ -23,6 +23,7 @@
 #include "proto/plan.pb.h"
 #include "runtime/runtime.h"
 #include "checkpoint/location.h"
+#include "train/threads.h"
 #include "train/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -166,6 +167,9 @@ int Run(const Flags& f) {
   if (auto s = CheckFlags(f, uri, *info, *cfg, *stage_layers); !s.ok()) {
     return FailStart(2, std::string(s.message()));
   }
+  // BLAS threads from the CPUs this node's ranks share (train/threads.h).
+  const int threads = strata::train::ThreadsPerRank(info->local_world_size);
+  openblas_set_num_threads(threads);
   auto rt = strata::Runtime::FromEnv({.tp = info->tp, .pp = info->pp});
   if (!rt.ok()) {
     return Fail(absl::IsInvalidArgument(rt.status()) ? 2 : 1,
@@ -213,7 +217,8 @@ int Run(const Flags& f) {
   }
   if (printer) {
     std::printf(
-        "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d%s\n",
+        "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d%s "
+        "threads_per_rank=%d\n",
         f.model.c_str(),
         static_cast<long long>(strata::train::ParameterCount(*cfg)), info->tp,
         info->pp, info->dp, f.zero, f.batch,
@@ -221,7 +226,8 @@ int Run(const Flags& f) {
             ? ""
             : absl::StrCat(" layers_per_stage=",
                            absl::StrJoin(*stage_layers, ","))
-                  .c_str());
+                  .c_str(),
+        threads);
     std::fflush(stdout);
   }
   while ((*trainer)->step() < f.steps) {
@@ -332,7 +338,6 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     return FailStart(2, e.what());
   }
-  openblas_set_num_threads(1);  // one BLAS thread per rank
   try {
     return Run(f);
   } catch (const std::bad_alloc&) {

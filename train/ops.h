@@ -1,13 +1,19 @@
 // fp32 kernels of the reference trainer, forward and hand-written
-// backward, on row-major matrices. GEMMs go through OpenBLAS (cblas_sgemm);
-// everything else is plain loops. Backward functions *accumulate* into
-// parameter gradients (+=) and *overwrite* input gradients unless noted.
+// backward, on row-major matrices. The large GEMMs go through OpenBLAS
+// (cblas_sgemm); attention is a fused per-head kernel (attention.cc),
+// LayerNorm, GeLU, softmax and the element-wise passes are loops that
+// vectorize, built for AVX2+FMA and for baseline x86-64 and chosen at load
+// time (vec_math.h). No function allocates once its per-thread scratch
+// (workspace.h) has grown to the step's sizes. Backward functions
+// *accumulate* into parameter gradients (+=) and *overwrite* input
+// gradients unless noted.
 // Formulas: GPT-2 (Radford et al. 2019) block with pre-LayerNorm, tanh GeLU
 // (Hendrycks & Gimpel 2016), LayerNorm (Ba et al. 2016), scaled dot-product
 // causal attention (Vaswani et al. 2017). Thread-compatible.
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <map>
 #include <vector>
 
@@ -35,9 +41,19 @@ void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
 // y[t,:] = x[t,:] @ w + bias (bias may be null). x [T,in], w [in,out].
 void Linear(const float* x, const float* w, const float* bias, int t, int in,
             int out, float* y);
-// dx = dy @ w^T (dx may be null); dw += x^T dy; db += colsum(dy).
+// dx = dy @ w^T (dx may be null; += with accumulate_dx); dw += x^T dy;
+// db += colsum(dy).
 void LinearBackward(const float* x, const float* w, const float* dy, int t,
-                    int in, int out, float* dx, float* dw, float* db);
+                    int in, int out, float* dx, float* dw, float* db,
+                    bool accumulate_dx = false);
+
+// Element-wise passes over [t, n] row-major matrices: y[i,j] += bias[j];
+// y[i,j] += x[i,j] + bias[j] (a residual plus a replicated bias);
+// sums[j] += sum_i x[i,j]; y[i] += x[i].
+void AddBias(float* y, const float* bias, int t, int n);
+void AddResidual(float* y, const float* x, const float* bias, int t, int n);
+void AddColumnSums(const float* x, int t, int n, float* sums);
+void AddInto(float* y, const float* x, size_t n);
 
 // LayerNorm over the last dim (eps 1e-5, GPT-2). Saves mean and rstd [T].
 void LayerNorm(const float* x, const float* g, const float* b, int t, int h,
@@ -52,7 +68,8 @@ void GeluBackward(const float* x, const float* dy, int n, float* dx);
 
 // Causal multi-head attention for `seqs` sequences of `s` tokens over
 // `heads` local heads of size `d`. q, k, v, out: [seqs*s, heads*d];
-// probs: [seqs, heads, s, s] (saved for backward).
+// probs: [seqs, heads, s, s] (saved for backward; masked entries are 0).
+// Backward overwrites dq, dk, dv.
 void Attention(const float* q, const float* k, const float* v, int seqs, int s,
                int heads, int d, float* probs, float* out);
 void AttentionBackward(const float* q, const float* k, const float* v,

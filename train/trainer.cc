@@ -11,6 +11,7 @@
 #include "train/block.h"
 #include "checkpoint/location.h"
 #include "train/ops.h"
+#include "train/adamw.h"
 
 namespace strata::train {
 namespace {
@@ -93,14 +94,6 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   t->padded_ = (n + dp - 1) / dp * dp;
   t->params_.w.resize(t->padded_, 0.0f);
   t->params_.g.resize(t->padded_, 0.0f);
-  t->count_in_norm_.assign(t->padded_, 0);
-  t->decay_.assign(t->padded_, 0);
-  for (const auto& s : t->params_.shards) {
-    const bool counted =
-        !s.tied_copy && (!s.tp_replicated || o.par.tp_rank == 0);
-    std::fill_n(t->count_in_norm_.begin() + s.start, s.size, counted ? 1 : 0);
-    std::fill_n(t->decay_.begin() + s.start, s.size, s.decay ? 1 : 0);
-  }
   if (o.zero1) {
     t->shard_size_ = t->padded_ / dp;
     t->shard_begin_ = t->shard_size_ * o.par.dp_rank;
@@ -111,6 +104,22 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   }
   t->m_.assign(t->shard_size_, 0.0f);
   t->v_.assign(t->shard_size_, 0.0f);
+  // The optimizer's runs: each shard clipped to this rank's range
+  // [shard_begin_, shard_begin_ + shard_size_) and to the real parameters
+  // (the padding is neither updated nor counted).
+  for (const auto& s : t->params_.shards) {
+    const size_t b = std::max(s.start, t->shard_begin_);
+    const size_t e = std::min({s.start + s.size, t->shard_begin_ + t->shard_size_, n});
+    if (b >= e) continue;
+    const bool counted =
+        !s.tied_copy && (!s.tp_replicated || o.par.tp_rank == 0);
+    t->segments_.push_back(
+        {b - t->shard_begin_, e - t->shard_begin_, s.decay, counted});
+  }
+  // 1F1B keeps at most warm-up + 1 micro-batches alive; micro-batch i uses
+  // slot i mod that, and slots keep their buffers from step to step.
+  const int warmup = std::min(o.par.pp - o.par.pp_rank - 1, t->micro_batches_);
+  t->slots_.resize(std::min(warmup + 1, t->micro_batches_));
   if (!o.ckpt_uri.empty()) {
     checkpoint::CheckpointOptions co;
     co.uri = o.ckpt_uri;
@@ -150,21 +159,32 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
   }
   BlockDims dims{
       seqs, s, h, m.heads / o_.par.tp, h / m.heads, m.ffn() / o_.par.tp};
-  mb.acts.resize(params_.layers.size());
-  std::vector<float> cur = mb.x0, next(cur.size());
-  for (size_t l = 0; l < params_.layers.size(); ++l) {
-    RETURN_IF_ERROR(BlockForward(params_, params_.layers[l], dims, g_.tp,
-                                 cur.data(), &mb.acts[l], next.data()));
-    cur.swap(next);
+  // Block l reads acts[l].x and writes its output straight into
+  // acts[l + 1].x (the last into out): no copies between blocks.
+  const size_t th = static_cast<size_t>(t) * h;
+  const size_t layers = params_.layers.size();
+  mb.acts.resize(layers);
+  mb.out.resize(th);
+  const float* in = mb.x0.data();
+  for (size_t l = 0; l < layers; ++l) {
+    float* y = mb.out.data();
+    if (l + 1 < layers) {
+      mb.acts[l + 1].x.resize(th);
+      y = mb.acts[l + 1].x.data();
+    }
+    RETURN_IF_ERROR(BlockForward(params_, params_.layers[l], dims, g_.tp, in,
+                                 &mb.acts[l], y));
+    in = y;
   }
-  mb.out = std::move(cur);
+  if (layers == 0) std::copy_n(mb.x0.data(), th, mb.out.data());
   if (!last_) return absl::OkStatus();
   mb.hf.resize(mb.out.size());
   mb.meanf.resize(t);
   mb.rstdf.resize(t);
   LayerNorm(mb.out.data(), params_.W(params_.lnf_g), params_.W(params_.lnf_b),
             t, h, mb.hf.data(), mb.meanf.data(), mb.rstdf.data());
-  std::vector<int32_t> targets(t);
+  std::vector<int32_t>& targets = targets_;
+  targets.resize(t);
   for (int j = 0; j < seqs; ++j) {
     for (int p = 0; p < s; ++p)
       targets[j * s + p] = mb.tokens[j * (s + 1) + p + 1];
@@ -182,13 +202,19 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
                          std::vector<std::shared_ptr<comm::Work>>* dp_work) {
   const ModelConfig& m = o_.model;
   const int seqs = o_.micro_batch, s = m.seq, h = m.hidden, t = seqs * s;
-  std::vector<float> dy(static_cast<size_t>(t) * h), dx(dy.size());
+  // Two ping-pong buffers of the trainer, swapped with the micro-batch's
+  // received dy and sent dx: buffers change hands, none is allocated once
+  // every one has its size.
+  std::vector<float>& dy = bwd_dy_;
+  std::vector<float>& dx = bwd_dx_;
+  dy.resize(static_cast<size_t>(t) * h);
+  dx.resize(dy.size());
   if (last_) {
     LayerNormBackward(mb.out.data(), params_.W(params_.lnf_g), mb.meanf.data(),
                       mb.rstdf.data(), mb.dhf.data(), t, h, dy.data(),
                       params_.G(params_.lnf_g), params_.G(params_.lnf_b));
   } else {
-    dy = std::move(mb.dy);  // received from the next stage
+    dy.swap(mb.dy);  // received from the next stage
   }
   BlockDims dims{
       seqs, s, h, m.heads / o_.par.tp, h / m.heads, m.ffn() / o_.par.tp};
@@ -198,7 +224,6 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
     RETURN_IF_ERROR(BlockBackward(params_, lp, dims, g_.tp, mb.acts[l],
                                   dy.data(), dx.data()));
     dy.swap(dx);
-    mb.acts[l] = BlockActs();
     if (bucket) {
       // This block's gradients are final: reduce them while the backward
       // of the earlier blocks runs.
@@ -221,7 +246,7 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
       }
     }
   } else {
-    mb.dx = std::move(dy);
+    mb.dx.swap(dy);
   }
   return absl::OkStatus();
 }
@@ -232,7 +257,8 @@ Status Trainer::ReduceGradients(
   // sum of both gradients; middle stages contribute zeros.
   if (o_.par.pp > 1) {
     const size_t n = static_cast<size_t>(o_.model.vocab) * o_.model.hidden;
-    std::vector<float> buf(n, 0.0f);
+    std::vector<float>& buf = tied_buf_;
+    buf.assign(n, 0.0f);
     if (params_.wte >= 0) std::copy_n(params_.G(params_.wte), n, buf.data());
     RETURN_IF_ERROR(AllReduce(g_.pp, buf.data(), n, DataType::kF32));
     if (params_.wte >= 0) std::copy_n(buf.data(), n, params_.G(params_.wte));
@@ -277,46 +303,38 @@ StatusOr<double> Trainer::ClipAndUpdate(bool* finite) {
   }
   float* grads = o_.zero1 ? grad_shard_.data() : params_.g.data();
   const size_t off = shard_begin_, n = shard_size_;
-  const size_t real = params_.shards.empty() ? 0
-                                             : params_.shards.back().start +
-                                                   params_.shards.back().size;
-  double sumsq = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (count_in_norm_[off + i]) sumsq += double(grads[i]) * grads[i];
-  }
+  double sumsq = SquaredNorm(grads, segments_);
   RETURN_IF_ERROR(AllReduce(g_.tp, &sumsq, 1, DataType::kF64));
   RETURN_IF_ERROR(AllReduce(g_.pp, &sumsq, 1, DataType::kF64));
   if (o_.zero1) RETURN_IF_ERROR(AllReduce(g_.dp, &sumsq, 1, DataType::kF64));
   const double norm = std::sqrt(sumsq);
-  const float coef = o_.clip_norm > 0 && norm > o_.clip_norm
-                         ? static_cast<float>(o_.clip_norm / (norm + 1e-6))
-                         : 1.0f;
-  const float lr = o_.lr * std::min(1.0f, static_cast<float>(step_ + 1) /
-                                              std::max(1, o_.warmup_steps));
+  AdamWStep as;
+  as.coef = o_.clip_norm > 0 && norm > o_.clip_norm
+                ? static_cast<float>(o_.clip_norm / (norm + 1e-6))
+                : 1.0f;
+  as.lr = o_.lr * std::min(1.0f, static_cast<float>(step_ + 1) /
+                                     std::max(1, o_.warmup_steps));
   const double t = static_cast<double>(step_ + 1);
-  const float bc1 = static_cast<float>(1.0 - std::pow(o_.beta1, t));
-  const float bc2 = static_cast<float>(1.0 - std::pow(o_.beta2, t));
+  as.beta1 = o_.beta1;
+  as.beta2 = o_.beta2;
+  as.eps = o_.eps;
+  as.weight_decay = o_.weight_decay;
+  as.bc1 = static_cast<float>(1.0 - std::pow(o_.beta1, t));
+  as.bc2 = static_cast<float>(1.0 - std::pow(o_.beta2, t));
   float* w = params_.w.data();
   // A non-finite norm (a NaN or Inf gradient) skips the update; otherwise
   // the updated weights are checked (an overflow from a huge learning
   // rate), in the same pass.
   bool bad = !*finite || !std::isfinite(norm);
-  float check = 0.0f;  // NaN or Inf once any updated weight is
-  for (size_t i = 0; !bad && i < n && off + i < real; ++i) {
-    const float gi = grads[i] * coef;
-    m_[i] = o_.beta1 * m_[i] + (1 - o_.beta1) * gi;
-    v_[i] = o_.beta2 * v_[i] + (1 - o_.beta2) * gi * gi;
-    const float update = (m_[i] / bc1) / (std::sqrt(v_[i] / bc2) + o_.eps);
-    w[off + i] -=
-        lr * (update + (decay_[off + i] ? o_.weight_decay * w[off + i] : 0.0f));
-    check += w[off + i] * 0.0f;
+  if (!bad) {
+    bad = !AdamWUpdate(as, segments_, grads, m_.data(), v_.data(), w + off);
   }
-  bad = bad || !std::isfinite(check);
   RETURN_IF_ERROR(AnyRank(&bad));
   *finite = !bad;
   if (bad) return norm;
   if (o_.zero1 && o_.par.dp > 1) {
-    std::vector<float> mine(w + off, w + off + n);
+    std::vector<float>& mine = gather_buf_;
+    mine.assign(w + off, w + off + n);
     RETURN_IF_ERROR(
         g_.dp->AllGather(mine.data(), w, padded_, DataType::kF32)->Wait());
   }
@@ -326,8 +344,10 @@ StatusOr<double> Trainer::ClipAndUpdate(bool* finite) {
 StatusOr<StepResult> Trainer::Step() {
   const auto t0 = SteadyClock::now();
   std::fill(params_.g.begin(), params_.g.end(), 0.0f);
-  std::vector<MicroBatch> mbs(micro_batches_);
-  std::vector<std::shared_ptr<comm::Work>> dp_work;
+  // Micro-batch i lives in slots_[i % slots_.size()] (see Create).
+  auto mb_at = [&](int i) -> MicroBatch& { return slots_[i % slots_.size()]; };
+  std::vector<std::shared_ptr<comm::Work>>& dp_work = dp_work_;
+  dp_work.clear();
   double loss_sum = 0;
   const int count = micro_batches_;
   const int warmup = std::min(o_.par.pp - o_.par.pp_rank - 1, count);
@@ -360,37 +380,35 @@ StatusOr<StepResult> Trainer::Step() {
     return st;
   };
   auto forward = [&](int i) {
-    return timed(&r.forward_s, [&] { return Forward(mbs[i], i, &loss_sum); });
+    return timed(&r.forward_s, [&] { return Forward(mb_at(i), i, &loss_sum); });
   };
   auto backward = [&](int b) {
     return timed(&r.backward_s,
-                 [&] { return Backward(mbs[b], b == count - 1, &dp_work); });
+                 [&] { return Backward(mb_at(b), b == count - 1, &dp_work); });
   };
   for (int i = 0; i < warmup; ++i) {
-    RETURN_IF_ERROR(exchange(nullptr, -1, first_ ? nullptr : &mbs[i].x0, prev));
+    RETURN_IF_ERROR(exchange(nullptr, -1, first_ ? nullptr : &mb_at(i).x0, prev));
     RETURN_IF_ERROR(forward(i));
-    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mbs[i].out, next, nullptr, -1));
+    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mb_at(i).out, next, nullptr, -1));
   }
   if (remaining > 0) {
     RETURN_IF_ERROR(
-        exchange(nullptr, -1, first_ ? nullptr : &mbs[warmup].x0, prev));
+        exchange(nullptr, -1, first_ ? nullptr : &mb_at(warmup).x0, prev));
   }
   for (int k = 0; k < remaining; ++k) {
     const int f = warmup + k, b = k;
     RETURN_IF_ERROR(forward(f));
-    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mbs[f].out, next,
-                             last_ ? nullptr : &mbs[b].dy, next));
+    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mb_at(f).out, next,
+                             last_ ? nullptr : &mb_at(b).dy, next));
     RETURN_IF_ERROR(backward(b));
     const bool more = k + 1 < remaining;
-    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev,
-                             first_ || !more ? nullptr : &mbs[f + 1].x0, prev));
-    mbs[b] = MicroBatch();  // memory: live micro-batches only
+    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mb_at(b).dx, prev,
+                             first_ || !more ? nullptr : &mb_at(f + 1).x0, prev));
   }
   for (int b = remaining; b < count; ++b) {
-    RETURN_IF_ERROR(exchange(nullptr, -1, last_ ? nullptr : &mbs[b].dy, next));
+    RETURN_IF_ERROR(exchange(nullptr, -1, last_ ? nullptr : &mb_at(b).dy, next));
     RETURN_IF_ERROR(backward(b));
-    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mbs[b].dx, prev, nullptr, -1));
-    mbs[b] = MicroBatch();
+    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mb_at(b).dx, prev, nullptr, -1));
   }
   double loss = loss_sum;
   RETURN_IF_ERROR(timed(&r.grad_reduce_s, [&]() -> Status {

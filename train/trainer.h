@@ -30,6 +30,7 @@
 #include "comm/backend.h"
 #include "comm/store.h"
 #include "common/status.h"
+#include "train/adamw.h"
 #include "train/data.h"
 #include "train/model.h"
 
@@ -154,7 +155,16 @@ class Trainer {
   std::vector<float> grad_shard_;
   // ZeRO-1: the whole local shard's moments, gathered for a checkpoint.
   std::vector<float> gathered_m_, gathered_v_;
-  std::vector<uint8_t> count_in_norm_, decay_;
+  // The optimizer's runs of this rank's range (adamw.h).
+  std::vector<AdamSegment> segments_;
+  // Buffers kept from step to step, so that a steady-state step allocates
+  // nothing here: live micro-batches (1F1B slots), the backward's
+  // ping-pong gradients, targets, the tied-embedding and ZeRO-1 gather
+  // buffers, the DP bucket handles.
+  std::vector<MicroBatch> slots_;
+  std::vector<float> bwd_dy_, bwd_dx_, tied_buf_, gather_buf_;
+  std::vector<int32_t> targets_;
+  std::vector<std::shared_ptr<comm::Work>> dp_work_;
   int64_t step_ = 0;
   double stall_s_ = 0;
   std::unique_ptr<checkpoint::Checkpointer> ckpt_;

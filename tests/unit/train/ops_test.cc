@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <functional>
+#include <cstdlib>
 #include <random>
 
+#include "train/adamw.h"
 #include "train/block.h"
+#include "train/threads.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -151,6 +154,104 @@ TEST(OpsTest, CausalAttentionBackward) {
   CheckGradient(q, dq, loss, "dq");
   CheckGradient(k, dk, loss, "dk");
   CheckGradient(v, dv, loss, "dv");
+}
+
+// The fused attention kernel against the textbook definition in double:
+// softmax(q k^T / sqrt(d) + causal mask) v, per sequence and head, with
+// sizes that exercise the vector tails (s 37, d 13).
+TEST(OpsTest, AttentionMatchesNaiveDefinition) {
+  const int seqs = 2, s = 37, heads = 3, d = 13, ld = heads * d;
+  const int n = seqs * s * ld;
+  auto q = Random(n, 31), k = Random(n, 32), v = Random(n, 33);
+  std::vector<float> probs(seqs * heads * s * s), out(n);
+  Attention(q.data(), k.data(), v.data(), seqs, s, heads, d, probs.data(),
+            out.data());
+  double worst = 0;
+  for (int b = 0; b < seqs; ++b) {
+    for (int hd = 0; hd < heads; ++hd) {
+      for (int i = 0; i < s; ++i) {
+        std::vector<double> p(s, 0.0);
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j <= i; ++j) {
+          double dot = 0;
+          for (int c = 0; c < d; ++c) {
+            dot += double(q[(b * s + i) * ld + hd * d + c]) *
+                   k[(b * s + j) * ld + hd * d + c];
+          }
+          p[j] = dot / std::sqrt(double(d));
+          mx = std::max(mx, p[j]);
+        }
+        for (int j = 0; j <= i; ++j) sum += p[j] = std::exp(p[j] - mx);
+        const float* got = &probs[((b * heads + hd) * s + i) * s];
+        for (int j = 0; j < s; ++j) {
+          const double want = j <= i ? p[j] / sum : 0.0;
+          worst = std::max(worst, std::abs(got[j] - want));
+        }
+        for (int c = 0; c < d; ++c) {
+          double want = 0;
+          for (int j = 0; j <= i; ++j) {
+            want += p[j] / sum * v[(b * s + j) * ld + hd * d + c];
+          }
+          worst = std::max(worst,
+                           std::abs(out[(b * s + i) * ld + hd * d + c] - want));
+        }
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-5);
+}
+
+// The vectorized AdamW pass against the update written out per element
+// (Loshchilov & Hutter 2019, Algorithm 2), on runs with and without decay
+// and a length that is not a multiple of the lanes.
+TEST(OpsTest, AdamWMatchesScalarUpdate) {
+  const size_t n = 1003;
+  auto w = Random(n, 41), g = Random(n, 42), m = Random(n, 43, 0.1f),
+       v = Random(n, 44, 0.1f);
+  for (auto& x : v) x = std::abs(x);
+  std::vector<AdamSegment> segs = {{0, 500, true, true},
+                                   {500, 777, false, true},
+                                   {777, n, true, false}};
+  AdamWStep st;
+  st.coef = 0.7f;
+  st.lr = 1e-3f;
+  st.weight_decay = 0.1f;
+  st.bc1 = 0.19f;
+  st.bc2 = 0.0975f;
+  auto w2 = w, m2 = m, v2 = v;
+  double want_sq = 0;
+  for (const auto& sg : segs) {
+    for (size_t i = sg.begin; i < sg.end; ++i) {
+      if (sg.counted) want_sq += double(g[i]) * g[i];
+      const float gi = g[i] * st.coef;
+      m2[i] = st.beta1 * m2[i] + (1 - st.beta1) * gi;
+      v2[i] = st.beta2 * v2[i] + (1 - st.beta2) * gi * gi;
+      const float u = (m2[i] / st.bc1) / (std::sqrt(v2[i] / st.bc2) + st.eps);
+      w2[i] -= st.lr * (u + (sg.decay ? st.weight_decay * w2[i] : 0.0f));
+    }
+  }
+  EXPECT_NEAR(SquaredNorm(g.data(), segs), want_sq, 1e-9 * want_sq);
+  ASSERT_TRUE(AdamWUpdate(st, segs, g.data(), m.data(), v.data(), w.data()));
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(w[i], w2[i], 1e-6f * std::max(1.0f, std::abs(w2[i]))) << i;
+    EXPECT_NEAR(m[i], m2[i], 1e-6f) << i;
+    EXPECT_NEAR(v[i], v2[i], 1e-6f) << i;
+  }
+  w[5] = INFINITY;
+  EXPECT_FALSE(AdamWUpdate(st, segs, g.data(), m.data(), v.data(), w.data()));
+}
+
+TEST(OpsTest, ThreadsPerRankRule) {
+  unsetenv("STRATA_THREADS_PER_RANK");
+  const int cpus = AffinityCpus();
+  EXPECT_GE(cpus, 1);
+  EXPECT_EQ(ThreadsPerRank(1), cpus);
+  EXPECT_EQ(ThreadsPerRank(cpus * 4), 1);  // never below 1
+  setenv("STRATA_THREADS_PER_RANK", "3", 1);
+  EXPECT_EQ(ThreadsPerRank(8), 3);
+  setenv("STRATA_THREADS_PER_RANK", "zero", 1);  // not a number: the rule
+  EXPECT_EQ(ThreadsPerRank(1), cpus);
+  unsetenv("STRATA_THREADS_PER_RANK");
 }
 
 TEST(OpsTest, TiedCrossEntropyBackward) {

@@ -1,0 +1,66 @@
+// Building blocks of the trainer's element-wise kernels: a float exp that
+// vectorizes, and the attribute that compiles a kernel twice, for AVX2+FMA
+// (x86-64-v3) and for the baseline ISA, picking one at load time.
+//
+// Kernels are plain loops written so that GCC's -O3 vectorizer takes them
+// (fixed-width lane accumulators instead of serial float sums, no libm
+// calls inside loops); train/CMakeLists.txt builds these files with -O3
+// -fno-trapping-math -fno-math-errno. STRATA_KERNEL uses GCC's
+// target_clones (function multi-versioning: an ifunc resolver asks the CPU
+// once), so the binary runs on any x86-64 and uses AVX2/FMA where present;
+// elsewhere (other compilers, other architectures) it is empty and the
+// loops are compiled for the baseline ISA only.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define STRATA_KERNEL \
+  __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define STRATA_KERNEL
+#endif
+// Helpers of kernels: inlined into each clone, so they take its ISA.
+#if defined(__GNUC__)
+#define STRATA_INLINE [[gnu::always_inline]] inline
+#else
+#define STRATA_INLINE inline
+#endif
+
+namespace strata::train {
+
+// Lanes of the manual reductions: 16 floats fill two AVX2 registers (or
+// one AVX-512 register), enough independent chains to hide FMA latency.
+inline constexpr int kLanes = 16;
+
+// e^x in float without a libm call, so loops over it vectorize: x = k ln2 +
+// r with |r| <= ln2/2 (Cody-Waite: ln2 split into a high part exact in
+// float, 0.693145751953125, and the low remainder), e^r by its Taylor
+// series to r^7/7! (relative error below 2e-7 on that interval), 2^k put
+// into the exponent bits. k is rounded with the 1.5 x 2^23 trick, which
+// needs no rounding instruction beyond SSE2. Inputs are clamped to
+// [-87, 88], where e^x is a normal float.
+STRATA_INLINE float ExpF(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kRound = 12582912.0f;  // 1.5 x 2^23
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float shifted = x * kLog2e + kRound;
+  const float kf = shifted - kRound;
+  const int32_t k =
+      std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
+  float r = x - kf * 0.693145751953125f;
+  r -= kf * 1.42860682030941723212e-6f;
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * std::bit_cast<float>((k + 127) << 23);
+}
+
+}  // namespace strata::train
