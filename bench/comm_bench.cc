@@ -52,6 +52,7 @@ int CommBench(int argc, char** argv) {
   size_t min_bytes = 1 << 10, max_bytes = 256u << 20;
   std::vector<int> ranks = {2, 4};
   std::string mpi_copy = "default";
+  size_t ring_kib = 0;  // 0: ShmOptions' default
   app.add_option("--format", format)->check(CLI::IsMember({"table", "json"}));
   app.add_option("--transport", transport)
       ->check(CLI::IsMember({"shm", "tcp"}));
@@ -61,6 +62,9 @@ int CommBench(int argc, char** argv) {
   app.add_option("--mpi-single-copy", mpi_copy,
                  "Open MPI shared-memory single copy: default or none")
       ->check(CLI::IsMember({"default", "none"}));
+  app.add_option("--shm-ring-kib", ring_kib,
+                 "shm ring per ordered pair of ranks (KiB, a power of two; "
+                 "0: the transport's default)");
   CLI11_PARSE(app, argc, argv);
 
   if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
@@ -70,7 +74,8 @@ int CommBench(int argc, char** argv) {
     self[n] = 0;
     std::string args = " --format " + format + " --transport " + transport +
                        " --min-bytes " + std::to_string(min_bytes) +
-                       " --max-bytes " + std::to_string(max_bytes);
+                       " --max-bytes " + std::to_string(max_bytes) +
+                       " --shm-ring-kib " + std::to_string(ring_kib);
     return Relaunch(self, ranks, mpi_copy, args);
   }
 
@@ -84,9 +89,11 @@ int CommBench(int argc, char** argv) {
   if (rank == 0 && mkdtemp(dir) == nullptr) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
   auto store = comm::NewFileStore(dir);
+  comm::ShmOptions shm;
+  if (ring_kib > 0) shm.ring_bytes = ring_kib << 10;
   StatusOr<std::unique_ptr<comm::Transport>> t =
       transport == "shm"
-          ? comm::ConnectShmTransport(*store, rank, size, comm::ShmOptions{})
+          ? comm::ConnectShmTransport(*store, rank, size, shm)
           : comm::ConnectTcpTransport(*store, rank, size, comm::TcpOptions{});
   if (!t.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, t.status().ToString().c_str());

@@ -1,23 +1,27 @@
 #include "comm/shm/shm_transport.h"
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "comm/shm/doorbell.h"
 
 namespace strata::comm {
 namespace {
@@ -52,40 +56,36 @@ struct RingHeader {
   Cursor tail;  // bytes consumed by the receiver
 };
 
-// Where a rank that cannot progress sleeps instead of spinning. A waiting
-// rank may wait for data (a peer's `head`) and for room (a peer's `tail`)
-// at once, so it sleeps on its own bell, and every rank that moves a
-// counter the owner may wait on rings the owner's bell afterwards.
-//
-// No lost wake-up (the Dekker pattern, both sides seq_cst):
-//  - owner: store sleeping = 1; fence; s = seq; re-check the rings; futex
-//    wait while seq == s; store sleeping = 0;
-//  - waker: store head or tail (release); fence; if sleeping: seq += 1;
-//    futex wake.
-// Either the owner's re-check sees the new counter, or the waker sees
-// `sleeping` and bumps `seq`, which makes the futex wait return at once or
-// wakes it. Waits also time out every kNapMs so the owner checks the abort
-// flag, its deadline and its peers' pids.
-struct alignas(kLine) Doorbell {
-  std::atomic<uint32_t> seq{0};
-  std::atomic<uint32_t> sleeping{0};
-};
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t),
-              "futex words must be plain 32-bit integers");
+using shm::Doorbell;
 
+// A sleeper looks at the abort flag, its deadline and its peers' pids at
+// least this often (ms): a dead peer is named within it.
 constexpr int kNapMs = 5;
 
-void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int ms) {
-  timespec ts{0, static_cast<long>(ms) * 1'000'000};
-  // Shared (not FUTEX_PRIVATE): the word lives in a segment mapped by other
-  // processes. EAGAIN (value changed), EINTR and ETIMEDOUT all mean: look.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected,
-          &ts, nullptr, 0);
+// Default spin budget before sleeping (us); STRATA_SHM_SPIN_US overrides.
+// Two-phase waiting (Ousterhout 1982; Karlin et al., SOSP 1991): spinning
+// for as long as blocking costs is within 2x of the best choice whatever the
+// wait turns out to be. Blocking costs the ring-to-running latency of a
+// futex sleeper, measured with STRATA_SHM_STATS on this 2-core VM
+// (docs/comm.md, "Waiting"): most wake-ups take 10-100 us, so spin 50 us.
+constexpr int64_t kDefaultSpinUs = 50;
+// Polls between two looks at the clock (and, when ranks outnumber cores,
+// two sched_yield calls): a poll is two loads of lines the peer writes.
+constexpr int kPollsPerCheck = 32;
+
+int64_t SpinBudgetNs() {
+  const char* env = std::getenv("STRATA_SHM_SPIN_US");
+  int64_t us = kDefaultSpinUs;
+  if (env != nullptr && *env != 0) us = std::strtoll(env, nullptr, 10);
+  return std::clamp<int64_t>(us, 0, 1'000'000) * 1000;
 }
 
-void FutexWakeAll(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX,
-          nullptr, nullptr, 0);
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
 }
 
 size_t HeaderBytes(int size) {
@@ -110,11 +110,21 @@ class ShmTransport final : public Transport {
     rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size) +
                                            sizeof(Doorbell) * size);
     data_ = reinterpret_cast<char*>(rings_ + size * size);
-    // Spin (about 10-50 us) only while every rank can have a core; with
-    // more ranks than cores a spinning rank takes the core its peer needs.
-    spin_limit_ = size > sysconf(_SC_NPROCESSORS_ONLN) ? 0 : 2000;
+    spin_ns_ = SpinBudgetNs();
+    // With more ranks than cores a spinning rank may hold the core the rank
+    // it waits for needs: it yields between polls instead.
+    yield_ = size > sysconf(_SC_NPROCESSORS_ONLN);
+    print_stats_ = std::getenv("STRATA_SHM_STATS") != nullptr;
   }
-  ~ShmTransport() override { munmap(base_, len_); }
+  ~ShmTransport() override {
+    if (print_stats_) {
+      std::fprintf(stderr, "shm stats rank %d/%d pid %d spin %lld us%s: %s\n",
+                   rank_, size_, static_cast<int>(getpid()),
+                   static_cast<long long>(spin_ns_ / 1000),
+                   yield_ ? " yielding" : "", stats_.Format().c_str());
+    }
+    munmap(base_, len_);
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -123,7 +133,7 @@ class ShmTransport final : public Transport {
 
   void Abort() override {
     aborted_->store(1, std::memory_order_release);
-    for (int r = 0; r < size_; ++r) Wake(bells_[r], /*force=*/true);
+    for (int r = 0; r < size_; ++r) shm::Ring(bells_[r], /*force=*/true);
   }
 
   Status SendRecv(int send_peer, const void* send, size_t send_bytes,
@@ -193,7 +203,9 @@ class ShmTransport final : public Transport {
     char* out_data = to_send ? RingData(rank_, send_peer) : nullptr;
     char* in_data = to_recv ? RingData(recv_peer, rank_) : nullptr;
     const uint64_t mask = ring_bytes_ - 1;
-    uint64_t idle = 0;
+    int polls = 0;
+    int64_t wait_start = 0, spun_until = 0;  // of the current wait
+    bool slept = false;                      // in the current wait
     while (to_send > 0 || to_recv > 0) {
       bool progress = false;
       if (to_send > 0) {
@@ -207,7 +219,7 @@ class ShmTransport final : public Transport {
           std::memcpy(out_data + off, src, first);
           std::memcpy(out_data, src + first, n - first);
           out->head.value.store(head + n, std::memory_order_release);
-          Wake(bells_[send_peer]);
+          stats_.rings += shm::Ring(bells_[send_peer]);
           src += n;
           to_send -= n;
           progress = true;
@@ -224,18 +236,43 @@ class ShmTransport final : public Transport {
           consume(in_data + off, first);
           if (n > first) consume(in_data, n - first);
           in->tail.value.store(tail + n, std::memory_order_release);
-          Wake(bells_[recv_peer]);
+          stats_.rings += shm::Ring(bells_[recv_peer]);
           to_recv -= n;
           progress = true;
         }
       }
       if (progress) {
-        idle = 0;
+        polls = 0;
+        if (wait_start != 0) {
+          // A wait that ended by spinning.
+          if (!slept) ++stats_.by_spin;
+          stats_.spin_ns += spun_until - wait_start;
+          wait_start = 0;
+          slept = false;
+        }
         continue;
       }
-      // Spin while the peer is likely mid-copy on another core, then sleep
-      // on this rank's doorbell until a peer moves a counter.
-      if (++idle < spin_limit_) continue;
+      // Phase 1: spin while the peer is likely mid-copy (bounded by
+      // spin_ns_); phase 2: sleep on this rank's doorbell until a peer moves
+      // a counter, at most kNapMs at a time.
+      if (++polls < kPollsPerCheck) {
+        CpuRelax();
+        continue;
+      }
+      polls = 0;
+      const int64_t now = shm::MonotonicNs();
+      if (wait_start == 0) {
+        wait_start = now;
+        ++stats_.waits;
+      }
+      if (!slept) spun_until = now;
+      if (!slept && now - wait_start < spin_ns_) {
+        if (yield_) {
+          sched_yield();
+          ++stats_.yields;
+        }
+        continue;
+      }
       if (aborted_->load(std::memory_order_acquire)) {
         return absl::AbortedError("shm transport aborted");
       }
@@ -252,6 +289,7 @@ class ShmTransport final : public Transport {
               "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
         }
       }
+      slept = true;
       Doorbell& bell = bells_[rank_];
       bell.sleeping.store(1, std::memory_order_seq_cst);
       std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -264,7 +302,19 @@ class ShmTransport final : public Transport {
       const bool can_recv =
           to_recv > 0 && in->head.value.load(std::memory_order_acquire) !=
                              in->tail.value.load(std::memory_order_relaxed);
-      if (!can_send && !can_recv) FutexWait(&bell.seq, seq, kNapMs);
+      if (!can_send && !can_recv) {
+        ++stats_.sleeps;
+        const int64_t t0 = shm::MonotonicNs();
+        const bool rung = shm::SleepOn(bell, seq, kNapMs);
+        const int64_t t1 = shm::MonotonicNs();
+        stats_.sleep_ns += t1 - t0;
+        if (rung) {
+          ++stats_.rung;
+          stats_.AddWake(t1 - bell.rung_ns.load(std::memory_order_relaxed));
+        } else {
+          ++stats_.naps;
+        }
+      }
       bell.sleeping.store(0, std::memory_order_relaxed);
     }
     if (aborted_->load(std::memory_order_acquire)) {
@@ -275,14 +325,6 @@ class ShmTransport final : public Transport {
 
  private:
   RingHeader& Ring(int from, int to) { return rings_[from * size_ + to]; }
-  // Wakes the owner of `bell` if it sleeps (or always, with `force`). Called
-  // after storing a head or tail the owner may be waiting on.
-  static void Wake(Doorbell& bell, bool force = false) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!force && bell.sleeping.load(std::memory_order_relaxed) == 0) return;
-    bell.seq.fetch_add(1, std::memory_order_seq_cst);
-    FutexWakeAll(&bell.seq);
-  }
   char* RingData(int from, int to) {
     return data_ + (static_cast<size_t>(from) * size_ + to) * ring_bytes_;
   }
@@ -296,7 +338,10 @@ class ShmTransport final : public Transport {
   Doorbell* bells_;
   RingHeader* rings_;
   char* data_;
-  uint64_t spin_limit_;
+  int64_t spin_ns_;      // spin budget of a wait
+  bool yield_;           // sched_yield while spinning (ranks > cores)
+  bool print_stats_;     // STRATA_SHM_STATS: print stats_ when destroyed
+  shm::WaitStats stats_;  // driving thread only
 };
 
 }  // namespace
