@@ -12,8 +12,12 @@
 namespace strata::train {
 
 enum class Slot {
-  kAttnT,        // attention: K^T or V^T of one head
-  kAttnRow,      // attention backward: one row of dP
+  kAttnA,        // attention: one head's padded operands (attention.cc)
+  kAttnB,
+  kAttnC,
+  kAttnD,
+  kAttnS,        // attention: s x s scores or probabilities
+  kAttnDs,       // attention backward: dP, then dS
   kLogits,       // cross-entropy logits
   kBlockDa,      // block backward buffers, see block.cc
   kBlockDu,
