@@ -23,6 +23,7 @@ void AddCkptCommand(CLI::App* app);
 void AddJobCommands(CLI::App* app);  // submit status logs cancel workers events
 void AddRunCommand(CLI::App* app);
 void AddProbeCommand(CLI::App* app);
-void AddKeygenCommand(CLI::App* app);  // CURVE keys (docs/control-plane.md)
+void AddKeygenCommand(CLI::App* app);
+void AddTraceCommand(CLI::App* app);  // docs/observe.md "Traces"  // CURVE keys (docs/control-plane.md)
 
 }  // namespace strata::cli

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/live_progress.h"
 #include "common/field_range.h"
@@ -205,6 +206,18 @@ int WaitForJob(const Clock& clock, ControlClient& client,
     if (!progressed)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+std::pair<int64_t, int64_t> ParseStepRange(const char* what,
+                                           const std::string& text) {
+  const size_t colon = text.find(':');
+  int64_t a = 0, b = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(0, colon), &a) ||
+      !absl::SimpleAtoi(text.substr(colon + 1), &b) || a < 0 || b < a) {
+    Fail(what, kExitBadInput,
+         absl::StrCat("--steps '", text, "' is not A:B with 0 <= A <= B"));
+  }
+  return {a, b};
 }
 
 }  // namespace strata::cli

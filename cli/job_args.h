@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -43,5 +44,10 @@ int WaitForJob(
     bool follow, int lost_ms = 15000,
     const std::function<void(const control::JobInfo&)>& on_status = nullptr,
     const std::atomic<bool>* interrupted = nullptr);
+
+// `--steps A:B` of `strata heatmap` and `strata trace`: steps A to B with
+// 0 <= A <= B; exits 2 naming the flag's value otherwise.
+std::pair<int64_t, int64_t> ParseStepRange(const char* what,
+                                           const std::string& text);
 
 }  // namespace strata::cli

@@ -21,6 +21,7 @@
 #include "cli/job_args.h"
 #include "cli/slurm_submit.h"
 #include "common/config.h"
+#include "observe/goodput.h"
 #include "observe/heatmap.h"
 #include "observe/progress.h"
 
@@ -77,6 +78,11 @@ void PrintJob(const control::JobInfo& j) {
                          .count();
     std::printf("progress  %s\n",
                 observe::DescribeProgress(observe::ComputeProgress(j, now))
+                    .c_str());
+  }
+  if (j.has_goodput() && j.goodput().wall_s() > 0) {
+    std::printf("goodput   %s\n",
+                observe::DescribeGoodput(observe::FromProto(j.goodput()))
                     .c_str());
   }
   std::map<int, control::StepReport> steps;
@@ -390,14 +396,7 @@ void AddHeatmap(CLI::App* app) {
     req.mutable_diagnose()->set_job_id(q->job);
     req.mutable_diagnose()->set_history(true);
     if (!range->empty()) {
-      const size_t colon = range->find(':');
-      int64_t a = 0, b = 0;
-      if (colon == std::string::npos ||
-          !absl::SimpleAtoi(range->substr(0, colon), &a) ||
-          !absl::SimpleAtoi(range->substr(colon + 1), &b) || a < 0 || b < a) {
-        Fail("heatmap", kExitBadInput,
-             absl::StrCat("--steps '", *range, "' is not A:B with 0 <= A <= B"));
-      }
+      const auto [a, b] = ParseStepRange("heatmap", *range);
       req.mutable_diagnose()->set_first_step(a);
       req.mutable_diagnose()->set_last_step(b);
     }

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   strata::cli::AddRunCommand(&app);
   strata::cli::AddProbeCommand(&app);
   strata::cli::AddKeygenCommand(&app);
+  strata::cli::AddTraceCommand(&app);
 
   try {
     app.parse(argc, argv);

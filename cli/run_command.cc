@@ -29,6 +29,7 @@
 #include "cli/inject_spec.h"
 #include "cli/job_args.h"
 #include "common/subprocess.h"
+#include "observe/goodput.h"
 
 namespace strata::cli {
 namespace {
@@ -45,6 +46,7 @@ struct RunArgs {
   std::vector<std::string> inject;  // InjectSpec texts
   double startup_timeout_s = 30;
   bool plaintext = false;
+  std::string dashboard;  // HOST:PORT of the coordinator's web listener
 };
 
 // strata-coordinator / strata-worker / strata-inject next to this binary
@@ -98,6 +100,7 @@ pid_t Start(const std::vector<std::string>& args, const std::string& log,
 class RunSummary {
  public:
   void Observe(const control::JobInfo& job) {
+    goodput_ = job.goodput();
     for (const auto& s : job.steps()) {
       Attempt& a = attempts_[job.attempt()];
       if (a.first_step == 0 || s.step() < a.first_step) a.first_step = s.step();
@@ -155,9 +158,12 @@ class RunSummary {
           "%.3f s in total\n",
           stall);
     }
+    std::fprintf(stderr, "  goodput: %s\n",
+                 observe::DescribeGoodput(observe::FromProto(goodput_)).c_str());
   }
 
  private:
+  control::Goodput goodput_;
   struct Attempt {
     int64_t first_step = 0, last_step = 0;
     std::map<int, double> stall_by_rank;
@@ -200,8 +206,11 @@ class Processes {
 
 // Reads the coordinator's "listening <endpoint>" line, for up to
 // `timeout_s` on `clock` (polling every 10 ms).
+// The coordinator's control endpoint from its "listening ..." line; the
+// dashboard's URL from a "dashboard ..." line before it, if any.
 std::string ReadEndpoint(const Clock& clock, int fd, pid_t pid,
-                         double timeout_s, const std::string& log) {
+                         double timeout_s, const std::string& log,
+                         std::string* dashboard_url) {
   std::string line;
   const int64_t deadline =
       clock.SteadyNowMs() + static_cast<int64_t>(timeout_s * 1000);
@@ -212,6 +221,7 @@ std::string ReadEndpoint(const Clock& clock, int fd, pid_t pid,
     if (n == 1) {
       if (c == '\n') {
         if (line.starts_with("listening ")) return line.substr(10);
+        if (line.starts_with("dashboard ")) *dashboard_url = line.substr(10);
         line.clear();
       } else {
         line += c;
@@ -305,12 +315,19 @@ int Run(const RunArgs& a) {
                                          "--heartbeat-ms",
                                          absl::StrCat(a.heartbeat_ms)};
   for (const auto& arg : curve_args()) coord_args.push_back(arg);
+  if (!a.dashboard.empty()) {
+    coord_args.insert(coord_args.end(), {"--metrics-listen", a.dashboard});
+  }
   pid_t coord = Start(coord_args, coord_log, pipe_fds[1]);
   close(pipe_fds[1]);
   procs.Add(coord);
-  const std::string endpoint =
-      ReadEndpoint(clock, pipe_fds[0], coord, a.startup_timeout_s, coord_log);
+  std::string dashboard_url;
+  const std::string endpoint = ReadEndpoint(
+      clock, pipe_fds[0], coord, a.startup_timeout_s, coord_log, &dashboard_url);
   close(pipe_fds[0]);
+  if (!dashboard_url.empty()) {
+    std::fprintf(stderr, "[strata] dashboard %s\n", dashboard_url.c_str());
+  }
   std::vector<pid_t> workers;
   const std::string worker_bin = FindBinary("strata-worker");
   for (int i = 0; i < nodes; ++i) {
@@ -397,6 +414,9 @@ void AddRunCommand(CLI::App* app) {
                   "keep coordinator state and logs here (default: a temporary "
                   "directory, removed after a successful run)");
   cmd->add_flag("--keep", a->keep, "keep the temporary state directory");
+  cmd->add_option("--dashboard", a->dashboard,
+                  "serve the web dashboard and /metrics on HOST:PORT, e.g. "
+                  "127.0.0.1:8080 (port 0: a free one; the URL is printed)");
   cmd->add_flag("--plaintext", a->plaintext,
                 "no CURVE between this run's processes (default: a "
                 "throwaway key set in the state directory)");

@@ -24,6 +24,9 @@ class Clock {
   virtual int64_t NowMs() const = 0;
   // Milliseconds on a monotonic clock (deadlines and periods).
   virtual int64_t SteadyNowMs() const = 0;
+  // Wall time in microseconds, where finer than NowMs() matters (clock
+  // offsets between nodes, docs/observe.md "Traces").
+  virtual int64_t NowUs() const { return NowMs() * 1000; }
 };
 
 class SystemClock : public Clock {
@@ -36,6 +39,11 @@ class SystemClock : public Clock {
   int64_t SteadyNowMs() const override {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  int64_t NowUs() const override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
 };

@@ -13,10 +13,17 @@
 #include "CLI/CLI.hpp"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "common/embedded.h"
+#include "coordinator/metrics/dashboard_input.h"
 #include "coordinator/metrics/metrics_render.h"
+#include "coordinator/metrics/trace_download.h"
 #include "coordinator/server/router_server.h"
 #include "observe/http_server.h"
 #include "observe/published.h"
+
+namespace strata {
+extern const EmbeddedFile kDashboardFiles[];  // observe/dashboard/index.html
+}
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -45,8 +52,8 @@ int main(int argc, char** argv) {
   std::string metrics_listen, metrics_token;
   app.add_option("--metrics-listen", metrics_listen,
                  "HOST:PORT of the read-only HTTP listener serving /metrics "
-                 "(Prometheus), e.g. 127.0.0.1:9478; port 0 picks a free one; "
-                 "default off")
+                 "(Prometheus) and the dashboard (/), e.g. 127.0.0.1:9478; "
+                 "port 0 picks a free one; default off")
       ->capture_default_str();
   app.add_option("--metrics-token", metrics_token,
                  "bearer token the listener requires (required off loopback)");
@@ -148,20 +155,58 @@ int main(int argc, char** argv) {
     return 1;
   }
   logger->info("listening on {}", *bound);
-  // /metrics: rendered on this loop when wanted, served from the snapshot.
-  strata::observe::Published metrics(&clock);
+  // /metrics and the dashboard's JSON: rendered on this loop when wanted,
+  // served from the snapshots; the page itself is compiled in; traces are
+  // made on the loop for the HTTP thread that asks (docs/observe.md).
+  strata::observe::Published metrics(&clock), dashboard(&clock);
+  sc::TraceDownload traces(&clock);
   std::unique_ptr<strata::observe::HttpServer> http;
   if (!metrics_listen.empty()) {
+    using strata::observe::HttpRequest, strata::observe::HttpResponse;
+    auto snapshot = [](strata::observe::Published& p, const char* type) {
+      return [&p, type](const HttpRequest&) {
+        HttpResponse r;
+        auto text = p.Get();
+        r.status = text.ok() ? 200 : 503;
+        r.content_type = type;
+        r.body = text.ok() ? *text : std::string(text.status().message());
+        return r;
+      };
+    };
+    auto page = [](const HttpRequest&) {
+      HttpResponse r;
+      r.content_type = "text/html; charset=utf-8";
+      r.body = strata::kDashboardFiles[0].contents;
+      return r;
+    };
+    auto trace = [&traces](const HttpRequest& req) {
+      HttpResponse r;
+      auto job = req.params.find("job");
+      if (job == req.params.end() || job->second.empty() ||
+          job->second.size() > 128) {
+        r.status = 400;
+        r.body = "give the job: /api/trace.json?job=JOB_ID\n";
+        return r;
+      }
+      auto text = traces.Get(job->second);
+      if (!text.ok()) {
+        r.status = absl::IsNotFound(text.status())             ? 404
+                   : absl::IsDeadlineExceeded(text.status())   ? 503
+                                                               : 409;
+        r.body = std::string(text.status().message()) + "\n";
+        return r;
+      }
+      r.content_type = "application/json";
+      r.body = *std::move(text);
+      return r;
+    };
     auto started = strata::observe::HttpServer::Start(
-        {.listen = metrics_listen, .token = metrics_token},
-        {{"/metrics", [&metrics](const strata::observe::HttpRequest&) {
-            strata::observe::HttpResponse r;
-            auto text = metrics.Get();
-            r.status = text.ok() ? 200 : 503;
-            r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-            r.body = text.ok() ? *text : std::string(text.status().message());
-            return r;
-          }}});
+        {.listen = metrics_listen, .token = metrics_token, .threads = 4},
+        {{"/metrics",
+          snapshot(metrics, "text/plain; version=0.0.4; charset=utf-8")},
+         {"/", page},
+         {"/api/dashboard.json", snapshot(dashboard, "application/json")},
+         {"/api/trace.json", trace}});
     if (!started.ok()) {
       std::cerr << "strata-coordinator: --metrics-listen: "
                 << started.status().message() << "\n";
@@ -169,10 +214,17 @@ int main(int argc, char** argv) {
     }
     http = *std::move(started);
     std::cout << "metrics " << http->url() << "/metrics" << std::endl;
+    std::cout << "dashboard " << http->url() << "/" << std::endl;
   }
   std::cout << "listening " << *bound << std::endl;
   auto render = [&] {
-    if (!http || !metrics.Wanted()) return;
+    if (!http) return;
+    traces.Serve(jobs, service.registry());
+    if (dashboard.Wanted()) {
+      dashboard.Publish(sc::RenderDashboardJson(
+          sc::CollectDashboard(jobs, events, service.registry(), clock.NowMs())));
+    }
+    if (!metrics.Wanted()) return;
     sc::MetricsInput in;
     in.jobs = jobs.List(/*with_steps=*/true);
     in.workers = service.registry().List();

@@ -30,6 +30,8 @@ PACKAGES=(
   # promtool checks the Prometheus exposition (observe/metrics_test); the
   # server scrapes a coordinator (prometheus_scrape_test), queried with curl
   prometheus curl
+  # headless Chromium loads the coordinator's dashboard (dashboard_test)
+  chromium-headless-shell fonts-dejavu-core
   # eu-stack: stacks of hung ranks in hang diagnoses (worker/stack_dump.h)
   elfutils
   # Python side (tests, examples): Debian's interpreter and packages only

@@ -140,15 +140,20 @@ std::string WriteTrace(const TraceInput& in) {
 
 ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples) {
   ClockOffset best{0, -1};
-  int64_t best_rtt = INT64_MAX;
+  int64_t best_delay = INT64_MAX;
   for (const ClockSample& s : samples) {
     const int64_t rtt = s.local_recv_ns - s.local_send_ns;
-    if (rtt < 0 || rtt >= best_rtt) continue;
-    best_rtt = rtt;
-    // The remote reading was taken somewhere in the round trip; its middle
-    // is the estimate, wrong by at most half the round trip.
-    best.offset_ns = s.remote_ns - (s.local_send_ns + rtt / 2);
-    best.error_bound_ns = rtt / 2;
+    const bool both = s.remote_recv_ns > 0 && s.remote_ns >= s.remote_recv_ns;
+    const int64_t delay = both ? rtt - (s.remote_ns - s.remote_recv_ns) : rtt;
+    if (rtt < 0 || delay < 0 || delay >= best_delay) continue;
+    best_delay = delay;
+    // The true offset puts the remote readings inside the round trip minus
+    // the remote's own time; the middle is wrong by at most half of it.
+    best.offset_ns =
+        both ? ((s.remote_recv_ns - s.local_send_ns) +
+                (s.remote_ns - s.local_recv_ns)) / 2
+             : s.remote_ns - (s.local_send_ns + rtt / 2);
+    best.error_bound_ns = delay / 2;
   }
   return best;
 }

@@ -10,8 +10,9 @@
 // Clocks: every timestamp is a wall-clock reading of the node it was taken
 // on. Nodes' clocks differ, so each node's offset to the reference clock
 // (the coordinator's) is added before writing; EstimateClockOffset() gets it
-// from request/reply round trips with Cristian's method (the sample with the
-// smallest round trip bounds the error by half that round trip).
+// from request/reply round trips (NTP's on-wire method, or Cristian's where
+// the remote stamped only its answer; the sample with the smallest network
+// delay bounds the error by half that delay).
 // Timestamps are written relative to the earliest event. Pure.
 #pragma once
 
@@ -68,11 +69,13 @@ struct TraceInput {
 std::string WriteTrace(const TraceInput& in);
 
 // One clock sample: the local clock before sending, the remote clock when
-// it answered, the local clock when the answer arrived (ns).
+// it answered, the local clock when the answer arrived (ns); and, when the
+// remote also stamped the request's arrival, that reading (0: none).
 struct ClockSample {
   int64_t local_send_ns = 0;
   int64_t remote_ns = 0;
   int64_t local_recv_ns = 0;
+  int64_t remote_recv_ns = 0;
 };
 
 struct ClockOffset {
@@ -80,8 +83,13 @@ struct ClockOffset {
   int64_t error_bound_ns = 0;  // half the smallest round trip
 };
 
-// Cristian's method over the samples with a non-negative round trip; an
-// empty or all-invalid input gives offset 0 with error bound -1.
+// Over the samples with a non-negative network delay, the one with the
+// smallest delay: with both remote stamps NTP's on-wire formula (RFC 5905
+// section 8: offset ((t2 - t1) + (t3 - t4)) / 2, delay the round trip minus
+// the remote's time between its two stamps), otherwise Cristian's method
+// (the remote reading at the middle of the round trip); the error bound is
+// half that delay. An empty or all-invalid input gives offset 0 with error
+// bound -1.
 ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples);
 
 }  // namespace strata::observe

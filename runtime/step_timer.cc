@@ -65,6 +65,7 @@ void StepTimer::AddLinks(control::StepReport& r) {
 
 void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   const auto now = std::chrono::steady_clock::now();
+  const auto wall = std::chrono::system_clock::now().time_since_epoch();
   if (comm_source_) {
     const auto [wait, comm] = comm_source_();
     sections_["wait"] += wait - comm_seen_.first;
@@ -82,9 +83,10 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   r.set_total_steps(total_steps_);
   r.set_checkpoint_step(checkpoint_step_);
   AddLinks(r);
-  r.set_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count());
+  r.set_unix_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(wall).count());
+  r.set_end_unix_us(
+      std::chrono::duration_cast<std::chrono::microseconds>(wall).count());
   sections_.clear();
   step_start_ = now;
   if (socket_ != nullptr) {

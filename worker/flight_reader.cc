@@ -84,4 +84,30 @@ control::RankFlight ReadRankFlight(const std::string& job_id, int attempt,
   return f;
 }
 
+control::RankTrace ReadRankTrace(const std::string& job_id, int attempt,
+                                 int rank, int pid) {
+  control::RankTrace t;
+  t.set_job_id(job_id);
+  t.set_attempt(attempt);
+  t.set_rank(rank);
+  auto dump =
+      comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid));
+  if (!dump.ok()) {
+    t.set_error(std::string(dump.status().message()));
+    return t;
+  }
+  for (const comm::FrEntry& e : dump->entries) {
+    control::CollectiveRecord* r = t.add_ops();
+    r->set_group(e.group);
+    r->set_seq(e.seq);
+    r->set_op(e.op);
+    r->set_bytes(e.bytes);
+    r->set_entered_us(e.entered_ns / 1000);
+    r->set_started_us(e.started_ns / 1000);
+    if (e.state == comm::FrState::kFinished)
+      r->set_finished_us(e.finished_ns / 1000);
+  }
+  return t;
+}
+
 }  // namespace strata::worker

@@ -16,4 +16,10 @@ namespace strata::worker {
 control::RankFlight ReadRankFlight(const std::string& job_id, int attempt,
                                    int rank, int pid);
 
+// Every operation the rank's flight recorder still holds, oldest first, for
+// `strata trace` (docs/observe.md "Traces"); times on this node's wall
+// clock. Errors go into `error`.
+control::RankTrace ReadRankTrace(const std::string& job_id, int attempt,
+                                 int rank, int pid);
+
 }  // namespace strata::worker

@@ -52,7 +52,9 @@ Status WorkerAgent::Step() {
   if (now < next_report_ms_) return absl::OkStatus();
   const int timeout_ms = static_cast<int>(
       std::min(interval_ms_ * 2, options_.max_call_timeout_ms));
-  auto reply = client_->Call(BuildReport(), timeout_ms);
+  control::Request report = BuildReport();
+  call_sent_us_ = clock_->NowUs();
+  auto reply = client_->Call(report, timeout_ms);
   const int64_t after = clock_->SteadyNowMs();
   if (!reply.ok()) return OnFailure(reply.status(), after);
   OnReply(*reply, after);
@@ -95,6 +97,8 @@ control::Request WorkerAgent::BuildReport() {
     for (const auto& s : queue) *hb->add_steps() = s;
   }
   for (const auto& f : flights_) *hb->add_flights() = f;
+  for (const auto& t : traces_) *hb->add_traces() = t;
+  if (auto e = clock_sync_.Estimate()) *hb->mutable_clock() = *e;
   return req;
 }
 
@@ -128,9 +132,12 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
     next_report_ms_ = now;
     return;
   }
+  clock_sync_.Add(call_sent_us_, hb.coordinator_unix_us(), clock_->NowUs(),
+                  hb.coordinator_recv_unix_us());
   if (report_has_logs_) ranks_->CommitLogs();
   unsent_steps_.clear();
   flights_.clear();
+  traces_.clear();
   // A hang diagnosis: the flight recorders and stacks of this node's ranks
   // of the attempt, sent with the heartbeat after the stacks are in. The
   // coordinator repeats the order until every worker answered: an attempt
@@ -149,6 +156,21 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
       if (auto text = stacks_.Start(id, r.pid(), now)) AddStack(id, *text);
     }
   }
+  // A trace: every operation the flight recorders of this node's ranks of
+  // the attempt hold.
+  std::erase_if(traced_, [&](const auto& kv) {
+    return now - kv.second >= kRetraceMs;
+  });
+  for (const auto& key : hb.trace()) {
+    if (traced_.contains(key)) continue;
+    traced_[key] = now;
+    for (const auto& r : ranks_->Reports()) {
+      if (control::AttemptKey(r.job_id(), r.attempt()) != key || r.pid() <= 0)
+        continue;
+      traces_.push_back(
+          ReadRankTrace(r.job_id(), r.attempt(), r.rank(), r.pid()));
+    }
+  }
   if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
   for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
   for (const auto& order : hb.launch()) ranks_->Launch(order);
@@ -160,7 +182,7 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   next_report_ms_ = now + (ranks_->running() > 0
                                ? std::min(interval_ms_, options_.busy_report_ms)
                                : interval_ms_);
-  if (!flights_.empty()) next_report_ms_ = now;
+  if (!flights_.empty() || !traces_.empty()) next_report_ms_ = now;
 }
 
 Status WorkerAgent::OnFailure(const Status& status, int64_t now) {

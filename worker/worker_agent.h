@@ -56,6 +56,7 @@
 #include "common/status.h"
 #include "control/client.h"
 #include "proto/control.pb.h"
+#include "worker/clock_sync.h"
 #include "worker/rank_runner.h"
 #include "worker/stack_dump.h"
 #include "worker/step_source.h"
@@ -147,6 +148,13 @@ class WorkerAgent {
   int next_dump_id_ = 0;
   StackDumps stacks_;
   std::map<std::string, int64_t> diagnosed_;
+  // Answers to `trace`, ready to send; attempts answered recently (steady
+  // ms): the coordinator repeats the order until every worker answered.
+  static constexpr int64_t kRetraceMs = 5000;
+  std::vector<control::RankTrace> traces_;
+  std::map<std::string, int64_t> traced_;
+  ClockSync clock_sync_;
+  int64_t call_sent_us_ = 0;  // wall us when the call in progress was sent
 };
 
 }  // namespace strata::worker

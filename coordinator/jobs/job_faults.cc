@@ -66,8 +66,11 @@ void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
                                  " ms after the previous attempt failed"));
   }
   Watched& w = WatchedOf(job);
+  KeepForTrace(job, w, s);
   const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
   for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
+    // A slow rank, stage or link: steps beyond the baseline are lost to it.
+    if (e.kind != fault::EventKind::kUnbalancedPlan) LedgerOf(job).OnStraggler();
     if (e.kind == fault::EventKind::kUnbalancedPlan) {
       // The plan, not the hardware: reported only.
       ActOn(job, e, FaultPolicy::report,
@@ -152,6 +155,7 @@ void JobManager::OnFlights(
 }
 
 void JobManager::ConcludeHang(control::JobInfo& job, Watched& w) {
+  LedgerOf(job).OnHang();
   std::vector<fault::GroupProgress> progress;
   std::vector<std::string> silent, notes;
   std::vector<int> stopped;

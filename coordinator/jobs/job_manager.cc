@@ -190,6 +190,7 @@ StatusOr<control::JobInfo> JobManager::Get(const std::string& job_id) const {
   }
   control::JobInfo info = it->second;
   AddSteps(&info);
+  AddGoodput(&info);
   return info;
 }
 
@@ -197,6 +198,22 @@ void JobManager::AddSteps(control::JobInfo* info) const {
   if (auto s = steps_.find(info->job_id()); s != steps_.end()) {
     for (const auto& [rank, report] : s->second) *info->add_steps() = report;
   }
+}
+
+observe::GoodputLedger& JobManager::LedgerOf(const control::JobInfo& job) {
+  return goodput_.try_emplace(job.job_id(), job.submit_unix_ms())
+      .first->second;
+}
+
+void JobManager::AddGoodput(control::JobInfo* info) const {
+  auto it = goodput_.find(info->job_id());
+  const observe::Goodput g =
+      it != goodput_.end()
+          ? it->second.At(clock_->NowMs())
+          : observe::GoodputLedger(info->submit_unix_ms())
+                .At(info->end_unix_ms() > 0 ? info->end_unix_ms()
+                                            : clock_->NowMs());
+  *info->mutable_goodput() = observe::ToProto(g);
 }
 
 StatusOr<control::JobInfo> JobManager::Cancel(const std::string& job_id) {
@@ -220,6 +237,7 @@ control::JobsReply JobManager::List(bool with_steps) const {
     control::JobInfo* out = reply.add_jobs();
     *out = info;
     if (with_steps) AddSteps(out);
+    AddGoodput(out);
   }
   return reply;
 }
@@ -234,6 +252,8 @@ Status JobManager::Finish(control::JobInfo& job, control::JobState state,
 }
 
 void JobManager::Ended(const control::JobInfo& job) {
+  LedgerOf(job).OnJobEnd(job.end_unix_ms() > 0 ? job.end_unix_ms()
+                                                : clock_->NowMs());
   watched_.erase(job.job_id());
   restart_began_ms_.erase(job.job_id());
   restart_cost_ms_.erase(job.job_id());
@@ -250,6 +270,7 @@ void JobManager::Ended(const control::JobInfo& job) {
 Status JobManager::FailAttempt(control::JobInfo& job,
                                const std::string& reason) {
   const int failed_attempt = job.attempt();
+  LedgerOf(job).OnAttemptEnd(clock_->NowMs());
   control::JobInfo next = job;
   const bool restart = job.restart_count() < job.spec().launch().max_restarts();
   if (!restart) {
@@ -583,6 +604,7 @@ void JobManager::OnWorkerReport(
     }
   }
   AddDiagnoseOrders(worker_id, orders);
+  AddTraceOrders(worker_id, orders);
   // Rank states are not persisted on every change: after a coordinator
   // restart the workers report them again on re-registration.
   for (const auto& key : stop) orders->add_stop(key);
@@ -636,6 +658,12 @@ void JobManager::OnSteps(
     auto it = jobs_.find(s.job_id());
     if (it == jobs_.end() || it->second.state() != control::RUNNING) continue;
     steps_[s.job_id()][s.rank()] = s;
+    if (s.rank() == 0) {  // the job moves in lock-step: rank 0's steps
+      auto ckpt = s.section_seconds().find("checkpoint");
+      LedgerOf(it->second).OnStep(
+          it->second.attempt(), s.step(), s.unix_ms(), s.step_seconds(),
+          ckpt == s.section_seconds().end() ? 0 : ckpt->second);
+    }
     Watch(it->second, s);
   }
 }

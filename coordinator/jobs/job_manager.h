@@ -28,6 +28,7 @@
 // is allocated per rank. Event-loop thread only; not thread-safe.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <string>
 
@@ -41,6 +42,7 @@
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
+#include "observe/goodput.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -106,6 +108,22 @@ class JobManager {
   StatusOr<control::JobInfo> SetFaultPolicy(
       const std::string& job_id,
       const google::protobuf::RepeatedPtrField<std::string>& settings);
+  // Collective records a worker read for a trace (job_trace.cc).
+  void OnTraces(
+      const google::protobuf::RepeatedPtrField<control::RankTrace>& t);
+  // What `strata trace` needs of a running job (docs/observe.md "Traces"):
+  // the kept steps in [first_step, last_step], the ranks' collective
+  // records as far as their workers sent them (the first request asks
+  // them; `pending` names the ranks still missing), each rank's node and
+  // its worker's clock estimate from `registry`, the attempt's events.
+  // NotFound, InvalidArgument for a bad range, FailedPrecondition when the
+  // job is not running.
+  StatusOr<control::TraceReply> Trace(const control::TraceRequest& request,
+                                      const WorkerRegistry& registry);
+  // The running attempt's kept step reports of one rank, by step: the
+  // lowest rank that reports a loss (pipeline: the last stage), else rank
+  // 0. Empty for jobs not running. For the dashboard's curves.
+  std::vector<control::StepReport> Curve(const std::string& job_id) const;
   // The fault monitor's view of a running job (`strata diagnose`).
   StatusOr<control::DiagnoseReply> Diagnose(
       const control::DiagnoseRequest& request) const;
@@ -146,6 +164,12 @@ class JobManager {
     std::optional<fault::Stall> stall;
     int64_t diagnose_since_ms = 0;
     std::map<int, control::RankFlight> flights;
+    // For traces: recent step reports per rank (links dropped); a
+    // collection of flight recorders under way since trace_since_ms
+    // (steady; -1: none) and the records received, by rank.
+    std::map<int, std::deque<control::StepReport>> trace_steps;
+    int64_t trace_since_ms = -1;
+    std::map<int, control::RankTrace> traces;
   };
   Watched& WatchedOf(const control::JobInfo& job);
   void Watch(control::JobInfo& job, const control::StepReport& s);
@@ -159,6 +183,10 @@ class JobManager {
              const std::string& evict_node);
   void AddDiagnoseOrders(const std::string& worker_id,
                          control::HeartbeatReply* orders);
+  void KeepForTrace(const control::JobInfo& job, Watched& w,
+                    const control::StepReport& s);
+  void AddTraceOrders(const std::string& worker_id,
+                      control::HeartbeatReply* orders);
   std::map<std::string, Watched> watched_;
   // Restart cost per job: since when (steady ms) its attempt has been
   // restarting, and the last measured cost (ms) from a failure to the
@@ -192,6 +220,10 @@ class JobManager {
   // Latest telemetry per job and rank (memory only).
   std::map<std::string, std::map<int, control::StepReport>> steps_;
   std::map<std::string, AttemptIndex> index_;
+  // Goodput accounting per job (memory only), and the job with it filled.
+  std::map<std::string, observe::GoodputLedger> goodput_;
+  observe::GoodputLedger& LedgerOf(const control::JobInfo& job);
+  void AddGoodput(control::JobInfo* info) const;
 };
 
 }  // namespace strata::coordinator

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "observe/goodput.h"
 #include "observe/metrics.h"
 #include "observe/progress.h"
 
@@ -68,6 +69,15 @@ std::string RenderMetrics(const MetricsInput& in) {
                  "Training time spent in checkpoint saves (slowest rank), "
                  "current attempt.",
                  {"job"}));
+  Check(r.Define("strata_job_goodput_ratio", MetricType::kGauge,
+                 "Share of the job's wall time since the submit spent on "
+                 "productive steps (observe/goodput.h).",
+                 {"job"}));
+  Check(r.Define("strata_job_lost_seconds", MetricType::kGauge,
+                 "Wall time since the submit not spent on productive steps, "
+                 "by cause (the time since the last event is counted where "
+                 "it is heading, so a cause can shrink).",
+                 {"job", "cause"}));
   Check(r.Define("strata_rank_step_seconds", MetricType::kGauge,
                  "Latest step time per rank (the slowest ranks when a job has "
                  "more than the series limit).",
@@ -96,6 +106,16 @@ std::string RenderMetrics(const MetricsInput& in) {
     const std::string& id = job.job_id();
     Check(r.Set("strata_job_state", {id, state}, 1));
     Check(r.Set("strata_job_restarts_total", {id}, job.restart_count()));
+    if (job.goodput().wall_s() > 0) {
+      const observe::Goodput g = observe::FromProto(job.goodput());
+      Check(r.Set("strata_job_goodput_ratio", {id}, g.ratio()));
+      for (const auto& [cause, s] :
+           {std::pair{"startup", g.startup_s}, {"restart", g.restart_s},
+            {"hang", g.hang_s}, {"recompute", g.recompute_s},
+            {"checkpoint", g.checkpoint_s}, {"straggler", g.straggler_s}}) {
+        Check(r.Set("strata_job_lost_seconds", {id, cause}, s));
+      }
+    }
     const JobNumbers n = Summarize(job);
     if (n.step < 0) continue;
     Check(r.Set("strata_job_step", {id}, n.step));

@@ -5,20 +5,24 @@
 // Series (base units, `_total` counters, bounded cardinality: per-rank
 // series for at most `max_rank_series` ranks of a job, else the slowest
 // that many):
-//   strata_jobs{state}                        jobs per state
-//   strata_job_state{job,state}               1 for the job's current state
-//   strata_job_step{job}                      newest step any rank reported
-//   strata_job_tokens_per_second{job}         global tokens / slowest rank's
-//   step time strata_job_step_seconds{job}              slowest rank's latest
-//   step time strata_job_mfu_ratio{job}                 the plan's MFU scaled
-//   by predicted / measured step time strata_job_restarts_total{job}
+//   strata_jobs{state}                      jobs per state
+//   strata_job_state{job,state}             1 for the job's current state
+//   strata_job_step{job}                    newest step any rank reported
+//   strata_job_tokens_per_second{job}       global tokens / slowest rank's
+//                                           step time
+//   strata_job_step_seconds{job}            slowest rank's latest step time
+//   strata_job_mfu_ratio{job}               the plan's MFU scaled by
+//                                           predicted / measured step time
+//   strata_job_restarts_total{job}
 //   strata_job_checkpoint_stall_seconds_total{job}
+//   strata_job_goodput_ratio{job}           productive / wall time
+//   strata_job_lost_seconds{job,cause}      observe/goodput.h causes
 //   strata_rank_step_seconds{job,rank}
-//   strata_workers{state}                     alive / lost
+//   strata_workers{state}                   alive / lost
 //   strata_worker_heartbeat_age_seconds{worker}
-//   strata_coordinator_state_writable         1 or 0
+//   strata_coordinator_state_writable       1 or 0
 //   strata_coordinator_refused_changes_total
-//   strata_control_rejected_total{reason}     from `rejected` (ZAP, codec, ...)
+//   strata_control_rejected_total{reason}   from `rejected` (ZAP, codec, ...)
 #pragma once
 
 #include <cstdint>

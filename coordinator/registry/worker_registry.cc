@@ -44,6 +44,7 @@ control::HeartbeatReply WorkerRegistry::Heartbeat(
   }
   it->second.set_alive(true);
   it->second.set_last_heartbeat_unix_ms(clock_->NowMs());
+  if (request.has_clock()) *it->second.mutable_clock() = request.clock();
   liveness_.Beat(it->first);
   return reply;
 }

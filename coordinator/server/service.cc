@@ -86,6 +86,7 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
       return reply;
     }
     case control::Request::kHeartbeat: {
+      const int64_t received_us = clock_->NowUs();
       const control::HeartbeatRequest& hb = request.heartbeat();
       control::HeartbeatReply* out = reply.mutable_heartbeat();
       *out = registry_.Heartbeat(hb);
@@ -95,8 +96,12 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
         s_.jobs->OnLogs(hb.logs());
         s_.jobs->OnSteps(hb.steps());
         s_.jobs->OnFlights(hb.flights());
+        s_.jobs->OnTraces(hb.traces());
         s_.jobs->OnWorkerReport(hb.worker_id(), hb.ranks(), out);
       }
+      // The sample for the worker's clock estimate; the answer's stamp last.
+      out->set_coordinator_recv_unix_us(received_us);
+      out->set_coordinator_unix_us(clock_->NowUs());
       return reply;
     }
     case control::Request::kListWorkers:
@@ -123,6 +128,12 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
       if (s_.jobs == nullptr) return Missing("job manager");
       ASSIGN_OR_RETURN(*reply.mutable_diagnose(),
                        s_.jobs->Diagnose(request.diagnose()));
+      return reply;
+    }
+    case control::Request::kTrace: {
+      if (s_.jobs == nullptr) return Missing("job manager");
+      ASSIGN_OR_RETURN(*reply.mutable_trace(),
+                       s_.jobs->Trace(request.trace(), registry_));
       return reply;
     }
     case control::Request::kFaultSet: {

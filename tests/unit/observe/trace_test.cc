@@ -108,6 +108,25 @@ TEST(TraceTest, ClockOffsetsAlignOneCollectiveAcrossNodes) {
   EXPECT_NEAR(b.ts - a.ts, 50, 1e-6);  // rank 1 entered 50 us later
 }
 
+TEST(TraceTest, RemoteProcessingTimeLeavesTheEstimate) {
+  // The remote is 5 ms ahead, each network leg takes 100 us, the remote
+  // spends 700 us between its stamps: Cristian's method would be 0 off
+  // here only by luck; the on-wire formula is exact and bounds by 100 us.
+  const int64_t off = 5'000'000;
+  ClockSample s{kT0, kT0 + off + 100'000 + 700'000, kT0 + 900'000,
+                kT0 + off + 100'000};
+  ClockOffset o = EstimateClockOffset({s});
+  EXPECT_EQ(o.offset_ns, off);
+  EXPECT_EQ(o.error_bound_ns, 100'000);
+  // Asymmetric legs (300 us out, 100 us back): wrong by half the
+  // difference, inside the bound.
+  ClockSample a{kT0, kT0 + off + 300'000 + 700'000, kT0 + 1'100'000,
+                kT0 + off + 300'000};
+  o = EstimateClockOffset({a});
+  EXPECT_EQ(o.offset_ns, off + 100'000);
+  EXPECT_EQ(o.error_bound_ns, 200'000);
+}
+
 TEST(TraceTest, UnfinishedCollectiveRunsToTheEnd) {
   TraceInput in;
   in.ranks = {{0, "a"}};
