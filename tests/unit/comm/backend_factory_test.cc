@@ -92,8 +92,9 @@ TEST(BackendFactoryTest, OptionsThatDoNotFitAreInvalidArgument) {
   EXPECT_NE(shm.status().message().find("2 nodes"), std::string::npos);
 }
 
-// All-reduce and a crossing SendRecv larger than the shm ring (512 KiB) and
-// socket buffers: as two separate blocking sends it would deadlock.
+// All-reduce and a crossing SendRecv larger than the shm ring (4 MiB for 2-4
+// ranks, DefaultShmRingBytes) and socket buffers: as two separate blocking
+// sends it would deadlock.
 void AllReduceAndExchange(int r, Backend& b) {
   const int n = b.size();
   std::vector<float> v(1000, static_cast<float>(r + 1));
@@ -101,7 +102,7 @@ void AllReduceAndExchange(int r, Backend& b) {
                   ->Wait()
                   .ok());
   EXPECT_EQ(v[999], n * (n + 1) / 2.0f);
-  const size_t big = 1 << 20;  // 4 MiB of floats
+  const size_t big = 3 << 20;  // 12 MiB of floats
   std::vector<float> out(big, static_cast<float>(r)), in(big, -1.0f);
   const int right = (r + 1) % n, left = (r + n - 1) % n;
   Status st =
