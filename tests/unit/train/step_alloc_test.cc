@@ -38,6 +38,7 @@ TEST(StepAllocTest, SteadyStateStepDoesNotAllocate) {
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   for (int i = 0; i < 2; ++i) ASSERT_TRUE((*trainer)->Step().ok());
   const long before = g_allocs.load();
+  ASSERT_GT(before, 0) << "the counting operator new is not in use";
   for (int i = 0; i < 3; ++i) {
     auto r = (*trainer)->Step();
     ASSERT_TRUE(r.ok()) << r.status();
