@@ -375,22 +375,24 @@ void AddDiagnose(CLI::App* app) {
 void AddHeatmap(CLI::App* app) {
   auto* cmd = app->add_subcommand(
       "heatmap",
-      "rank x step heat map of compute or wait seconds as SVG, stragglers "
-      "marked (docs/observe.md)");
+      "rank x step heat map of compute or wait seconds as SVG or PNG, "
+      "stragglers marked (docs/observe.md)");
   auto q = std::make_shared<QueryArgs>();
   auto out = std::make_shared<std::string>();
   auto what = std::make_shared<std::string>("compute");
   auto range = std::make_shared<std::string>();
   AddCoordinatorOption(cmd, &q->endpoint);
   cmd->add_option("job", q->job, "job id")->required();
-  cmd->add_option("-o,--output", *out, "the .svg file to write")->required();
+  cmd->add_option("-o,--output", *out, "the .svg or .png file to write")
+      ->required();
   cmd->add_option("--what", *what, "compute|wait")
       ->check(CLI::IsMember({"compute", "wait"}));
   cmd->add_option("--steps", *range, "A:B, steps A to B (default: all kept)");
   cmd->callback([=] {
-    if (!out->ends_with(".svg")) {
+    const bool png = out->ends_with(".png");
+    if (!png && !out->ends_with(".svg")) {
       Fail("heatmap", kExitBadInput,
-           absl::StrCat("-o ", *out, ": only .svg is written"));
+           absl::StrCat("-o ", *out, ": write .svg or .png"));
     }
     control::Request req;
     req.mutable_diagnose()->set_job_id(q->job);
@@ -424,8 +426,8 @@ void AddHeatmap(CLI::App* app) {
       }
       map.values.push_back(std::move(row));
     }
-    std::ofstream f(*out);
-    f << observe::RenderHeatmapSvg(map);
+    std::ofstream f(*out, std::ios::binary);
+    f << (png ? observe::RenderHeatmapPng(map) : observe::RenderHeatmapSvg(map));
     f.close();
     if (!f) {
       Fail("heatmap", kExitFailed, absl::StrCat("cannot write ", *out));

@@ -230,6 +230,8 @@ int main(int argc, char** argv) {
     in.workers = service.registry().List();
     *in.workers.mutable_health() = service.Health();
     in.now_unix_ms = clock.NowMs();
+    in.step_seconds = jobs.StepHistograms();
+    in.heartbeat_rtt = service.registry().HeartbeatRtt();
     const auto rej = server.rejects();
     in.rejected = {{"oversized", rej.oversized},
                    {"malformed", rej.malformed},

@@ -27,6 +27,8 @@ PACKAGES=(
   clang libclang-rt-dev
   # Node probe, trainer GEMMs, checksums, metrics endpoint
   libhwloc-dev hwloc libopenblas-dev libxxhash-dev libcpp-httplib-dev
+  # PNG pictures (observe/png.h)
+  zlib1g-dev
   # promtool checks the Prometheus exposition (observe/metrics_test); the
   # server scrapes a coordinator (prometheus_scrape_test), queried with curl
   prometheus curl

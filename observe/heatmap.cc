@@ -1,11 +1,13 @@
 #include "observe/heatmap.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "observe/png.h"
 
 namespace strata::observe {
 namespace {
@@ -41,21 +43,71 @@ double Percentile(std::vector<double> v, double p) {
 
 std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 
-}  // namespace
 
-std::string Viridis(double t) {
+std::array<uint8_t, 3> ViridisRgb(double t) {
   if (!(t >= 0)) t = 0;  // also NaN
   t = std::min(t, 1.0);
   const double pos = t * 8;
   const int i = std::min(static_cast<int>(pos), 7);
   const double f = pos - i;
-  int rgb[3];
+  std::array<uint8_t, 3> rgb;
   for (int k = 0; k < 3; ++k) {
-    rgb[k] = static_cast<int>(
+    rgb[k] = static_cast<uint8_t>(
         std::lround(kStops[i][k] * (1 - f) + kStops[i + 1][k] * f));
   }
+  return rgb;
+}
+
+}  // namespace
+
+std::string Viridis(double t) {
+  const auto rgb = ViridisRgb(t);
   return absl::StrFormat("#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
+
+std::string RenderHeatmapPng(const Heatmap& map) {
+  const int rows = std::max<int>(1, map.ranks.size());
+  const int cols = std::max<int>(1, map.steps.size());
+  const int cw = std::clamp(1200 / cols, 1, 12), ch = std::clamp(600 / rows, 2, 16);
+  const int left = 8, top = 4, legend = 12, gap = 6;
+  const int width = left + cols * cw + 4, height = top + rows * ch + gap + legend + 4;
+  std::vector<uint8_t> px(static_cast<size_t>(width) * height * 3, 255);
+  auto fill = [&](int x0, int y0, int w, int h, std::array<uint8_t, 3> c) {
+    for (int y = std::max(0, y0); y < std::min(height, y0 + h); ++y) {
+      for (int x = std::max(0, x0); x < std::min(width, x0 + w); ++x) {
+        std::copy(c.begin(), c.end(), px.begin() + 3 * (y * width + x));
+      }
+    }
+  };
+  std::vector<double> finite;
+  for (const auto& row : map.values) {
+    for (double v : row) {
+      if (std::isfinite(v)) finite.push_back(v);
+    }
+  }
+  const double lo = Percentile(finite, 0.02), hi = Percentile(finite, 0.98);
+  const double span = hi > lo ? hi - lo : 1;
+  const std::array<uint8_t, 3> grey{221, 221, 221}, red{220, 38, 38};
+  for (size_t r = 0; r < map.values.size(); ++r) {
+    const int y = top + static_cast<int>(r) * ch;
+    for (size_t c = 0; c < map.values[r].size(); ++c) {
+      const double v = map.values[r][c];
+      fill(left + static_cast<int>(c) * cw, y, cw, ch,
+           std::isfinite(v) ? ViridisRgb((v - lo) / span) : grey);
+    }
+    if (r < map.ranks.size() && map.flagged.contains(map.ranks[r])) {
+      fill(0, y, left - 2, ch, red);
+      fill(left, y, cols * cw, 1, red);
+      fill(left, y + ch - 1, cols * cw, 1, red);
+    }
+  }
+  const int ly = top + rows * ch + gap;
+  for (int x = 0; x < cols * cw; ++x) {
+    fill(left + x, ly, 1, legend, ViridisRgb(x / double(std::max(1, cols * cw - 1))));
+  }
+  return EncodePng(width, height, px);
+}
+
 
 std::string RenderHeatmapSvg(const Heatmap& map) {
   const int rows = static_cast<int>(map.ranks.size());

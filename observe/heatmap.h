@@ -28,6 +28,12 @@ struct Heatmap {
 // REQUIRES: values.size() == ranks.size(), each row steps.size() long.
 std::string RenderHeatmapSvg(const Heatmap& map);
 
+// The same map as a PNG picture without text (the SVG has the labels and
+// tooltips): one block of cells per rank and step, flagged ranks with a red
+// marker left of their row and a red outline, a viridis legend strip below
+// from the 2nd to the 98th percentile. For viewers without a browser.
+std::string RenderHeatmapPng(const Heatmap& map);
+
 // The viridis colour at t in [0, 1] as "#rrggbb" (clamped).
 std::string Viridis(double t);
 

@@ -160,13 +160,28 @@ Status Registry::Observe(const std::string& name, const Labels& labels,
     return absl::FailedPreconditionError(
         absl::StrCat("metric ", name, " is not a histogram"));
   }
-  Series& s = f->series[labels];
-  s.counts.resize(f->buckets.size());
-  auto it = std::lower_bound(f->buckets.begin(), f->buckets.end(), value);
-  if (it != f->buckets.end()) ++s.counts[it - f->buckets.begin()];
-  ++s.count;
-  s.sum += value;
+  f->series[labels].hist.Add(f->buckets, value);
   return absl::OkStatus();
+}
+
+Status Registry::SetHistogram(const std::string& name, const Labels& labels,
+                              const HistogramCounts& h) {
+  ASSIGN_OR_RETURN(Family * f, Find(name, labels));
+  if (f->type != MetricType::kHistogram || h.counts.size() != f->buckets.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "metric ", name, " is not a histogram with ", h.counts.size(),
+        " buckets"));
+  }
+  f->series[labels].hist = h;
+  return absl::OkStatus();
+}
+
+void HistogramCounts::Add(const std::vector<double>& buckets, double value) {
+  counts.resize(buckets.size());
+  auto it = std::lower_bound(buckets.begin(), buckets.end(), value);
+  if (it != buckets.end()) ++counts[it - buckets.begin()];
+  ++count;
+  sum += value;
 }
 
 std::string Registry::Exposition() const {
@@ -180,9 +195,10 @@ std::string Registry::Exposition() const {
                         Value(s.value), "\n");
         continue;
       }
+      const HistogramCounts& h = s.hist;
       uint64_t cumulative = 0;
       for (size_t i = 0; i < f.buckets.size(); ++i) {
-        cumulative += i < s.counts.size() ? s.counts[i] : 0;
+        cumulative += i < h.counts.size() ? h.counts[i] : 0;
         absl::StrAppend(
             &out, f.name, "_bucket",
             LabelSet(f.label_names, labels,
@@ -191,10 +207,10 @@ std::string Registry::Exposition() const {
       }
       absl::StrAppend(&out, f.name, "_bucket",
                       LabelSet(f.label_names, labels, "le=\"+Inf\""), " ",
-                      s.count, "\n", f.name, "_sum",
-                      LabelSet(f.label_names, labels), " ", Value(s.sum), "\n",
+                      h.count, "\n", f.name, "_sum",
+                      LabelSet(f.label_names, labels), " ", Value(h.sum), "\n",
                       f.name, "_count", LabelSet(f.label_names, labels), " ",
-                      s.count, "\n");
+                      h.count, "\n");
     }
   }
   return out;

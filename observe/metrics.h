@@ -26,6 +26,17 @@ enum class MetricType { kCounter, kGauge, kHistogram };
 
 using Labels = std::vector<std::string>;  // values, in the family's order
 
+// A histogram's counts as an owner keeps them between scrapes (a Registry
+// is built per scrape): per bucket of the family's `buckets` (not
+// cumulative; above the last bucket only in `count`), the total count and
+// the sum of the observations.
+struct HistogramCounts {
+  std::vector<uint64_t> counts;
+  uint64_t count = 0;
+  double sum = 0;
+  void Add(const std::vector<double>& buckets, double value);
+};
+
 class Registry {
  public:
   // Defines a family. InvalidArgument for a bad or duplicate name, a bad
@@ -43,16 +54,19 @@ class Registry {
 
   // Adds one observation to a histogram series.
   Status Observe(const std::string& name, const Labels& labels, double value);
+  // Sets a histogram series to counts kept with the family's buckets.
+  // FailedPrecondition as for Set, or when the counts have another number
+  // of buckets.
+  Status SetHistogram(const std::string& name, const Labels& labels,
+                      const HistogramCounts& h);
 
   // The text exposition of every family, in definition order.
   std::string Exposition() const;
 
  private:
   struct Series {
-    double value = 0;               // counter, gauge
-    std::vector<uint64_t> counts;   // histogram: per bucket (not cumulative)
-    uint64_t count = 0;
-    double sum = 0;
+    double value = 0;      // counter, gauge
+    HistogramCounts hist;  // histogram
   };
   struct Family {
     std::string name, help;

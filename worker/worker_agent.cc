@@ -99,6 +99,7 @@ control::Request WorkerAgent::BuildReport() {
   for (const auto& f : flights_) *hb->add_flights() = f;
   for (const auto& t : traces_) *hb->add_traces() = t;
   if (auto e = clock_sync_.Estimate()) *hb->mutable_clock() = *e;
+  hb->set_last_rtt_us(last_rtt_us_);
   return req;
 }
 
@@ -132,7 +133,9 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
     next_report_ms_ = now;
     return;
   }
-  clock_sync_.Add(call_sent_us_, hb.coordinator_unix_us(), clock_->NowUs(),
+  const int64_t received_us = clock_->NowUs();
+  last_rtt_us_ = std::max<int64_t>(0, received_us - call_sent_us_);
+  clock_sync_.Add(call_sent_us_, hb.coordinator_unix_us(), received_us,
                   hb.coordinator_recv_unix_us());
   if (report_has_logs_) ranks_->CommitLogs();
   unsent_steps_.clear();

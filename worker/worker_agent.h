@@ -155,6 +155,7 @@ class WorkerAgent {
   std::map<std::string, int64_t> traced_;
   ClockSync clock_sync_;
   int64_t call_sent_us_ = 0;  // wall us when the call in progress was sent
+  int64_t last_rtt_us_ = 0;   // of the last answered heartbeat
 };
 
 }  // namespace strata::worker

@@ -43,6 +43,7 @@
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
 #include "observe/goodput.h"
+#include "observe/metrics.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -124,6 +125,11 @@ class JobManager {
   // lowest rank that reports a loss (pipeline: the last stage), else rank
   // 0. Empty for jobs not running. For the dashboard's curves.
   std::vector<control::StepReport> Curve(const std::string& job_id) const;
+  // Rank 0's step times per job (seconds, observe::SecondsBuckets()).
+  const std::map<std::string, observe::HistogramCounts>& StepHistograms()
+      const {
+    return step_hist_;
+  }
   // The fault monitor's view of a running job (`strata diagnose`).
   StatusOr<control::DiagnoseReply> Diagnose(
       const control::DiagnoseRequest& request) const;
@@ -222,6 +228,7 @@ class JobManager {
   std::map<std::string, AttemptIndex> index_;
   // Goodput accounting per job (memory only), and the job with it filled.
   std::map<std::string, observe::GoodputLedger> goodput_;
+  std::map<std::string, observe::HistogramCounts> step_hist_;
   observe::GoodputLedger& LedgerOf(const control::JobInfo& job);
   void AddGoodput(control::JobInfo* info) const;
 };

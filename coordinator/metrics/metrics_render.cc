@@ -82,6 +82,13 @@ std::string RenderMetrics(const MetricsInput& in) {
                  "Latest step time per rank (the slowest ranks when a job has "
                  "more than the series limit).",
                  {"job", "rank"}));
+  Check(r.Define("strata_job_step_duration_seconds", MetricType::kHistogram,
+                 "Step times of the job's rank 0 (the job moves in lock-step).",
+                 {"job"}, observe::SecondsBuckets()));
+  Check(r.Define("strata_heartbeat_round_trip_seconds",
+                 MetricType::kHistogram,
+                 "Worker heartbeat round trips, as the workers measured them.",
+                 {}, observe::SecondsBuckets()));
   Check(r.Define("strata_workers", MetricType::kGauge, "Workers per state.",
                  {"state"}));
   Check(r.Define("strata_worker_heartbeat_age_seconds", MetricType::kGauge,
@@ -142,6 +149,13 @@ std::string RenderMetrics(const MetricsInput& in) {
   }
   for (const auto& [state, count] : per_state)
     Check(r.Set("strata_jobs", {state}, count));
+  for (const auto& [id, h] : in.step_seconds) {
+    Check(r.SetHistogram("strata_job_step_duration_seconds", {id}, h));
+  }
+  if (in.heartbeat_rtt.count > 0) {
+    Check(r.SetHistogram("strata_heartbeat_round_trip_seconds", {},
+                         in.heartbeat_rtt));
+  }
 
   int alive = 0, lost = 0;
   for (const control::WorkerInfo& w : in.workers.workers()) {

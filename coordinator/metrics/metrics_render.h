@@ -18,6 +18,8 @@
 //   strata_job_goodput_ratio{job}           productive / wall time
 //   strata_job_lost_seconds{job,cause}      observe/goodput.h causes
 //   strata_rank_step_seconds{job,rank}
+//   strata_job_step_duration_seconds{job}   histogram, rank 0's steps
+//   strata_heartbeat_round_trip_seconds     histogram, as workers measured
 //   strata_workers{state}                   alive / lost
 //   strata_worker_heartbeat_age_seconds{worker}
 //   strata_coordinator_state_writable       1 or 0
@@ -29,6 +31,7 @@
 #include <map>
 #include <string>
 
+#include "observe/metrics.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -39,6 +42,10 @@ struct MetricsInput {
   std::map<std::string, int64_t> rejected;  // reason -> count
   int64_t now_unix_ms = 0;
   int max_rank_series = 64;
+  // Histograms the owners keep (observe::SecondsBuckets()): rank 0's step
+  // times per job, heartbeat round trips as the workers measured them.
+  std::map<std::string, observe::HistogramCounts> step_seconds;
+  observe::HistogramCounts heartbeat_rtt;
 };
 
 // The text exposition (format 0.0.4).

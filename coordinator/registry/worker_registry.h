@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "fault/liveness.h"
+#include "observe/metrics.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -59,12 +60,16 @@ class WorkerRegistry {
 
   control::ListWorkersReply List() const;
   int AliveCount() const;
+  // Heartbeat round trips as the workers measured them (seconds,
+  // observe::SecondsBuckets()).
+  const observe::HistogramCounts& HeartbeatRtt() const { return rtt_; }
 
  private:
   const Clock* clock_;
   RegistryOptions options_;
   std::map<std::string, control::WorkerInfo> workers_;  // by worker id
   fault::Liveness liveness_;                            // by worker id
+  observe::HistogramCounts rtt_;
 };
 
 }  // namespace strata::coordinator

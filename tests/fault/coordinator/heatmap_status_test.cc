@@ -65,9 +65,18 @@ TEST(HeatmapStatusTest, RunningJobHeatmapAndProgress) {
   EXPECT_NE(r.out.find(" tokens/s, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(", ETA "), std::string::npos) << r.out;
 
+  EXPECT_NE(r.out.find("goodput   "), std::string::npos) << r.out;
+
   r = c.Strata("heatmap job-1 -o " + c.dir() + "/map.png");
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::stringstream png;
+  png << std::ifstream(c.dir() + "/map.png", std::ios::binary).rdbuf();
+  EXPECT_EQ(png.str().substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(png.str().substr(12, 4), "IHDR");
+  EXPECT_NE(png.str().find("IEND"), std::string::npos);
+  r = c.Strata("heatmap job-1 -o " + c.dir() + "/map.gif");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("only .svg is written"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("write .svg or .png"), std::string::npos) << r.out;
   r = c.Strata("heatmap job-1 --steps 9:3 -o " + svg);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--steps '9:3' is not A:B"), std::string::npos) << r.out;

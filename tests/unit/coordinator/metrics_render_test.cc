@@ -40,6 +40,14 @@ MetricsInput Input(int ranks) {
   w->set_last_heartbeat_unix_ms(999'500);
   in.workers.add_workers()->set_worker_id("w-b");  // lost
   in.rejected["zap"] = 3;
+  const std::vector<double> buckets = observe::SecondsBuckets();
+  for (double v : {0.9, 1.0, 1.1}) in.step_seconds["job-1"].Add(buckets, v);
+  in.heartbeat_rtt.Add(buckets, 0.0004);
+  control::Goodput* g = job->mutable_goodput();
+  g->set_wall_s(100);
+  g->set_productive_s(90);
+  g->set_startup_s(6);
+  g->set_restart_s(4);
   return in;
 }
 
@@ -63,6 +71,16 @@ TEST(MetricsRenderTest, JobsWorkersAndHealth) {
   EXPECT_TRUE(Has(t, "strata_coordinator_state_writable 1"));
   EXPECT_TRUE(Has(t, "strata_control_rejected_total{reason=\"zap\"} 3"));
   EXPECT_EQ(t.find("job=\"job-0\"} 4"), std::string::npos);
+  // Goodput and the histograms the owners keep.
+  EXPECT_TRUE(Has(t, "strata_job_goodput_ratio{job=\"job-1\"} 0.9")) << t;
+  EXPECT_TRUE(Has(
+      t, "strata_job_lost_seconds{job=\"job-1\",cause=\"restart\"} 4"));
+  EXPECT_TRUE(Has(
+      t, "strata_job_step_duration_seconds_bucket{job=\"job-1\",le=\"1.024\"} 2"))
+      << t;
+  EXPECT_TRUE(Has(t, "strata_job_step_duration_seconds_count{job=\"job-1\"} 3"));
+  EXPECT_TRUE(Has(t, "strata_heartbeat_round_trip_seconds_bucket{le=\"0.001\"} 1"));
+  EXPECT_TRUE(Has(t, "strata_heartbeat_round_trip_seconds_count 1"));
 }
 
 TEST(MetricsRenderTest, PerRankSeriesAreBoundedToTheSlowest) {
