@@ -58,6 +58,22 @@ std::array<uint8_t, 3> ViridisRgb(double t) {
   return rgb;
 }
 
+// The colour scale: the 2nd and 98th percentile of the finite values, and
+// the span between them (1 when they are equal).
+struct ColourScale {
+  double lo, hi, span;
+};
+ColourScale Scale(const Heatmap& map) {
+  std::vector<double> finite;
+  for (const auto& row : map.values) {
+    for (double v : row) {
+      if (std::isfinite(v)) finite.push_back(v);
+    }
+  }
+  const double lo = Percentile(finite, 0.02), hi = Percentile(finite, 0.98);
+  return {lo, hi, hi > lo ? hi - lo : 1};
+}
+
 }  // namespace
 
 std::string Viridis(double t) {
@@ -79,14 +95,7 @@ std::string RenderHeatmapPng(const Heatmap& map) {
       }
     }
   };
-  std::vector<double> finite;
-  for (const auto& row : map.values) {
-    for (double v : row) {
-      if (std::isfinite(v)) finite.push_back(v);
-    }
-  }
-  const double lo = Percentile(finite, 0.02), hi = Percentile(finite, 0.98);
-  const double span = hi > lo ? hi - lo : 1;
+  const auto [lo, hi, span] = Scale(map);
   const std::array<uint8_t, 3> grey{221, 221, 221}, red{220, 38, 38};
   for (size_t r = 0; r < map.values.size(); ++r) {
     const int y = top + static_cast<int>(r) * ch;
@@ -108,18 +117,10 @@ std::string RenderHeatmapPng(const Heatmap& map) {
   return EncodePng(width, height, px);
 }
 
-
 std::string RenderHeatmapSvg(const Heatmap& map) {
   const int rows = static_cast<int>(map.ranks.size());
   const int cols = static_cast<int>(map.steps.size());
-  std::vector<double> finite;
-  for (const auto& row : map.values) {
-    for (double v : row) {
-      if (std::isfinite(v)) finite.push_back(v);
-    }
-  }
-  const double lo = Percentile(finite, 0.02), hi = Percentile(finite, 0.98);
-  const double span = hi > lo ? hi - lo : 1;
+  const auto [lo, hi, span] = Scale(map);
 
   // Layout: cells fill ~900 x ~rows*14 px, at least 1 x 6 px each.
   const double cw = cols > 0 ? std::max(1.0, 900.0 / cols) : 1;
