@@ -10,18 +10,18 @@ namespace strata::coordinator {
 
 StatusOr<std::string> TraceDownload::Get(const std::string& job) {
   std::unique_lock lock(mu_);
-  wanted_.try_emplace(job, clock_->SteadyNowMs());
-  const bool ready = cv_.wait_for(lock, std::chrono::milliseconds(kWaitMs),
-                                  [&] { return done_.contains(job); });
+  const int64_t ticket =
+      wanted_.try_emplace(job, clock_->SteadyNowMs()).first->second;
+  const bool ready =
+      cv_.wait_for(lock, std::chrono::milliseconds(kWaitMs), [&] {
+        auto it = done_.find(job);
+        return it != done_.end() && it->second.ticket >= ticket;
+      });
   if (!ready) {
     return absl::DeadlineExceededError(
         "the coordinator did not make the trace in time");
   }
-  // Every reader waiting for this job saw it by now or will make a new one.
-  auto it = done_.find(job);
-  StatusOr<std::string> out = it->second;
-  done_.erase(it);
-  return out;
+  return done_.at(job).text;
 }
 
 void TraceDownload::Serve(JobManager& jobs, const WorkerRegistry& registry) {
@@ -47,9 +47,14 @@ void TraceDownload::Serve(JobManager& jobs, const WorkerRegistry& registry) {
   }
   if (made.empty()) return;
   std::lock_guard lock(mu_);
+  // Traces are megabytes: keep them only for the readers waiting now.
+  std::erase_if(done_, [&](const auto& kv) {
+    return now - kv.second.ticket > 2 * kWaitMs;
+  });
   for (auto& [job, text] : made) {
-    wanted_.erase(job);
-    done_.insert_or_assign(job, std::move(text));
+    const int64_t ticket = wanted.at(job);
+    if (wanted_[job] == ticket) wanted_.erase(job);
+    done_.insert_or_assign(job, Made{ticket, std::move(text)});
   }
   cv_.notify_all();
 }

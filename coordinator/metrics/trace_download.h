@@ -37,8 +37,14 @@ class TraceDownload {
   const Clock* clock_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, int64_t> wanted_;  // job -> since (steady ms)
-  std::map<std::string, StatusOr<std::string>> done_;
+  // Requests share a ticket: the steady ms the first of them asked. A
+  // reader takes the newest trace made for its ticket or a later one.
+  std::map<std::string, int64_t> wanted_;  // job -> ticket
+  struct Made {
+    int64_t ticket;
+    StatusOr<std::string> text;
+  };
+  std::map<std::string, Made> done_;  // job -> the newest
 };
 
 }  // namespace strata::coordinator
