@@ -174,6 +174,16 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
           ReadRankTrace(r.job_id(), r.attempt(), r.rank(), r.pid()));
     }
   }
+  // The heartbeat must stay inside a control frame: each rank keeps its
+  // newest records of an equal share.
+  if (!traces_.empty()) {
+    const int share = kMaxTraceOps / static_cast<int>(traces_.size());
+    for (auto& t : traces_) {
+      if (t.ops_size() > share) {
+        t.mutable_ops()->DeleteSubrange(0, t.ops_size() - share);
+      }
+    }
+  }
   if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
   for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
   for (const auto& order : hb.launch()) ranks_->Launch(order);

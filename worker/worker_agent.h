@@ -151,6 +151,8 @@ class WorkerAgent {
   // Answers to `trace`, ready to send; attempts answered recently (steady
   // ms): the coordinator repeats the order until every worker answered.
   static constexpr int64_t kRetraceMs = 5000;
+  // Records per heartbeat (~45 bytes each: ~1 MiB of a 4 MiB frame).
+  static constexpr int kMaxTraceOps = 24000;
   std::vector<control::RankTrace> traces_;
   std::map<std::string, int64_t> traced_;
   ClockSync clock_sync_;
