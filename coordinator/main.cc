@@ -158,7 +158,10 @@ int main(int argc, char** argv) {
   // /metrics and the dashboard's JSON: rendered on this loop when wanted,
   // served from the snapshots; the page itself is compiled in; traces are
   // made on the loop for the HTTP thread that asks (docs/observe.md).
-  strata::observe::Published metrics(&clock), dashboard(&clock);
+  strata::observe::Published metrics(&clock);
+  // The page polls every 2 s: render its JSON at most once a second.
+  strata::observe::Published dashboard(
+      &clock, {.refresh_ms = 1000, .max_age_ms = 3000});
   sc::TraceDownload traces(&clock);
   std::unique_ptr<strata::observe::HttpServer> http;
   if (!metrics_listen.empty()) {
