@@ -40,7 +40,11 @@ TEST(RebalanceTest, ASlowStageGetsFewerLayers) {
                          "(was tp=1 pp=2 dp=1 layers [4,4] on 2 nodes); node "
                          "speeds: node-1=") != std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("SUCCEEDED after 1 restart(s)"), std::string::npos)
+  // A second rebalance may refine the speed when the first split still
+  // measures slower than planned (the duty-cycled node's speed is noisy on
+  // a loaded machine); either way the job ends well.
+  EXPECT_TRUE(r.out.find("SUCCEEDED after 1 restart(s)") != std::string::npos ||
+              r.out.find("SUCCEEDED after 2 restart(s)") != std::string::npos)
       << r.out;
 }
 
