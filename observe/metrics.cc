@@ -79,10 +79,13 @@ std::string LabelSet(const std::vector<std::string>& names,
 
 }  // namespace
 
-std::vector<double> SecondsBuckets() {
-  std::vector<double> b;
-  for (double v = 0.001; v < 70; v *= 2) b.push_back(v);
-  return b;
+const std::vector<double>& SecondsBuckets() {
+  static const std::vector<double> buckets = [] {
+    std::vector<double> b;
+    for (double v = 0.001; v < 70; v *= 2) b.push_back(v);
+    return b;
+  }();
+  return buckets;
 }
 
 Status Registry::Define(const std::string& name, MetricType type,

@@ -81,6 +81,6 @@ class Registry {
 };
 
 // Default buckets for step and round-trip seconds: 1 ms to ~65 s, doubling.
-std::vector<double> SecondsBuckets();
+const std::vector<double>& SecondsBuckets();
 
 }  // namespace strata::observe

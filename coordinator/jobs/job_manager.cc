@@ -663,8 +663,7 @@ void JobManager::OnSteps(
       LedgerOf(it->second).OnStep(
           it->second.attempt(), s.step(), s.unix_ms(), s.step_seconds(),
           ckpt == s.section_seconds().end() ? 0 : ckpt->second);
-      static const std::vector<double> buckets = observe::SecondsBuckets();
-      step_hist_[s.job_id()].Add(buckets, s.step_seconds());
+      step_hist_[s.job_id()].Add(observe::SecondsBuckets(), s.step_seconds());
     }
     Watch(it->second, s);
   }

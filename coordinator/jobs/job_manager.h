@@ -176,6 +176,8 @@ class JobManager {
     std::map<int, std::deque<control::StepReport>> trace_steps;
     int64_t trace_since_ms = -1;
     std::map<int, control::RankTrace> traces;
+    // A collection began less than the collection window ago.
+    bool Collecting(int64_t now) const;
   };
   Watched& WatchedOf(const control::JobInfo& job);
   void Watch(control::JobInfo& job, const control::StepReport& s);

@@ -26,12 +26,11 @@ constexpr int64_t kTraceCollectMs = 10000;
 constexpr int kReplySteps = 8000;
 constexpr int kReplyOps = 30000;
 
-template <class W>  // JobManager::Watched
-bool Collecting(const W& w, int64_t now) {
-  return w.trace_since_ms >= 0 && now - w.trace_since_ms < kTraceCollectMs;
-}
-
 }  // namespace
+
+bool JobManager::Watched::Collecting(int64_t now) const {
+  return trace_since_ms >= 0 && now - trace_since_ms < kTraceCollectMs;
+}
 
 void JobManager::KeepForTrace(const control::JobInfo& job, Watched& w,
                               const control::StepReport& s) {
@@ -48,7 +47,7 @@ void JobManager::AddTraceOrders(const std::string& worker_id,
                                 control::HeartbeatReply* orders) {
   const int64_t now = clock_->SteadyNowMs();
   for (auto& [id, w] : watched_) {
-    if (!Collecting(w, now)) continue;
+    if (!w.Collecting(now)) continue;
     auto job = jobs_.find(id);
     if (job == jobs_.end() || job->second.state() != control::RUNNING) continue;
     const AttemptIndex& index = Index(job->second);
@@ -68,7 +67,7 @@ void JobManager::OnTraces(
   const int64_t now = clock_->SteadyNowMs();
   for (const auto& t : traces) {
     auto w = watched_.find(t.job_id());
-    if (w == watched_.end() || !Collecting(w->second, now) ||
+    if (w == watched_.end() || !w->second.Collecting(now) ||
         w->second.attempt != t.attempt()) {
       continue;
     }
@@ -105,7 +104,7 @@ StatusOr<control::TraceReply> JobManager::Trace(
     first = std::max<int64_t>(1, newest - request.newest_steps() + 1);
   }
   const int64_t now = clock_->SteadyNowMs();
-  if (!Collecting(w, now)) {
+  if (!w.Collecting(now)) {
     w.trace_since_ms = now;
     w.traces.clear();
   }

@@ -46,8 +46,7 @@ control::HeartbeatReply WorkerRegistry::Heartbeat(
   it->second.set_last_heartbeat_unix_ms(clock_->NowMs());
   if (request.has_clock()) *it->second.mutable_clock() = request.clock();
   if (request.last_rtt_us() > 0) {
-    static const std::vector<double> buckets = observe::SecondsBuckets();
-    rtt_.Add(buckets, request.last_rtt_us() / 1e6);
+    rtt_.Add(observe::SecondsBuckets(), request.last_rtt_us() / 1e6);
   }
   liveness_.Beat(it->first);
   return reply;
