@@ -13,17 +13,24 @@ void Liveness::Beat(const std::string& id) {
   Peer& p = peers_[id];
   p.last_beat_ms = clock_.SteadyNowMs();
   p.alive = true;
+  beats_.emplace_back(p.last_beat_ms, id);
 }
 
 std::vector<std::string> Liveness::Check() {
   std::vector<std::string> lost;
   const int64_t now = clock_.SteadyNowMs();
-  for (auto& [id, p] : peers_) {
-    const int64_t since = std::max(p.last_beat_ms, grace_from_ms_);
-    if (p.alive && now - since > lost_after_ms_) {
+  // Windows start at max(beat, grace); grace is common to all, so the
+  // front of beats_ is always the first to expire.
+  while (!beats_.empty() &&
+         now - std::max(beats_.front().first, grace_from_ms_) >
+             lost_after_ms_) {
+    auto& [beat_ms, id] = beats_.front();
+    Peer& p = peers_[id];
+    if (p.alive && p.last_beat_ms == beat_ms) {
       p.alive = false;
       lost.push_back(id);
     }
+    beats_.pop_front();
   }
   return lost;
 }

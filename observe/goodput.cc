@@ -140,6 +140,53 @@ Goodput GoodputLedger::At(int64_t now_ms) const {
   return g;
 }
 
+control::GoodputState GoodputLedger::Save() const {
+  control::GoodputState p;
+  *p.mutable_totals() = ToProto(g_);
+  p.set_submit_ms(submit_ms_);
+  p.set_mark_ms(mark_ms_);
+  p.set_phase(static_cast<int>(phase_));
+  p.set_first_attempt(first_attempt_);
+  p.set_straggling(straggling_);
+  p.set_job_ended(job_ended_);
+  p.set_attempt(attempt_);
+  p.set_ended_attempt(ended_attempt_);
+  p.set_last_step(last_step_);
+  p.set_high_water(high_water_);
+  p.set_attempt_high(attempt_high_);
+  for (double s : recent_s_) p.add_recent_s(s);
+  return p;
+}
+
+StatusOr<GoodputLedger> GoodputLedger::Restore(
+    const control::GoodputState& p) {
+  if (p.phase() < static_cast<int>(Phase::kStarting) ||
+      p.phase() > static_cast<int>(Phase::kEnded)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("goodput state: unknown phase ", p.phase()));
+  }
+  if (p.mark_ms() < p.submit_ms() || p.recent_s_size() > kBaselineSteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "goodput state: mark ", p.mark_ms(), " before submit ", p.submit_ms(),
+        " or ", p.recent_s_size(), " baseline steps (at most ",
+        kBaselineSteps, ")"));
+  }
+  GoodputLedger l(p.submit_ms());
+  l.g_ = FromProto(p.totals());
+  l.mark_ms_ = p.mark_ms();
+  l.phase_ = static_cast<Phase>(p.phase());
+  l.first_attempt_ = p.first_attempt();
+  l.straggling_ = p.straggling();
+  l.job_ended_ = p.job_ended();
+  l.attempt_ = p.attempt();
+  l.ended_attempt_ = p.ended_attempt();
+  l.last_step_ = p.last_step();
+  l.high_water_ = p.high_water();
+  l.attempt_high_ = p.attempt_high();
+  l.recent_s_.assign(p.recent_s().begin(), p.recent_s().end());
+  return l;
+}
+
 control::Goodput ToProto(const Goodput& g) {
   control::Goodput p;
   p.set_wall_s(g.wall_s);

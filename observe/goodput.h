@@ -25,13 +25,15 @@
 //   - productive: the rest of each step's time.
 // Time since the last event is counted where it is heading (in a running
 // attempt: productive), so the buckets always add up to the wall time.
-// Pure; the coordinator keeps one per job in memory.
+// Pure; the coordinator keeps one per job, in memory and, every few
+// seconds, in its state store (Save, Restore).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <string>
 
+#include "common/status.h"
 #include "proto/control.pb.h"
 
 namespace strata::observe {
@@ -67,6 +69,14 @@ class GoodputLedger {
   void OnJobEnd(int64_t ms);
 
   Goodput At(int64_t now_ms) const;
+
+  // The ledger's whole state, and a ledger continuing from one
+  // (the coordinator keeps it across its restarts). The interval from the
+  // saved mark to the next event is attributed by the saved phase, as it
+  // would have been without the restart. InvalidArgument when `state` is
+  // not one Save wrote (an unknown phase, a mark before the submit).
+  control::GoodputState Save() const;
+  static StatusOr<GoodputLedger> Restore(const control::GoodputState& state);
 
  private:
   enum class Phase { kStarting, kRunning, kHung, kEnded };

@@ -88,6 +88,29 @@ Status JobManager::Recover() {
       logger_->error("{}: {}", id, s.ToString());
     }
   }
+  ASSIGN_OR_RETURN(auto ledgers, store_->Scan("goodput/"));
+  for (const auto& [key, value] : ledgers) {
+    control::GoodputState state;
+    const std::string id = key.substr(std::string("goodput/").size());
+    auto job = jobs_.find(id);
+    StatusOr<observe::GoodputLedger> ledger =
+        state.ParseFromString(value)
+            ? observe::GoodputLedger::Restore(state)
+            : absl::InvalidArgumentError("does not parse as GoodputState");
+    if (job == jobs_.end() || !ledger.ok()) {
+      // Accounting only: the job runs on, its goodput counted from now
+      // as start-up.
+      logger_->warn("state record {} dropped: {}", key,
+                    job == jobs_.end() ? "no such job"
+                                       : ledger.status().ToString());
+      continue;
+    }
+    // Ended while the ledger's last save was older than the end.
+    if (!Active(job->second) && job->second.end_unix_ms() > 0) {
+      ledger->OnJobEnd(job->second.end_unix_ms());
+    }
+    goodput_.insert_or_assign(id, *std::move(ledger));
+  }
   auto next = store_->Get("meta/next_job_id");
   if (next.ok()) {
     if (!absl::SimpleAtoi(*next, &next_id_)) {
@@ -205,6 +228,32 @@ observe::GoodputLedger& JobManager::LedgerOf(const control::JobInfo& job) {
       .first->second;
 }
 
+void JobManager::SaveLedgers(const std::vector<std::string>& jobs) {
+  const int64_t now = clock_->NowMs();
+  std::vector<StateStore::Mutation> rows;
+  if (jobs.empty()) {
+    if (now - goodput_saved_ms_ < kGoodputSaveIntervalMs) return;
+    goodput_saved_ms_ = now;
+    for (const auto& [id, ledger] : goodput_) {
+      auto job = jobs_.find(id);
+      if (job == jobs_.end() || !Active(job->second)) continue;
+      rows.emplace_back(absl::StrCat("goodput/", id),
+                        ledger.Save().SerializeAsString());
+    }
+  }
+  for (const auto& id : jobs) {
+    if (auto it = goodput_.find(id); it != goodput_.end()) {
+      rows.emplace_back(absl::StrCat("goodput/", id),
+                        it->second.Save().SerializeAsString());
+    }
+  }
+  if (rows.empty()) return;
+  // Not synced: losing the last seconds of accounting in a machine crash
+  // is acceptable, a sync per save on the event loop is not.
+  Status s = store_->Write(rows, /*sync=*/false);
+  if (!s.ok()) logger_->warn("saving goodput: {}", s.ToString());
+}
+
 void JobManager::AddGoodput(control::JobInfo* info) const {
   auto it = goodput_.find(info->job_id());
   const observe::Goodput g =
@@ -254,6 +303,7 @@ Status JobManager::Finish(control::JobInfo& job, control::JobState state,
 void JobManager::Ended(const control::JobInfo& job) {
   LedgerOf(job).OnJobEnd(job.end_unix_ms() > 0 ? job.end_unix_ms()
                                                 : clock_->NowMs());
+  SaveLedgers({job.job_id()});
   watched_.erase(job.job_id());
   restart_began_ms_.erase(job.job_id());
   restart_cost_ms_.erase(job.job_id());
@@ -337,6 +387,7 @@ void JobManager::Tick(const WorkerRegistry& registry) {
     if (job.state() == control::RUNNING) WatchTick(job);
     if (job.state() == control::PENDING) TryPlace(job, registry);
   }
+  SaveLedgers();
 }
 
 void JobManager::TryPlace(control::JobInfo& job,

@@ -60,10 +60,14 @@ class JobManager {
   JobManager(const Clock* clock, StateStore* store, EventLog* events,
              LogStore* logs, KvStore* kv, JobOptions options = {});
 
-  // Reloads every job from the store. DataLoss if a record does not parse.
+  // Reloads every job and its goodput ledger from the store. DataLoss if a
+  // job record does not parse; a ledger that does not is dropped with a
+  // warning (the job's goodput then counts from the restart as start-up).
   // Stored PENDING/RUNNING jobs that break the limits are failed (with the
   // reason) instead of being scheduled.
   Status Recover();
+  // How often the goodput ledgers of active jobs are saved (SaveLedgers).
+  static constexpr int64_t kGoodputSaveIntervalMs = 5000;
 
   // Writes every job record again from memory (after the store was
   // reopened: a write reported failed may have reached the disk anyway).
@@ -228,8 +232,17 @@ class JobManager {
   // Latest telemetry per job and rank (memory only).
   std::map<std::string, std::map<int, control::StepReport>> steps_;
   std::map<std::string, AttemptIndex> index_;
-  // Goodput accounting per job (memory only), and the job with it filled.
+  // Goodput accounting per job, and the job with it filled. The ledgers
+  // are written to the store (goodput/<job>) at most every
+  // kGoodputSaveIntervalMs while their job is active and once at its end
+  // (SaveLedgers), and restored by Recover: a coordinator restart keeps the
+  // accounting up to the last save, and the time after it goes where the
+  // saved phase was heading.
   std::map<std::string, observe::GoodputLedger> goodput_;
+  int64_t goodput_saved_ms_ = 0;
+  // Writes the ledgers of active jobs (all of them when `jobs` is empty
+  // and the interval has passed) or of `jobs` now.
+  void SaveLedgers(const std::vector<std::string>& jobs = {});
   std::map<std::string, observe::HistogramCounts> step_hist_;
   observe::GoodputLedger& LedgerOf(const control::JobInfo& job);
   void AddGoodput(control::JobInfo* info) const;

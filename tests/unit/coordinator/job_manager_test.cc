@@ -370,6 +370,66 @@ TEST_F(JobsTest, RunningJobIsReadoptedAfterCoordinatorRestart) {
   EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
 }
 
+// The goodput ledger is saved while the job runs and restored by the next
+// coordinator: the accounting before the restart is kept (not start-up),
+// and the steps after it go on counting as productive.
+TEST_F(JobsTest, GoodputSurvivesCoordinatorRestart) {
+  const std::string id = Submit(Spec("goodput", 1, 2));
+  std::string w = Register("n1");
+  f_.service->Tick();
+  std::vector<control::RankReport> held;
+  for (const auto& l : Launches(w)) held.push_back(Running(l));
+  Beat(w, held);
+  f_.clock.Advance(3000);  // start-up
+  auto steps = [&](int from, int to) {
+    control::Request r;
+    r.mutable_heartbeat()->set_worker_id(w);
+    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    for (int step = from; step <= to; ++step) {
+      f_.clock.Advance(1000);
+      control::StepReport* s = r.mutable_heartbeat()->add_steps();
+      s->set_job_id(id);
+      s->set_rank(0);
+      s->set_step(step);
+      s->set_step_seconds(1.0);
+      s->set_unix_ms(f_.clock.NowMs());
+    }
+    EXPECT_EQ(Call(r).status().code(), 0);
+  };
+  steps(1, 10);
+  for (int64_t ms = 0; ms < JobManager::kGoodputSaveIntervalMs; ms += 1000) {
+    f_.clock.Advance(1000);
+    Beat(w, held);
+  }
+  f_.service->Tick();  // saves
+  const control::Goodput before = Job(id).goodput();
+  EXPECT_NEAR(before.startup_s(), 3.0, 0.01);
+  EXPECT_NEAR(before.productive_s(), 10.0 + 5.0, 0.01);
+
+  f_.Restart();
+  ASSERT_TRUE(f_.recovered.ok()) << f_.recovered;
+  const control::Goodput after = Job(id).goodput();
+  EXPECT_NEAR(after.wall_s(), before.wall_s(), 0.01);
+  EXPECT_NEAR(after.startup_s(), before.startup_s(), 0.01);
+  EXPECT_NEAR(after.productive_s(), before.productive_s(), 0.01);
+  // The ranks trained on; their steps keep counting as productive.
+  EXPECT_TRUE(Beat(w, held).reregister());
+  Register("n1", held);
+  steps(16, 20);
+  for (auto& r : held) r = Exited(r, 0);
+  Beat(w, held);
+  ASSERT_EQ(Job(id).state(), control::SUCCEEDED);
+  const control::Goodput end = Job(id).goodput();
+  EXPECT_NEAR(end.startup_s(), 3.0, 0.01);
+  EXPECT_NEAR(end.productive_s(), end.wall_s() - 3.0, 0.01);
+
+  // A corrupt ledger record costs the accounting, not the job.
+  ASSERT_TRUE(f_.store->Put("goodput/" + id, "\xff garbage").ok());
+  f_.Restart();
+  ASSERT_TRUE(f_.recovered.ok()) << f_.recovered;
+  EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
+}
+
 // The coordinator itself was stopped for 30 s (SIGSTOP): on resume the event
 // loop reports the gap, and workers get a fresh window to report before any
 // is declared lost; the running attempt stays.

@@ -99,5 +99,42 @@ TEST(GoodputTest, FailureBeforeAnyStepIsStartupThenRestart) {
   EXPECT_DOUBLE_EQ(g.productive_s, 1);
 }
 
+// A restored ledger goes on exactly as the saved one would have: a
+// failure, a resume with recomputed steps and a straggler after the save.
+TEST(GoodputTest, SaveAndRestoreContinueTheSameAccounting) {
+  GoodputLedger a(kT);
+  for (int s = 1; s <= 30; ++s) a.OnStep(0, s, kT + s * 1000, 1.0, 0.1);
+  a.OnAttemptEnd(kT + 30500);
+  for (int s = 25; s <= 32; ++s) a.OnStep(1, s, kT + 32000 + s * 1000, 1.0, 0);
+  auto b = GoodputLedger::Restore(a.Save());
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (GoodputLedger* l : {&a, &*b}) {
+    l->OnStraggler();
+    for (int s = 33; s <= 40; ++s) l->OnStep(1, s, kT + 65000 + s * 1500, 1.5, 0);
+    l->OnJobEnd(kT + 126000);
+  }
+  const Goodput ga = a.At(kT + 130000), gb = b->At(kT + 130000);
+  EXPECT_GT(ga.recompute_s, 0);
+  EXPECT_GT(ga.straggler_s, 0);
+  EXPECT_DOUBLE_EQ(gb.wall_s, ga.wall_s);
+  EXPECT_DOUBLE_EQ(gb.productive_s, ga.productive_s);
+  EXPECT_DOUBLE_EQ(gb.restart_s, ga.restart_s);
+  EXPECT_DOUBLE_EQ(gb.recompute_s, ga.recompute_s);
+  EXPECT_DOUBLE_EQ(gb.checkpoint_s, ga.checkpoint_s);
+  EXPECT_DOUBLE_EQ(gb.straggler_s, ga.straggler_s);
+  EXPECT_DOUBLE_EQ(Sum(gb), gb.wall_s);
+}
+
+TEST(GoodputTest, RestoreRefusesStatesSaveCannotWrite) {
+  control::GoodputState p = GoodputLedger(kT).Save();
+  p.set_phase(7);
+  EXPECT_EQ(GoodputLedger::Restore(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  p = GoodputLedger(kT).Save();
+  p.set_mark_ms(kT - 1);
+  EXPECT_EQ(GoodputLedger::Restore(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace strata::observe
