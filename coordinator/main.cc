@@ -9,8 +9,10 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "CLI/CLI.hpp"
+#include "common/cpu_time.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/embedded.h"
@@ -220,14 +222,26 @@ int main(int argc, char** argv) {
     std::cout << "dashboard " << http->url() << "/" << std::endl;
   }
   std::cout << "listening " << *bound << std::endl;
+  // Thread CPU seconds the loop spent on each (the metric
+  // strata_coordinator_render_cpu_seconds_total).
+  std::map<std::string, double> render_cpu = {
+      {"dashboard", 0}, {"metrics", 0}, {"trace", 0}};
+  auto timed = [&](const char* what, auto&& f) {
+    const double t0 = strata::ThreadCpuSeconds();
+    f();
+    render_cpu[what] += strata::ThreadCpuSeconds() - t0;
+  };
   auto render = [&] {
     if (!http) return;
-    traces.Serve(jobs, service.registry());
+    timed("trace", [&] { traces.Serve(jobs, service.registry()); });
     if (dashboard.Wanted()) {
-      dashboard.Publish(sc::RenderDashboardJson(
-          sc::CollectDashboard(jobs, events, service.registry(), clock.NowMs())));
+      timed("dashboard", [&] {
+        dashboard.Publish(sc::RenderDashboardJson(sc::CollectDashboard(
+            jobs, events, service.registry(), clock.NowMs())));
+      });
     }
     if (!metrics.Wanted()) return;
+    const double t0 = strata::ThreadCpuSeconds();
     sc::MetricsInput in;
     in.jobs = jobs.List(/*with_steps=*/true);
     in.workers = service.registry().List();
@@ -241,7 +255,9 @@ int main(int argc, char** argv) {
                    {"wrong_version", rej.wrong_version},
                    {"empty_body", rej.empty_body},
                    {"unauthenticated", rej.unauthenticated}};
+    in.render_cpu_seconds = render_cpu;
     metrics.Publish(sc::RenderMetrics(in));
+    render_cpu["metrics"] += strata::ThreadCpuSeconds() - t0;
   };
   server.Run(g_stop, 50, render);
   logger->info("stopping: handled {} requests, rejected {}", server.handled(),

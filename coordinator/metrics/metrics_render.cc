@@ -98,6 +98,12 @@ std::string RenderMetrics(const MetricsInput& in) {
   Check(r.Define("strata_coordinator_refused_changes_total",
                  MetricType::kCounter,
                  "Changes refused since the state dir became unwritable.", {}));
+  Check(r.Define("strata_coordinator_render_cpu_seconds_total",
+                 MetricType::kCounter,
+                 "Event-loop CPU time spent rendering /metrics, the "
+                 "dashboard's JSON and traces: what observability costs the "
+                 "coordinator.",
+                 {"what"}));
   Check(r.Define("strata_control_rejected_total", MetricType::kCounter,
                  "Control connections or frames rejected, by reason.",
                  {"reason"}));
@@ -176,6 +182,8 @@ std::string RenderMetrics(const MetricsInput& in) {
               h.refused_changes()));
   for (const auto& [reason, count] : in.rejected)
     Check(r.Set("strata_control_rejected_total", {reason}, count));
+  for (const auto& [what, s] : in.render_cpu_seconds)
+    Check(r.Set("strata_coordinator_render_cpu_seconds_total", {what}, s));
   return r.Exposition();
 }
 

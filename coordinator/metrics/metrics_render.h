@@ -25,6 +25,10 @@
 //   strata_coordinator_state_writable       1 or 0
 //   strata_coordinator_refused_changes_total
 //   strata_control_rejected_total{reason}   from `rejected` (ZAP, codec, ...)
+//   strata_coordinator_render_cpu_seconds_total{what}
+//                                           event-loop CPU spent making
+//                                           /metrics, the dashboard JSON and
+//                                           traces (observability's own cost)
 #pragma once
 
 #include <cstdint>
@@ -40,6 +44,8 @@ struct MetricsInput {
   control::JobsReply jobs;                  // with each job's latest steps
   control::ListWorkersReply workers;        // with the coordinator's health
   std::map<std::string, int64_t> rejected;  // reason -> count
+  // what (metrics, dashboard, trace) -> thread CPU seconds rendering it.
+  std::map<std::string, double> render_cpu_seconds;
   int64_t now_unix_ms = 0;
   int max_rank_series = 64;
   // Histograms the owners keep (observe::SecondsBuckets()): rank 0's step
