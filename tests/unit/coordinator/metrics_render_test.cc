@@ -40,6 +40,7 @@ MetricsInput Input(int ranks) {
   w->set_last_heartbeat_unix_ms(999'500);
   in.workers.add_workers()->set_worker_id("w-b");  // lost
   in.rejected["zap"] = 3;
+  in.render_cpu_seconds["dashboard"] = 0.25;
   const std::vector<double> buckets = observe::SecondsBuckets();
   for (double v : {0.9, 1.0, 1.1}) in.step_seconds["job-1"].Add(buckets, v);
   in.heartbeat_rtt.Add(buckets, 0.0004);
@@ -70,6 +71,8 @@ TEST(MetricsRenderTest, JobsWorkersAndHealth) {
       Has(t, "strata_worker_heartbeat_age_seconds{worker=\"w-a\"} 0.5"));
   EXPECT_TRUE(Has(t, "strata_coordinator_state_writable 1"));
   EXPECT_TRUE(Has(t, "strata_control_rejected_total{reason=\"zap\"} 3"));
+  EXPECT_TRUE(Has(
+      t, "strata_coordinator_render_cpu_seconds_total{what=\"dashboard\"} 0.25"));
   EXPECT_EQ(t.find("job=\"job-0\"} 4"), std::string::npos);
   // Goodput and the histograms the owners keep.
   EXPECT_TRUE(Has(t, "strata_job_goodput_ratio{job=\"job-1\"} 0.9")) << t;
