@@ -85,22 +85,25 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
 
 }  // namespace
 
-std::string EmitMegatron(const Plan& plan, const ModelSpec& model) {
+std::string EmitMegatron(const Plan& plan, const ModelSpec& model,
+                         const std::string& note) {
   std::string comment;
   std::vector<std::string> flags = MegatronFlags(plan, model, &comment);
-  return comment + absl::StrJoin(flags, " \\\n") + "\n";
+  return note + comment + absl::StrJoin(flags, " \\\n") + "\n";
 }
 
 std::string EmitTorchrun(const Plan& plan, const ModelSpec& model,
-                         const ClusterSpec& cluster, int64_t gpus) {
+                         const ClusterSpec& cluster, int64_t gpus,
+                         const std::string& note) {
   const int gpn = cluster.gpus_per_node();
   const int64_t nodes = (gpus + gpn - 1) / gpn;
   const int per_node = gpus < gpn ? static_cast<int>(gpus) : gpn;
   std::string comment;
   std::vector<std::string> flags = MegatronFlags(plan, model, &comment);
   std::string out = absl::StrCat(
-      "# strata plan: tp=", plan.tp(), " pp=", plan.pp(), " dp=", plan.dp(),
-      " cp=", plan.cp(), " on ", nodes, " node(s) x ", per_node, " GPUs.\n",
+      note, "# strata plan: tp=", plan.tp(), " pp=", plan.pp(),
+      " dp=", plan.dp(), " cp=", plan.cp(), " vpp=", plan.vpp(), " on ", nodes,
+      " node(s) x ", per_node, " GPUs.\n",
       "# Run on every node with NODE_RANK (0..", nodes - 1,
       ") and MASTER_ADDR (node 0's address) set.\n", comment,
       "export STRATA_TP=", plan.tp(), " STRATA_PP=", plan.pp(),

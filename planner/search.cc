@@ -22,6 +22,8 @@ absl::Span<const FieldRange> PlanRanges() {
       {"--gpus", 1, kMaxGpus, false, "GPUs the plan uses"},
       {"--top", 1, 1000, false, "plans to show"},
       {"--time-budget", 0, 3600, false, "seconds the search may take"},
+      {"--nodes", 1, topology::kMaxClusterNodes, false,
+       "overrides the cluster's num_nodes"},
   };
   return kRanges;
 }
@@ -412,9 +414,15 @@ Status ValidateRequest(const PlanRequest& req) {
   }
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cluster '", req.cluster.name(), "' has ", capacity,
-                     " GPUs; --gpus ", req.gpus, " asks for more"));
+    // A preset with num_nodes describes one machine; the same nodes at
+    // another size are one flag away.
+    const int gpn = req.cluster.gpus_per_node();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster '", req.cluster.name(), "' has ", capacity, " GPUs (",
+        req.cluster.num_nodes(), " nodes x ", gpn, "); --gpus ", req.gpus,
+        " asks for more. To plan the same nodes at a larger size, override "
+        "its num_nodes: --nodes ", (req.gpus + gpn - 1) / gpn,
+        " (or num_nodes in a cluster file)"));
   }
   return absl::OkStatus();
 }
