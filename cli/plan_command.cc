@@ -70,15 +70,24 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
       fix->set_recompute(mode);
       continue;
     }
+    if (key == "precision") {
+      Precision::Kind kind;
+      if (!Precision::Kind_Parse(value, &kind)) {
+        return absl::InvalidArgumentError(
+            "--fix precision must be bf16, fp16 or fp8, got '" + value + "'");
+      }
+      fix->set_precision(kind);
+      continue;
+    }
     int v = 0;
     if (!absl::SimpleAtoi(value, &v)) {
       return absl::InvalidArgumentError(
           "--fix " + key + " expects an integer, got '" + value + "'");
     }
     static const std::map<std::string, std::string> kField = {
-        {"tp", "tp"},          {"pp", "pp"},   {"dp", "dp"},
-        {"cp", "cp"},          {"vpp", "vpp"}, {"mbs", "micro_batch"},
-        {"zero", "zero_stage"}};
+        {"tp", "tp"},           {"pp", "pp"},   {"dp", "dp"},
+        {"cp", "cp"},           {"vpp", "vpp"}, {"mbs", "micro_batch"},
+        {"zero", "zero_stage"}, {"ep", "ep"},   {"etp", "etp"}};
     if (auto it = kField.find(key); it != kField.end()) {
       RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
                                 "constraints." + it->second, "--fix " + key));
@@ -102,6 +111,10 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
       fix->set_micro_batch(v);
     else if (key == "zero")
       fix->set_zero_stage(v);
+    else if (key == "ep")
+      fix->set_ep(v);
+    else if (key == "etp")
+      fix->set_etp(v);
     else if (key == "distopt")
       fix->set_distributed_optimizer(v != 0);
     else if (key == "sp")
@@ -109,7 +122,8 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
     else {
       return absl::InvalidArgumentError(
           "--fix: unknown key '" + key +
-          "' (known: tp, pp, dp, cp, vpp, mbs, zero, distopt, sp, recompute)");
+          "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
+          "recompute, precision)");
     }
   }
   return absl::OkStatus();
@@ -149,8 +163,8 @@ void RunPlan(const PlanArgs& args) {
     // plans the same node type at another size.
     cluster->set_num_nodes(args.nodes);
     if (Status v = topology::ValidateCluster(*cluster); !v.ok()) {
-      Fail(kExitBadInput, absl::StrCat("--nodes ", args.nodes, ": ",
-                                       v.message()));
+      Fail(kExitBadInput,
+           absl::StrCat("--nodes ", args.nodes, ": ", v.message()));
     }
   }
   if (!args.attention.empty()) {
@@ -223,8 +237,9 @@ void AddPlanCommand(CLI::App* app) {
       "nodes in the cluster (overrides its num_nodes, e.g. to plan beyond a "
       "preset's fixed size)");
   cmd->add_option("--fix", args->fix,
-                  "pin dimensions: tp=8,pp=16,dp=..,cp=..,vpp=..,mbs=..,"
-                  "zero=..,distopt=0|1,sp=0|1,recompute=none|selective|full");
+                  "pin dimensions: tp=8,pp=16,dp=..,cp=..,ep=..,etp=..,vpp=..,"
+                  "mbs=..,zero=..,distopt=0|1,sp=0|1,"
+                  "recompute=none|selective|full,precision=bf16|fp8");
   cmd->add_option("--format", args->format, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

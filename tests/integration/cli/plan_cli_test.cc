@@ -92,7 +92,9 @@ TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
         "--micro-batch-size", "--recompute-granularity",
         "--decoder-first-pipeline-num-layers"}) {
     EXPECT_EQ(FlagValue(meg.out, flag), FlagValue(tr.out, flag))
-        << flag << "\n" << meg.out << "\n" << tr.out;
+        << flag << "\n"
+        << meg.out << "\n"
+        << tr.out;
   }
   EXPECT_EQ(meg.out.find("--use-distributed-optimizer") == std::string::npos,
             tr.out.find("--use-distributed-optimizer") == std::string::npos);
@@ -107,8 +109,9 @@ TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
     EXPECT_NE(r->out.find("NOTE: this is not the planner's best plan"),
               std::string::npos)
         << r->out;
-    EXPECT_NE(r->out.find("ZeRO stage 0, or 1 with --use-distributed-optimizer"),
-              std::string::npos)
+    EXPECT_NE(
+        r->out.find("ZeRO stage 0, or 1 with --use-distributed-optimizer"),
+        std::string::npos)
         << r->out;
     EXPECT_NE(r->out.find("#   differs: "), std::string::npos) << r->out;
     EXPECT_NE(r->out.find("zero 1 (distributed optimizer) vs 1"),
@@ -117,8 +120,8 @@ TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
     EXPECT_NE(r->out.find(" s/step predicted"), std::string::npos) << r->out;
   }
   // A request whose best plan Megatron runs as is gets no note.
-  RunResult plain = RunStrata(std::string(kBase) +
-                              " --fix zero=0 --emit megatron");
+  RunResult plain =
+      RunStrata(std::string(kBase) + " --fix zero=0 --emit megatron");
   ASSERT_EQ(plain.code, 0) << plain.out;
   EXPECT_EQ(plain.out.find("NOTE"), std::string::npos) << plain.out;
 }
@@ -134,12 +137,10 @@ TEST(PlanCliTest, FixedSizeClusterNamesTheNodesOverride) {
   EXPECT_NE(refused.out.find("has 4480 GPUs (560 nodes x 8)"),
             std::string::npos)
       << refused.out;
-  EXPECT_NE(refused.out.find("--nodes 1024"), std::string::npos)
-      << refused.out;
+  EXPECT_NE(refused.out.find("--nodes 1024"), std::string::npos) << refused.out;
   RunResult planned = RunStrata(big + " --nodes 1024");
   EXPECT_EQ(planned.code, 0) << planned.out;
-  EXPECT_NE(planned.out.find("8192 x A100"), std::string::npos)
-      << planned.out;
+  EXPECT_NE(planned.out.find("8192 x A100"), std::string::npos) << planned.out;
   RunResult small = RunStrata(big + " --nodes 600");
   EXPECT_EQ(small.code, 2) << small.out;
   EXPECT_NE(small.out.find("has 4800 GPUs"), std::string::npos) << small.out;
@@ -148,6 +149,26 @@ TEST(PlanCliTest, FixedSizeClusterNamesTheNodesOverride) {
   EXPECT_NE(zero.out.find("--nodes = 0 is out of range [1, 131072]"),
             std::string::npos)
       << zero.out;
+}
+
+// MoE: --explain shows the all-to-all and where its bytes go; the table
+// has EP/ETP columns and the parameter counts.
+TEST(PlanCliTest, MoeExplainShowsTheAllToAll) {
+  RunResult r = RunStrata(
+      "plan --model deepseek-v3 --cluster dgx-h100 --gpus 1024 "
+      "--global-batch 8192 --fix tp=2,pp=8,ep=64,etp=1,precision=fp8 --top 1 "
+      "--explain");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("671.0B parameters (37.6B active per token), "
+                       "precision fp8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" EP ETP "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MoE all-to-all (ep=64, etp=1)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("88% of its bytes leave the node"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("all-to-all "), std::string::npos) << r.out;
 }
 
 TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
@@ -179,6 +200,18 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
       {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
        "--format xml",
        "--format"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix precision=fp4",
+       "--fix precision must be bf16, fp16 or fp8, got 'fp4'"},
+      {"plan --model llama3-8b --cluster dgx-a100 --gpus 8 --global-batch 8 "
+       "--fix precision=fp8",
+       "has no field 'gpu.peak_fp8_tflops'"},
+      {"plan --model mixtral-8x7b --cluster dgx-h100 --gpus 64 "
+       "--global-batch 256 --fix ep=3",
+       "field 'constraints.ep' (--fix ep) = 3 does not divide num_experts 8"},
+      {"plan --model mixtral-8x7b --cluster dgx-h100 --gpus 64 "
+       "--global-batch 256 --fix ep=0",
+       "--fix ep = 0 is out of range [1, 65536]"},
   };
   for (const Case& c : cases) {
     RunResult r = RunStrata(c.args);
