@@ -79,10 +79,9 @@ StatusOr<LaunchPlan> PlanForLaunch(const PlanRequest& request) {
   StatusOr<PlanReport> best = PlanJob(unconstrained);
   StatusOr<PlanReport> launch = PlanJob(constrained);
   if (!launch.ok()) {
-    if (!best.ok() ||
-        launch.status().code() == absl::StatusCode::kInvalidArgument) {
-      return launch.status();
-    }
+    // The unconstrained search succeeding means the request is valid:
+    // the constraint (or a --fix value it forbids, e.g. zero=2) is why.
+    if (!best.ok()) return launch.status();
     return absl::Status(
         launch.status().code(),
         absl::StrCat(launch.status().message(), " (", kMegatronConstraint,

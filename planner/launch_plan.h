@@ -27,8 +27,8 @@ struct LaunchPlan {
 // best Megatron-compatible one (PlanRequest::megatron_compatible: ZeRO 0,
 // or 1 as the distributed optimizer). Runs the unconstrained search too
 // and, when its best differs, says how. Errors as PlanJob; when only the
-// constraint leaves nothing that fits, the message says so and names the
-// unconstrained best.
+// constraint leaves no plan (nothing fits, or --fix pins what Megatron
+// cannot run), the message says so and names the unconstrained best.
 StatusOr<LaunchPlan> PlanForLaunch(const PlanRequest& request);
 
 // The fields of two plans' configurations that differ, e.g.

@@ -119,6 +119,17 @@ TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
         << r->out;
     EXPECT_NE(r->out.find(" s/step predicted"), std::string::npos) << r->out;
   }
+  // Pinning what Megatron cannot run says why, and what would run.
+  RunResult z2 =
+      RunStrata(std::string(kBase) + " --fix pp=1,zero=2 --emit megatron");
+  EXPECT_EQ(z2.code, 2) << z2.out;
+  EXPECT_NE(z2.out.find("Megatron-LM shards optimizer state only as its "
+                        "distributed optimizer"),
+            std::string::npos)
+      << z2.out;
+  EXPECT_NE(z2.out.find("without that constraint the best plan is tp="),
+            std::string::npos)
+      << z2.out;
   // A request whose best plan Megatron runs as is gets no note.
   RunResult plain =
       RunStrata(std::string(kBase) + " --fix zero=0 --emit megatron");
