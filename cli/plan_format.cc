@@ -135,10 +135,10 @@ void ExplainPlacement(const Placement& pl, std::string* out) {
   }
   absl::StrAppend(out, "\n  placement (order ", pl.order(), ", ",
                   pl.ranks_size(), " ranks):\n");
-  for (const char* kind : {"tp", "cp", "dp", "pp"}) {
+  for (const char* kind : {"tp", "cp", "dp", "pp", "ep", "etp"}) {
     if (!kinds.count(kind)) continue;
     absl::StrAppendFormat(out,
-                          "    %-2s  %5d groups of %-5d each on <= %d node(s); "
+                          "    %-3s %5d groups of %-5d each on <= %d node(s); "
                           "group 0 = ranks {%s}\n",
                           kind, kinds[kind].first, kinds[kind].second,
                           max_nodes[kind], example[kind]);

@@ -92,6 +92,37 @@ TEST(MoeFp8Test, SearchFoldsExpertParallelismIntoDataAndContextParallel) {
   EXPECT_GT(pinned->plans(0).breakdown().expert_states_gib(), 0);
 }
 
+// The placement lists the expert groups: tp(etp)-ep-edp inside a stage.
+TEST(MoeFp8Test, PlacementListsExpertGroups) {
+  PlanRequest req = Request("mixtral-8x7b", "dgx-h100", 64, 256);
+  req.with_placement = true;
+  PlanConstraints* f = req.job.mutable_constraints();
+  f->set_tp(2);
+  f->set_pp(2);
+  f->set_ep(4);
+  f->set_etp(2);
+  auto r = PlanJob(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Plan& p = r->plans(0);
+  ASSERT_EQ(p.tp() * p.cp() * p.dp(), 32);
+  int ep_groups = 0, etp_groups = 0;
+  for (const Group& g : p.placement().groups()) {
+    if (g.kind() == "ep") {
+      ASSERT_EQ(g.ranks_size(), 4);
+      // EP peers are etp = 2 ranks apart.
+      for (int i = 1; i < 4; ++i) EXPECT_EQ(g.ranks(i) - g.ranks(i - 1), 2);
+      ++ep_groups;
+    } else if (g.kind() == "etp") {
+      ASSERT_EQ(g.ranks_size(), 2);
+      EXPECT_EQ(g.ranks(1) - g.ranks(0), 1);
+      ++etp_groups;
+    }
+  }
+  // pp x etp x edp EP groups, pp x ep x edp ETP groups (edp = 32 / 8 = 4).
+  EXPECT_EQ(ep_groups, 2 * 2 * 4);
+  EXPECT_EQ(etp_groups, 2 * 4 * 4);
+}
+
 TEST(MoeFp8Test, AllToAllAcrossNodesCostsMoreThanInsideOne) {
   // DeepSeek-V3 with EP 64 spans 8 nodes: 7/8 of the bytes leave the node;
   // EP 8 stays inside one.
