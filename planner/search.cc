@@ -106,12 +106,14 @@ SearchSpace::SearchSpace(const PlanRequest& req, int seq)
     : req_(req), fix_(req.job.constraints()), layers_(req.model.num_layers()) {
   const ModelSpec& model = req.model;
   const int gpn = req.cluster.gpus_per_node();
-  // TP must split heads, query groups, hidden and MLP evenly and stay
-  // inside a node's NVLink domain (Narayanan §3.3 takeaway #1).
+  // TP must split heads, query groups, hidden, MLP and shared experts
+  // evenly and stay inside a node's NVLink domain (Narayanan §3.3
+  // takeaway #1).
   for (int t : Divisors(gpn, gpn)) {
     if (model.num_attention_heads() % t == 0 &&
         model.num_query_groups() % t == 0 && model.hidden_size() % t == 0 &&
-        model.ffn_hidden_size() % t == 0) {
+        model.ffn_hidden_size() % t == 0 &&
+        model.moe_shared_expert_intermediate_size() % t == 0) {
       tps_.push_back(t);
     }
   }
