@@ -425,9 +425,12 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
   lc->act_bytes = frac * act;
   // Module recompute (selective, MoE models) drops the activation
   // function's output (2 F / etp per copy) and the two norm outputs (2h
-  // each per token of the rank's shard).
+  // each per token of the rank's shard), 1 byte each under FP8, which
+  // keeps them as the FP8 inputs of the next GEMMs.
   const double sp = c.sequence_parallel || c.tp == 1 ? t : 1;
-  lc->module_bytes = frac * copies * 2 * F / etp + 2 * 2 * h * tokens / sp;
+  const double width = fp8_ ? 1 : 2;
+  lc->module_bytes =
+      frac * copies * width * F / etp + 2 * width * h * tokens / sp;
   lc->module_s = kElementwisePasses * lc->module_bytes / hbm;
 }
 
