@@ -2,13 +2,14 @@
 //   strata plan --model FILE|PRESET --cluster FILE|PRESET --gpus N
 //     --global-batch B [--seq S] [--top K] [--fix tp=8,pp=16,...]
 //     [--format table|json] [--emit megatron|torchrun] [--explain]
-//     [--time-budget SECONDS]
+//     [--time-budget SECONDS] [--nodes N]
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/plan_format.h"
@@ -16,6 +17,7 @@
 #include "common/field_range.h"
 #include "planner/emit.h"
 #include "planner/job.h"
+#include "planner/launch_plan.h"
 #include "planner/model.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
@@ -27,9 +29,11 @@ struct PlanArgs {
   std::string model, cluster, fix, format = "table", emit, attention;
   int64_t gpus = 0, global_batch = 0;
   int seq = 0, top = 5;
+  int nodes = 0;  // --nodes: overrides the cluster's num_nodes
   double time_budget_s = planner::kDefaultTimeBudgetS;
   bool explain = false;
-  CLI::Option* seq_option = nullptr;  // seq applies only when given
+  CLI::Option* seq_option = nullptr;    // seq applies only when given
+  CLI::Option* nodes_option = nullptr;  // likewise --nodes
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -66,15 +70,24 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
       fix->set_recompute(mode);
       continue;
     }
+    if (key == "precision") {
+      Precision::Kind kind;
+      if (!Precision::Kind_Parse(value, &kind)) {
+        return absl::InvalidArgumentError(
+            "--fix precision must be bf16, fp16 or fp8, got '" + value + "'");
+      }
+      fix->set_precision(kind);
+      continue;
+    }
     int v = 0;
     if (!absl::SimpleAtoi(value, &v)) {
       return absl::InvalidArgumentError(
           "--fix " + key + " expects an integer, got '" + value + "'");
     }
     static const std::map<std::string, std::string> kField = {
-        {"tp", "tp"},          {"pp", "pp"},   {"dp", "dp"},
-        {"cp", "cp"},          {"vpp", "vpp"}, {"mbs", "micro_batch"},
-        {"zero", "zero_stage"}};
+        {"tp", "tp"},           {"pp", "pp"},   {"dp", "dp"},
+        {"cp", "cp"},           {"vpp", "vpp"}, {"mbs", "micro_batch"},
+        {"zero", "zero_stage"}, {"ep", "ep"},   {"etp", "etp"}};
     if (auto it = kField.find(key); it != kField.end()) {
       RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
                                 "constraints." + it->second, "--fix " + key));
@@ -98,6 +111,10 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
       fix->set_micro_batch(v);
     else if (key == "zero")
       fix->set_zero_stage(v);
+    else if (key == "ep")
+      fix->set_ep(v);
+    else if (key == "etp")
+      fix->set_etp(v);
     else if (key == "distopt")
       fix->set_distributed_optimizer(v != 0);
     else if (key == "sp")
@@ -105,7 +122,8 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
     else {
       return absl::InvalidArgumentError(
           "--fix: unknown key '" + key +
-          "' (known: tp, pp, dp, cp, vpp, mbs, zero, distopt, sp, recompute)");
+          "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
+          "recompute, precision)");
     }
   }
   return absl::OkStatus();
@@ -123,6 +141,10 @@ Status CheckFlags(const PlanArgs& args) {
         CheckFlag(args.seq, planner::JobRanges(), "seq_length", "--seq"));
   }
   RETURN_IF_ERROR(CheckFlag(args.top, planner::PlanRanges(), "--top", "--top"));
+  if (args.nodes_option->count() > 0) {
+    RETURN_IF_ERROR(
+        CheckFlag(args.nodes, planner::PlanRanges(), "--nodes", "--nodes"));
+  }
   return CheckFlag(args.time_budget_s, planner::PlanRanges(), "--time-budget",
                    "--time-budget");
 }
@@ -136,6 +158,15 @@ void RunPlan(const PlanArgs& args) {
   auto cluster = topology::LoadCluster(args.cluster);
   if (!cluster.ok())
     Fail(kExitBadInput, std::string(cluster.status().message()));
+  if (args.nodes_option->count() > 0) {
+    // A preset describes one machine (dgx-a100: Selene's 560 nodes); --nodes
+    // plans the same node type at another size.
+    cluster->set_num_nodes(args.nodes);
+    if (Status v = topology::ValidateCluster(*cluster); !v.ok()) {
+      Fail(kExitBadInput,
+           absl::StrCat("--nodes ", args.nodes, ": ", v.message()));
+    }
+  }
   if (!args.attention.empty()) {
     AttentionKernel::Kind kind;
     AttentionKernel::Kind_Parse(args.attention, &kind);  // checked by CLI11
@@ -149,23 +180,29 @@ void RunPlan(const PlanArgs& args) {
   req.time_budget_s = args.time_budget_s;
   req.job.set_global_batch(args.global_batch);
   if (args.seq_option->count() > 0) req.job.set_seq_length(args.seq);
-  req.megatron_compatible = args.emit == "megatron";
   Status st = ParseFix(args.fix, req.job.mutable_constraints());
   if (!st.ok()) Fail(kExitBadInput, std::string(st.message()));
+  if (!args.emit.empty()) {
+    // One plan for every emitter (PlanForLaunch), with a note when the
+    // launcher's constraints made it differ from the table's best.
+    auto launch = planner::PlanForLaunch(req);
+    if (!launch.ok()) {
+      Fail(kExitBadInput, std::string(launch.status().message()));
+    }
+    if (!launch->note.empty()) {
+      std::fputs(launch->note.c_str(), stderr);
+    }
+    const std::string text =
+        args.emit == "megatron"
+            ? planner::EmitMegatron(launch->plan, req.model, launch->note)
+            : planner::EmitTorchrun(launch->plan, req.model, *cluster,
+                                    args.gpus, launch->note);
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
   auto report = planner::PlanJob(req);
   if (!report.ok()) Fail(kExitBadInput, std::string(report.status().message()));
 
-  if (args.emit == "megatron") {
-    std::fputs(planner::EmitMegatron(report->plans(0), *model).c_str(), stdout);
-    return;
-  }
-  if (args.emit == "torchrun") {
-    std::fputs(
-        planner::EmitTorchrun(report->plans(0), *model, *cluster, args.gpus)
-            .c_str(),
-        stdout);
-    return;
-  }
   if (args.format == "json") {
     std::fputs((MessageToJson(*report, /*pretty=*/false) + "\n").c_str(),
                stdout);
@@ -195,9 +232,14 @@ void AddPlanCommand(CLI::App* app) {
   args->seq_option = cmd->add_option("--seq", args->seq,
                                      "sequence length (default: the model's)");
   cmd->add_option("--top", args->top, "plans to show")->capture_default_str();
+  args->nodes_option = cmd->add_option(
+      "--nodes", args->nodes,
+      "nodes in the cluster (overrides its num_nodes, e.g. to plan beyond a "
+      "preset's fixed size)");
   cmd->add_option("--fix", args->fix,
-                  "pin dimensions: tp=8,pp=16,dp=..,cp=..,vpp=..,mbs=..,"
-                  "zero=..,distopt=0|1,sp=0|1,recompute=none|selective|full");
+                  "pin dimensions: tp=8,pp=16,dp=..,cp=..,ep=..,etp=..,vpp=..,"
+                  "mbs=..,zero=..,distopt=0|1,sp=0|1,"
+                  "recompute=none|selective|full,precision=bf16|fp8");
   cmd->add_option("--format", args->format, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

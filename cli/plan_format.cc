@@ -21,10 +21,11 @@ std::string ZeroName(const Plan& p) {
 // The step-time terms, in display order.
 std::vector<std::pair<std::string, double>> TimeTerms(const Plan& p) {
   const Breakdown& b = p.breakdown();
-  return {{"compute", b.compute_s()}, {"recompute", b.recompute_s()},
-          {"TP comm", b.tp_comm_s()}, {"CP comm", b.cp_comm_s()},
-          {"PP p2p", b.pp_comm_s()},  {"bubble", b.bubble_s()},
-          {"DP comm", b.dp_comm_s()}, {"optimizer", b.optimizer_s()}};
+  return {{"compute", b.compute_s()},    {"recompute", b.recompute_s()},
+          {"TP comm", b.tp_comm_s()},    {"CP comm", b.cp_comm_s()},
+          {"PP p2p", b.pp_comm_s()},     {"bubble", b.bubble_s()},
+          {"DP comm", b.dp_comm_s()},    {"optimizer", b.optimizer_s()},
+          {"all-to-all", b.a2a_comm_s()}};
 }
 
 std::string Ranges(const std::vector<int>& sorted) {
@@ -48,6 +49,13 @@ void Explain(const Plan& p, const Plan& best, bool is_best, std::string* out) {
                                     100 * v / p.step_time_s()));
   }
   absl::StrAppend(out, "      time    ", absl::StrJoin(terms, ", "), "\n");
+  if (p.ep() > 1 || p.etp() > 1 || b.a2a_comm_s() > 0) {
+    absl::StrAppendFormat(
+        out,
+        "              MoE all-to-all (ep=%d, etp=%d) %.3f s, not overlapped; "
+        "%.0f%% of its bytes leave the node\n",
+        p.ep(), p.etp(), b.a2a_comm_s(), 100 * b.a2a_inter_node_fraction());
+  }
   if (b.dp_comm_total_s() > 0) {
     absl::StrAppendFormat(out,
                           "              DP/ZeRO traffic %.3f s, %.3f s of it "
@@ -58,14 +66,23 @@ void Explain(const Plan& p, const Plan& best, bool is_best, std::string* out) {
   absl::StrAppendFormat(
       out,
       "      memory  weights %.1f + gradients %.1f + optimizer %.1f + "
-      "activations %.1f + logits %.1f%s + reserve %.1f = %.1f GiB on stage "
+      "activations %.1f + logits %.1f%s%s + reserve %.1f = %.1f GiB on stage "
       "%d\n",
       b.weights_gib(), b.gradients_gib(), b.optimizer_state_gib(),
       b.activations_gib(), b.logits_gib(),
       b.zero3_buffers_gib() > 0
           ? absl::StrFormat(" + ZeRO-3 buffers %.1f", b.zero3_buffers_gib())
           : std::string(),
+      b.fp8_buffers_gib() > 0
+          ? absl::StrFormat(" + FP8 copies %.1f", b.fp8_buffers_gib())
+          : std::string(),
       b.reserve_gib(), p.memory_gib_per_gpu(), b.critical_stage());
+  if (b.expert_states_gib() > 0) {
+    absl::StrAppendFormat(out,
+                          "              of which routed experts' weights, "
+                          "gradients and optimizer %.1f GiB\n",
+                          b.expert_states_gib());
+  }
   std::vector<std::string> layers;
   for (int l : p.layers_per_stage()) layers.push_back(absl::StrCat(l));
   absl::StrAppendFormat(
@@ -118,10 +135,10 @@ void ExplainPlacement(const Placement& pl, std::string* out) {
   }
   absl::StrAppend(out, "\n  placement (order ", pl.order(), ", ",
                   pl.ranks_size(), " ranks):\n");
-  for (const char* kind : {"tp", "cp", "dp", "pp"}) {
+  for (const char* kind : {"tp", "cp", "dp", "pp", "ep", "etp"}) {
     if (!kinds.count(kind)) continue;
     absl::StrAppendFormat(out,
-                          "    %-2s  %5d groups of %-5d each on <= %d node(s); "
+                          "    %-3s %5d groups of %-5d each on <= %d node(s); "
                           "group 0 = ranks {%s}\n",
                           kind, kinds[kind].first, kinds[kind].second,
                           max_nodes[kind], example[kind]);
@@ -147,19 +164,31 @@ std::string FormatPlanTable(const PlanReport& report,
       report.model(), report.gpus(), cluster.gpu().name(), report.cluster(),
       best.global_batch(), best.seq_length(), report.search().candidates(),
       report.search().feasible(), report.search().elapsed_s());
+  if (best.active_params_b() < best.params_b() ||
+      (!best.precision().empty() && best.precision() != "bf16")) {
+    absl::StrAppendFormat(&out,
+                          "%.1fB parameters (%.1fB active per token), "
+                          "precision %s\n\n",
+                          best.params_b(), best.active_params_b(),
+                          best.precision());
+  }
+  bool moe = false;
+  for (const Plan& p : report.plans()) moe |= p.ep() > 1 || p.etp() > 1;
   absl::StrAppendFormat(&out,
-                        "     #  %3s %3s %5s %3s %3s %3s %-11s %-9s %9s %10s "
+                        "     #  %3s %3s %5s %3s%s %3s %3s %-11s %-9s %9s %10s "
                         "%8s %6s %11s\n",
-                        "TP", "PP", "DP", "CP", "VPP", "MBS", "ZeRO",
-                        "recompute", "step (s)", "tokens/s", "TFLOP/s", "MFU",
-                        "mem (GiB)");
+                        "TP", "PP", "DP", "CP",
+                        moe ? absl::StrFormat(" %3s %3s", "EP", "ETP") : "",
+                        "VPP", "MBS", "ZeRO", "recompute", "step (s)",
+                        "tokens/s", "TFLOP/s", "MFU", "mem (GiB)");
   for (int i = 0; i < report.plans_size(); ++i) {
     const Plan& p = report.plans(i);
     absl::StrAppendFormat(
         &out,
-        "  %s %2d  %3d %3d %5d %3d %3d %3d %-11s %-9s %9.3f %10.0f %8.1f "
+        "  %s %2d  %3d %3d %5d %3d%s %3d %3d %-11s %-9s %9.3f %10.0f %8.1f "
         "%5.1f%% %5.1f / %-3.0f\n",
-        i == 0 ? "*" : " ", i + 1, p.tp(), p.pp(), p.dp(), p.cp(), p.vpp(),
+        i == 0 ? "*" : " ", i + 1, p.tp(), p.pp(), p.dp(), p.cp(),
+        moe ? absl::StrFormat(" %3d %3d", p.ep(), p.etp()) : "", p.vpp(),
         p.micro_batch(), ZeroName(p), Recompute::Mode_Name(p.recompute()),
         p.step_time_s(), p.tokens_per_s(), p.tflops_per_gpu(), 100 * p.mfu(),
         p.memory_gib_per_gpu(), cluster.gpu().memory_gib());

@@ -6,6 +6,8 @@ namespace strata::planner {
 
 std::string Candidate::ToString() const {
   return absl::StrCat("tp=", tp, " pp=", pp, " dp=", dp, " cp=", cp,
+                      ep > 1 || etp > 1 ? absl::StrCat(" ep=", ep, " etp=", etp)
+                                        : std::string(),
                       " vpp=", vpp, " mbs=", micro_batch, " zero=", zero_stage,
                       distributed_optimizer ? " distopt=1" : "",
                       " recompute=", Recompute::Mode_Name(recompute),
@@ -19,6 +21,8 @@ Plan SizesPlan(const Candidate& c) {
   plan.set_dp(c.dp);
   plan.set_cp(c.cp);
   plan.set_vpp(c.vpp);
+  plan.set_ep(c.ep);
+  plan.set_etp(c.etp);
   return plan;
 }
 

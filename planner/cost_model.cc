@@ -25,6 +25,7 @@ struct CostModel::Shape {
   double m = 1;             // micro-batches per step
   double steps = 1;         // m + (p-1)/v micro-batch slots per stage
   double dshard = 1;        // D = d c: gradients reduce over these ranks
+  double eshard = 1;        // experts' data-parallel size t c d / (ep etp)
   bool sharded_optimizer = false;
   double grad_bytes = 2;  // per parameter: bf16, fp32 under distopt
   int dp_per_node = 1;    // DP x CP members of a stage per node
@@ -42,8 +43,15 @@ struct CostModel::LayerCost {
   double p2p_bytes = 0;    // stage-boundary tensor
   double logits_s = 0;     // output layer fwd + bwd, one micro-batch
   double logits_bytes = 0;
+  double a2a_s = 0;      // MoE all-to-all (and ETP collectives), exposed
+  double a2a_inter = 0;  // share of all-to-all bytes that leave the node
+  // MoE models: what Megatron-core's module recompute (--recompute-modules
+  // moe_act layernorm) drops per layer: the experts' activation-function
+  // outputs and the two norms' outputs.
+  double module_bytes = 0;
+  double module_s = 0;  // their rerun: memory-bound, kElementwisePasses
   double Total() const {
-    return 3 * fwd_s + bwd_extra_s + recompute_s + tp_s + cp_s;
+    return 3 * fwd_s + bwd_extra_s + recompute_s + tp_s + cp_s + a2a_s;
   }
 };
 
@@ -77,7 +85,7 @@ struct CostModel::StageLayout {
 // What Layer() reads of a candidate and its GPU.
 struct LayerKey {
   const GpuType* gpu = nullptr;
-  int tp = 0, cp = 0, dp = 0, micro_batch = 0, recompute = -1;
+  int tp = 0, cp = 0, dp = 0, ep = 0, etp = 0, micro_batch = 0, recompute = -1;
   bool sequence_parallel = false;
   bool operator==(const LayerKey&) const = default;
 };
@@ -94,9 +102,21 @@ struct CostModel::StageCost {
   double pipeline_s = 0;
   double dp_exposed_s = 0, dp_total_s = 0, optimizer_s = 0;
   double weights = 0, grads = 0, optim = 0, acts = 0, logits = 0, z3 = 0;
+  double fp8 = 0;      // FP8 weight copies and amax histories
+  double experts = 0;  // of weights + grads + optim: the routed experts'
   double Memory(double reserve) const {
-    return weights + grads + optim + acts + logits + z3 + reserve;
+    return weights + grads + optim + acts + logits + z3 + fp8 + reserve;
   }
+};
+
+// Parameters on one GPU of a stage: the dense ones (attention, norms,
+// dense and shared MLPs, router, embeddings) split by TP and replicated
+// over D = d c, and the routed experts split by ep x etp and replicated
+// over t c d / (ep etp) (Megatron-core MoE parallel folding).
+struct CostModel::StagePsi {
+  double dense = 0;
+  double expert = 0;
+  double layer_dense = 0;  // of dense: the layers' weights (FP8 only)
 };
 
 CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
@@ -113,6 +133,9 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
                         : kDefaultReserveGib) *
                    kGiB;
   params_ = CountParameters(model, seq_);
+  shape_ = ShapeOfLayers(model);
+  precision_ = EffectivePrecision(model, job);
+  fp8_ = precision_ == Precision::fp8;
   double sum = 0;
   for (const auto& n : net.nodes()) sum += n.gpu->peak_bf16_tflops();
   mean_peak_tflops_ = sum / std::max<size_t>(1, net.nodes().size());
@@ -126,8 +149,30 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   const double h = model.hidden_size();
   const double kv = h * model.num_query_groups() / model.num_attention_heads();
   const double f_over_h = model.ffn_hidden_size() / h;
-  act_coeff_ = (model.dropout() ? 14 : 12) + 4 * kv / h +
-               (model.activation() == Activation::swiglu ? 6 : 4) * f_over_h;
+  const double mlp_act = model.activation() == Activation::swiglu ? 6 : 4;
+  const LayerShape& ls = shape_;
+  if (!ls.mla && ls.q_dim == h && ls.experts == 0) {
+    act_coeff_ = (model.dropout() ? 14 : 12) + 4 * kv / h + mlp_act * f_over_h;
+  } else {
+    // The attention's 2h (Q) + 2kv + 2kv + 2h (projection input) become
+    // the actual widths (kv_channels, MLA's per-head K and V); the MLP
+    // terms are the dense layers' share, plus the shared experts of the
+    // MoE layers (routed experts: MoeTime, per candidate).
+    const double q_width = ls.mla ? ls.k_width : ls.q_dim;
+    act_coeff_ = (model.dropout() ? 10 : 8) +
+                 2 * (q_width + ls.k_width + ls.v_width + ls.q_dim) / h +
+                 (1 - ls.moe_fraction) * mlp_act * f_over_h +
+                 ls.moe_fraction * mlp_act * ls.shared_ffn / h;
+  }
+  if (fp8_) {
+    // Transformer Engine keeps the inputs of its FP8 GEMMs for the weight
+    // gradient as FP8 (1 byte instead of 2): QKV input, projection input,
+    // MLP input and the MLP's second GEMM input (TE Linear/LayerNormMLP
+    // save the FP8-cast input; docs/planner.md "FP8").
+    const double fc2_in =
+        (1 - ls.moe_fraction) * f_over_h + ls.moe_fraction * ls.shared_ffn / h;
+    act_coeff_ -= 2 + ls.q_dim / h + fc2_in;
+  }
 }
 
 // Evaluate = shape -> stage classes (with their per-layer costs) -> layer
@@ -158,6 +203,7 @@ CostModel::Shape CostModel::ShapeOf(const Candidate& c) const {
   sh.m = c.num_microbatches;
   sh.steps = sh.m + static_cast<double>(sh.p - 1) / sh.v;
   sh.dshard = static_cast<double>(c.dp) * c.cp;
+  sh.eshard = static_cast<double>(c.ExpertDp());
   sh.sharded_optimizer = c.zero_stage >= 1 || c.distributed_optimizer;
   sh.grad_bytes = c.distributed_optimizer ? 4 : 2;
   sh.dp_per_node = std::max(1, sh.gpn / std::max(1, c.tp));
@@ -179,6 +225,8 @@ CostModel::LayerCost CostModel::CachedLayer(const Candidate& c,
                      c.tp,
                      c.cp,
                      c.dp,
+                     c.ep,
+                     c.etp,
                      c.micro_batch,
                      static_cast<int>(c.recompute),
                      c.sequence_parallel};
@@ -196,6 +244,20 @@ double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
                        (k / (k + kGemmHalfDim));
   return 2 * m * n * k /
          (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() * shape);
+}
+
+// FP8 GEMMs (E4M3 forward, E5M2 gradients) run at the FP8 tensor-core peak
+// (H100 SXM: 1979 dense TFLOP/s, datasheet) at fp8_gemm_efficiency, by
+// default the BF16 fraction: cuBLASLt FP8 8192^3 GEMMs reach ~1,600-1,630
+// TFLOP/s on H100 SXM (0.81 of peak), at least the fraction BF16 reaches.
+double CostModel::Gemm8(double m, double n, double k,
+                        const GpuType& gpu) const {
+  if (!fp8_) return Gemm(m, n, k, gpu);
+  const double shape = (m / (m + kGemmHalfDim)) * (n / (n + kGemmHalfDim)) *
+                       (k / (k + kGemmHalfDim));
+  const double eff = gpu.has_fp8_gemm_efficiency() ? gpu.fp8_gemm_efficiency()
+                                                   : gpu.gemm_efficiency();
+  return 2 * m * n * k / (gpu.peak_fp8_tflops() * 1e12 * eff * shape);
 }
 
 CostModel::LayerCost CostModel::Layer(const Candidate& c,
@@ -216,11 +278,25 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   const double elem_scores = kElementwisePasses * act_scores / hbm;
   LayerCost lc;
   lc.fwd_s = gemm + attn + elem_lin + elem_scores;
+  if (fp8_) lc.fwd_s += Fp8CastTime(c, tokens, gpu);
+  // MoE: adds the routed experts' time and the all-to-all; their
+  // activations join the linear ones (recompute treats them alike).
+  if (shape_.experts > 0) MoeTime(c, tokens, gpu, &lc);
+  const double act_all = act_lin + lc.act_bytes;
+  lc.act_bytes = 0;
   // FlashAttention's backward recomputes QK^T and softmax: 2.5x the forward
   // attention FLOPs instead of 2x (Dao 2023, FlashAttention-2 §3.1.2).
   if (model_.attention() == AttentionKernel::flash) lc.bwd_extra_s = 0.5 * attn;
-  ApplyRecompute(c, tokens, attn, act_lin, act_scores, elem_scores, &lc);
+  ApplyRecompute(c, tokens, attn, act_all, act_scores, elem_scores, &lc);
+  if (shape_.experts > 0 && c.recompute == Recompute::full) {
+    lc.a2a_s *= 1.5;  // the recomputed forward repeats dispatch and combine
+  }
   lc.tp_s = TensorParallelTime(c, tokens);
+  // An MoE layer without shared experts has no TP collectives around its
+  // MLP: the dispatcher takes the sequence-parallel shard as it is.
+  if (shape_.experts > 0 && shape_.shared_ffn == 0) {
+    lc.tp_s *= 1 - 0.5 * shape_.moe_fraction;
+  }
   lc.cp_s = ContextParallelTime(c, tokens, attn);
   // Stage boundary: SP already shards it; without SP Megatron's
   // scatter/gather optimisation sends 1/t per rank too (Narayanan §4.1).
@@ -239,17 +315,123 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
 double CostModel::LayerGemmTime(double tokens, double t,
                                 const GpuType& gpu) const {
   const double h = model_.hidden_size();
-  const double kv =
-      h * model_.num_query_groups() / model_.num_attention_heads();
+  const double q = shape_.q_dim, kv = shape_.kv_dim;
   const double f = model_.ffn_hidden_size();
+  // MLA's five projections are costed as one GEMM of their weights (each
+  // has h or a rank of >= 512 as a side, so all are large).
   double gemm =
-      Gemm(tokens, (h + 2 * kv) / t, h, gpu) + Gemm(tokens, h, h / t, gpu);
+      shape_.mla ? Gemm8(tokens, shape_.attn_gemm_flops / (2 * h * t), h, gpu)
+                 : Gemm8(tokens, (q + 2 * kv) / t, h, gpu) +
+                       Gemm8(tokens, h, q / t, gpu);
+  double mlp;
   if (model_.activation() == Activation::swiglu) {
-    gemm += Gemm(tokens, 2 * f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
+    mlp = Gemm8(tokens, 2 * f / t, h, gpu) + Gemm8(tokens, h, f / t, gpu);
   } else {
-    gemm += Gemm(tokens, f / t, h, gpu) + Gemm(tokens, h, f / t, gpu);
+    mlp = Gemm8(tokens, f / t, h, gpu) + Gemm8(tokens, h, f / t, gpu);
   }
-  return gemm;
+  // MoE models: the dense MLP runs in the dense layers only (MoeTime
+  // adds the MoE layers' MLPs).
+  if (shape_.experts > 0) mlp *= 1 - shape_.moe_fraction;
+  return gemm + mlp;
+}
+
+// Transformer Engine casts every FP8 GEMM input (QKV input, projection
+// input, MLP input, second MLP GEMM input) from bf16 to FP8 with its
+// transpose (kFp8CastBytes per element), a memory-bound pass per forward
+// (the backward's output-gradient casts are in its 2x).
+double CostModel::Fp8CastTime(const Candidate& c, double tokens,
+                              const GpuType& gpu) const {
+  const double h = shape_.h, t = c.tp;
+  const double fc2_in = (1 - shape_.moe_fraction) * shape_.ffn +
+                        shape_.moe_fraction * shape_.shared_ffn;
+  const double sp = c.sequence_parallel || c.tp == 1 ? t : 1;
+  const double elements = tokens * (2 * h / sp + (shape_.q_dim + fc2_in) / t);
+  return kFp8CastBytes * elements / (gpu.hbm_gbps() * 1e9);
+}
+
+// MoE layers, scaled by their share of the layers (the cost model's layer
+// is the mean layer). Megatron-core MoELayer with the alltoall dispatcher
+// under parallel folding (megatron/core/transformer/moe/README.md): the
+// layer's input is the sequence-parallel shard, T / t tokens per rank; the
+// router (h x E GEMM) picks top-k experts per token; the token copies go
+// to their experts' EP rank (all-to-all), are all-gathered across the
+// ETP group, run through the rank's E / ep experts (grouped GEMM, weights
+// split by etp), and come back (reduce-scatter, all-to-all). Every EP rank
+// gets k etp T / t copies when routing is balanced; the busiest gets
+// `imbalance` times that, and the layer waits for it. Shared experts run
+// as a TP-split dense MLP on every token.
+void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
+                        LayerCost* lc) const {
+  const LayerShape& ls = shape_;
+  const double frac = ls.moe_fraction;
+  const double h = ls.h, F = ls.moe_ffn, k = ls.topk, E = ls.experts;
+  const double t = c.tp, ep = c.ep, etp = c.etp, imb = ls.imbalance;
+  const double hbm = gpu.hbm_gbps() * 1e9;
+  const double T = tokens / t;               // tokens per rank
+  const double copies = k * etp * T * imb;   // token copies per expert rank
+  const double local = E / ep;               // experts per rank
+  const double per_expert = copies / local;  // rows of each expert GEMM
+  double fwd = local * (Gemm8(per_expert, (ls.mlp_mult - 1) * F / etp, h, gpu) +
+                        Gemm8(per_expert, h, F / etp, gpu));
+  if (ls.shared_ffn > 0) {
+    const double S = ls.shared_ffn;
+    fwd += Gemm8(tokens, (ls.mlp_mult - 1) * S / t, h, gpu) +
+           Gemm8(tokens, h, S / t, gpu);
+  }
+  fwd += Gemm(T, E, h, gpu);  // router logits (bf16; tiny)
+  // Permute and unpermute move every token copy (2h bytes) on dispatch and
+  // combine, kElementwisePasses times each.
+  fwd += 2 * kElementwisePasses * k * etp * T * imb * 2 * h / hbm;
+  if (fp8_) fwd += kFp8CastBytes * copies * (h + F / etp) / hbm;
+  lc->fwd_s += frac * fwd;
+
+  // All-to-all of the token copies (bf16), k T / t per rank, among ep
+  // ranks placed tp(etp)-ep-dp-pp: the EP peers are etp apart, so a node
+  // holds min(ep, gpn / etp) of them; the bytes to peers in the node go
+  // over NVLink, the rest over the GPU's NIC share, concurrently.
+  // Dispatch + combine forward, and again backward, not overlapped with
+  // compute. (Megatron-core's combined 1F1B, --overlap-moe-expert-parallel-
+  // comm, can hide part of it behind an adjacent micro-batch; modelled as
+  // hiding all of it up to the compute, it predicted the Qwen3-235B H100
+  // run, whose recipe turns it on, 39% too fast, so it is not modelled;
+  // docs/planner.md "MoE".)
+  const int gpn = net_.gpus_per_node();
+  const double bytes = k * T * h * 2 * imb;
+  double a2a = 0;
+  if (c.ep > 1) {
+    const int group = c.ep * c.etp;
+    const int r = group <= gpn ? c.ep : std::max(1, gpn / c.etp);
+    const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
+    const GroupLink link = net_.Link(
+        0, group, r, c.ep, static_cast<int>((stage_ranks + gpn - 1) / gpn));
+    const double intra = bytes * (r - 1) / ep / (link.intra_gbps * 1e9);
+    const double inter = bytes * (ep - r) / ep / (link.inter_gbps * 1e9);
+    a2a = std::max(intra, inter) + (r < c.ep ? kNicLatency : kNvlinkLatency);
+    lc->a2a_inter = (ep - r) / ep;
+  }
+  // ETP: the received copies are all-gathered (dispatch) and their outputs
+  // reduce-scattered (combine) inside the ETP group, on NVLink.
+  // (An all-gather is half an all-reduce.)
+  if (c.etp > 1) a2a += net_.IntraAllReduce(copies * h * 2, c.etp) / 2;
+  lc->a2a_s = frac * 4 * a2a;
+
+  // Activations per rank: each copy's input (2h, after the ETP gather),
+  // the expert's first GEMM output and activation (2 mult F / etp), and the
+  // combined outputs (2h per copy at the token's rank). FP8 keeps the two
+  // GEMM inputs as FP8.
+  double act =
+      copies * (2 * h + 2 * ls.mlp_mult * F / etp) + k * T * imb * 2 * h;
+  if (fp8_) act -= copies * (h + F / etp);
+  lc->act_bytes = frac * act;
+  // Module recompute (selective, MoE models) drops the activation
+  // function's output (2 F / etp per copy) and the two norm outputs (2h
+  // each per token of the rank's shard), 1 byte each under FP8, which
+  // keeps them as the FP8 inputs of the next GEMMs.
+  const double sp = c.sequence_parallel || c.tp == 1 ? t : 1;
+  const double width = fp8_ ? 1 : 2;
+  lc->module_bytes =
+      frac * copies * width * F / etp + 2 * width * h * tokens / sp;
+  lc->module_s = kElementwisePasses * lc->module_bytes / hbm;
 }
 
 // Core attention, 4 T s h / t FLOPs: each of the rank's queries meets all s
@@ -311,6 +493,13 @@ void CostModel::ApplyRecompute(const Candidate& c, double tokens, double attn,
       // to recompute (the kernel already does it) and nothing to save.
       lc->recompute_s = flash ? 0 : attn + elem_scores;
       lc->act_bytes = act_lin;
+      // MoE models: also the output-discarding recompute of the experts'
+      // activation function and the norms (Megatron-core moe/README.md
+      // "Checkpointing"): memory-bound kernels, rerun in the backward.
+      if (shape_.experts > 0) {
+        lc->act_bytes -= lc->module_bytes;
+        lc->recompute_s += lc->module_s;
+      }
       break;
     default:
       lc->act_bytes = act_lin + act_scores;
@@ -433,9 +622,12 @@ void CostModel::GroupStages(const Shape& sh, int group,
 }
 
 // Parameters on one GPU of a stage with `layers` layers.
-double CostModel::StageParams(const Candidate& c, bool first, bool last,
-                              int layers) const {
-  double params = layers * params_.per_layer;
+CostModel::StagePsi CostModel::StageParams(const Candidate& c, bool first,
+                                           bool last, int layers) const {
+  StagePsi psi;
+  const double dense_layer = params_.per_layer - params_.expert_per_layer;
+  double params = layers * dense_layer;
+  if (fp8_) psi.layer_dense = params / c.tp;
   if (first) params += params_.embedding + params_.position;
   if (last) {
     // Untied output layer, or Megatron's copy of the tied embedding on the
@@ -444,7 +636,11 @@ double CostModel::StageParams(const Candidate& c, bool first, bool last,
                                  : (c.pp > 1 ? params_.embedding : 0);
     params += params_.final_norm;
   }
-  return params / c.tp;
+  psi.dense = params / c.tp;
+  if (params_.expert_per_layer > 0) {
+    psi.expert = layers * params_.expert_per_layer / (c.ep * c.etp);
+  }
+  return psi;
 }
 
 // Time and memory of stage `stage` of class `k` holding `layers` layers.
@@ -460,13 +656,21 @@ CostModel::StageCost CostModel::CostOfStage(const Candidate& c, const Shape& sh,
       sh.p > 1 ? 2.0 * sh.v * net_.P2P(lc.p2p_bytes, crosses, k.link) : 0.0;
   sc.mb_s = layers * lc.Total() + (k.last ? lc.logits_s : 0) + p2p;
   sc.pipeline_s = sh.steps * sc.mb_s;
-  const double psi = StageParams(c, k.first, k.last, layers);
+  const StagePsi psi = StageParams(c, k.first, k.last, layers);
   DataParallelTime(c, sh, k, layers, psi, &sc);
   // Optimizer step is memory bound: Adam reads and writes master weights
   // and moments, reads gradients and writes 16-bit weights.
-  const double local = sh.sharded_optimizer ? psi / sh.dshard : psi;
-  sc.optimizer_s = local * (2 * optimizer_bytes_ + sh.grad_bytes + 2) /
-                   (k.link.gpu->hbm_gbps() * 1e9);
+  double local = sh.sharded_optimizer ? psi.dense / sh.dshard : psi.dense;
+  if (psi.expert > 0) {
+    local += sh.sharded_optimizer ? psi.expert / sh.eshard : psi.expert;
+  }
+  const double hbm = k.link.gpu->hbm_gbps() * 1e9;
+  sc.optimizer_s = local * (2 * optimizer_bytes_ + sh.grad_bytes + 2) / hbm;
+  // FP8: Transformer Engine casts the layers' weights to FP8 (and their
+  // transposes) once per step, on the first micro-batch.
+  if (fp8_) {
+    sc.optimizer_s += kFp8CastBytes * (psi.layer_dense + psi.expert) / hbm;
+  }
   sc.time_s = sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s;
   StageMemory(c, sh, k, stage, layers, psi, &sc);
   return sc;
@@ -477,36 +681,62 @@ CostModel::StageCost CostModel::CostOfStage(const Candidate& c, const Shape& sh,
 // gradients of the last micro-batch are reduced while its backward runs;
 // parameters gathered during the forward). Sets dp_total_s, dp_exposed_s.
 void CostModel::DataParallelTime(const Candidate& c, const Shape& sh,
-                                 const StageClass& k, int layers, double psi,
-                                 StageCost* sc) const {
-  if (sh.dshard <= 1) return;
-  const LayerCost& lc = k.lc;
+                                 const StageClass& k, int layers,
+                                 const StagePsi& psi, StageCost* sc) const {
+  if (sh.dshard > 1) {
+    GroupDataParallel(c, sh, k.lc, layers, psi.dense, k.link, &sc->dp_total_s,
+                      &sc->dp_exposed_s);
+  }
+  // Routed experts reduce over their own data-parallel group, t c d /
+  // (ep etp) ranks placed tp(etp)-ep-dp-pp: members are ep etp ranks apart.
+  if (psi.expert > 0 && sh.eshard > 1) {
+    GroupLink link = k.link;
+    const int spacing = c.ep * c.etp;
+    const int per_node = std::max(1, sh.gpn / spacing);
+    link.members_per_node =
+        static_cast<int>(std::min<double>(per_node, sh.eshard));
+    link.nodes =
+        std::max(1, static_cast<int>(sh.eshard) / link.members_per_node);
+    double total = 0, exposed = 0;
+    GroupDataParallel(c, sh, k.lc, layers, psi.expert, link, &total, &exposed);
+    sc->dp_total_s += total;
+    sc->dp_exposed_s += exposed;
+  }
+}
+
+void CostModel::GroupDataParallel(const Candidate& c, const Shape& sh,
+                                  const LayerCost& lc, int layers, double psi,
+                                  const GroupLink& link, double* total,
+                                  double* exposed) const {
   const double m = sh.m;
   const double fwd_window = layers * lc.fwd_s;
   const double bwd_window = layers * (2 * lc.fwd_s + lc.recompute_s);
-  const double grads = psi * sh.grad_bytes, weights = psi * 2;
+  // --fp8-param-gather (FP8 with the distributed optimizer): the weights
+  // are all-gathered as FP8, 1 byte each (embeddings stay bf16; ignored).
+  const double weight_bytes = fp8_ && c.distributed_optimizer ? 1 : 2;
+  const double grads = psi * sh.grad_bytes, weights = psi * weight_bytes;
   if (c.zero_stage == 0 && !c.distributed_optimizer) {
-    sc->dp_total_s = Network::AllReduce(grads, k.link);
-    sc->dp_exposed_s = Exposed(sc->dp_total_s, bwd_window);
+    *total = Network::AllReduce(grads, link);
+    *exposed = Exposed(*total, bwd_window);
   } else if (c.zero_stage <= 1) {
-    const double rs = Network::ReduceScatter(grads, k.link);
-    const double ag = Network::AllGather(weights, k.link);
-    sc->dp_total_s = rs + ag;
-    sc->dp_exposed_s = Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
+    const double rs = Network::ReduceScatter(grads, link);
+    const double ag = Network::AllGather(weights, link);
+    *total = rs + ag;
+    *exposed = Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
   } else if (c.zero_stage == 2) {
     // Partitioned gradients are reduced after every micro-batch.
-    const double rs = Network::ReduceScatter(grads, k.link);
-    const double ag = Network::AllGather(weights, k.link);
-    sc->dp_total_s = m * rs + ag;
-    sc->dp_exposed_s = m * Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
+    const double rs = Network::ReduceScatter(grads, link);
+    const double ag = Network::AllGather(weights, link);
+    *total = m * rs + ag;
+    *exposed = m * Exposed(rs, bwd_window) + Exposed(ag, fwd_window);
   } else {
     // ZeRO-3 gathers parameters for the forward, the backward (and the
     // recompute) and reduce-scatters gradients, every micro-batch.
     const double gathers = c.recompute == Recompute::full ? 3 : 2;
-    const double per_mb = gathers * Network::AllGather(weights, k.link) +
-                          Network::ReduceScatter(grads, k.link);
-    sc->dp_total_s = m * per_mb;
-    sc->dp_exposed_s = m * Exposed(per_mb, layers * lc.Total());
+    const double per_mb = gathers * Network::AllGather(weights, link) +
+                          Network::ReduceScatter(grads, link);
+    *total = m * per_mb;
+    *exposed = m * Exposed(per_mb, layers * lc.Total());
   }
 }
 
@@ -515,13 +745,39 @@ void CostModel::DataParallelTime(const Candidate& c, const Shape& sh,
 // the micro-batches in flight, logits on the last stage, ZeRO-3 buffers.
 void CostModel::StageMemory(const Candidate& c, const Shape& sh,
                             const StageClass& k, int stage, int layers,
-                            double psi, StageCost* sc) const {
+                            const StagePsi& psi, StageCost* sc) const {
   const LayerCost& lc = k.lc;
-  sc->weights = (c.zero_stage >= 3 ? psi / sh.dshard : psi) * 2;
-  sc->grads = c.distributed_optimizer
-                  ? psi * 4
-                  : (c.zero_stage >= 2 ? psi / sh.dshard : psi) * 2;
-  sc->optim = (sh.sharded_optimizer ? psi / sh.dshard : psi) * optimizer_bytes_;
+  const double d = psi.dense, e = psi.expert;
+  // Routed experts shard over their own data-parallel group (eshard).
+  double ew = 0, eg = 0, eo = 0;
+  if (e > 0) {
+    ew = (c.zero_stage >= 3 ? e / sh.eshard : e) * 2;
+    eg = c.distributed_optimizer ? e * 4
+                                 : (c.zero_stage >= 2 ? e / sh.eshard : e) * 2;
+    eo = (sh.sharded_optimizer ? e / sh.eshard : e) * optimizer_bytes_;
+  }
+  sc->weights = (c.zero_stage >= 3 ? d / sh.dshard : d) * 2 + ew;
+  sc->grads =
+      (c.distributed_optimizer ? d * 4
+                               : (c.zero_stage >= 2 ? d / sh.dshard : d) * 2) +
+      eg;
+  sc->optim =
+      (sh.sharded_optimizer ? d / sh.dshard : d) * optimizer_bytes_ + eo;
+  sc->experts = ew + eg + eo;
+  if (fp8_) {
+    // Transformer Engine keeps an FP8 copy of each layer weight and its
+    // transpose (2 bytes per parameter) across micro-batches, and an amax
+    // history per FP8 tensor (3 per GEMM: 4 per layer, 2 per local expert).
+    const double gemms = 4 + (shape_.experts > 0 ? shape_.moe_fraction * 2.0 *
+                                                       shape_.experts / c.ep
+                                                 : 0);
+    // With the distributed optimizer the plan runs --fp8-param-gather:
+    // the layers' compute weights are FP8 themselves (1 byte instead of the
+    // bf16 copy's 2), so only the transpose is extra.
+    const double layer_params = psi.layer_dense + e;
+    sc->fp8 = (c.distributed_optimizer ? 0 : 2 * layer_params) +
+              layers * gemms * 3 * kFp8AmaxHistory * 4;
+  }
   // 1F1B: stage i holds min(m, p - i) micro-batches in flight; the
   // interleaved schedule adds (p-1)/(p v) (Korthikanti §4.2.3).
   double in_flight = std::min<double>(sh.m, sh.p - stage);
@@ -529,7 +785,14 @@ void CostModel::StageMemory(const Candidate& c, const Shape& sh,
   sc->acts = layers * lc.act_bytes * in_flight + lc.work_bytes;
   sc->logits = k.last ? lc.logits_bytes : 0;
   // ZeRO-3 holds two gathered layers (the current and the prefetched one).
-  sc->z3 = c.zero_stage >= 3 ? 2 * 2 * params_.per_layer / c.tp : 0;
+  sc->z3 =
+      c.zero_stage >= 3
+          ? (params_.expert_per_layer > 0
+                 ? 2 * 2 *
+                       ((params_.per_layer - params_.expert_per_layer) / c.tp +
+                        params_.expert_per_layer / (c.ep * c.etp))
+                 : 2 * 2 * params_.per_layer / c.tp)
+          : 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -574,10 +837,20 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     target = next;
     have = total_layers();
   }
-  if (TrimSurplus(classes, have - l) != 0) return false;
-  for (int k = 0; k < classes->size; ++k) {
+  bool ok = TrimSurplus(classes, have - l) == 0;
+  for (int k = 0; ok && k < classes->size; ++k) {
     const StageClass& cl = classes->at[k];
-    if (cl.layers - (cl.trimmed > 0 ? 1 : 0) < sh.v) return false;
+    if (cl.layers - (cl.trimmed > 0 ? 1 : 0) < sh.v) ok = false;
+  }
+  if (ok) return true;
+  // The balanced split leaves some stage below a layer per virtual stage
+  // (e.g. 48 layers, p = 2, v = 24: first/last stages would give up a
+  // layer). The even split, which Megatron runs by default, is valid
+  // whenever p v divides l.
+  if (l % (p * sh.v) != 0) return false;
+  for (int k = 0; k < classes->size; ++k) {
+    classes->at[k].layers = l / p;
+    classes->at[k].trimmed = 0;
   }
   return true;
 }
@@ -708,6 +981,8 @@ void CostModel::RecordMemory(const StageClass& k, const StageCost& sc,
   out->logits_gib = sc.logits / kGiB;
   out->zero3_buffers_gib = sc.z3 / kGiB;
   out->reserve_gib = reserve_bytes_ / kGiB;
+  out->fp8_buffers_gib = sc.fp8 / kGiB;
+  out->expert_states_gib = sc.experts / kGiB;
 }
 
 // Splits the stage's time into the breakdown terms: per micro-batch work
@@ -730,6 +1005,8 @@ void CostModel::RecordTime(const Shape& sh, const StageClass& k,
   out->dp_comm_s = sc.dp_exposed_s;
   out->dp_comm_total_s = sc.dp_total_s;
   out->optimizer_s = sc.optimizer_s;
+  out->a2a_comm_s = m * L * lc.a2a_s;
+  out->a2a_inter_node_fraction = lc.a2a_inter;
 }
 
 }  // namespace strata::planner

@@ -40,6 +40,15 @@ inline constexpr double kOverlapTax = 0.1;
 // Distinct stage classes (GPU type, NIC link, first/last) the layer split
 // tells apart; further classes are merged into the last one.
 inline constexpr int kMaxStageClasses = 16;
+// Transformer Engine FP8 (docs/planner.md "FP8"): casting a bf16 tensor to
+// FP8 reads 2 bytes and writes the FP8 copy and its transpose (Hopper FP8
+// GEMMs take only the TN layout), 4 bytes per element
+// (transformer_engine cast_transpose).
+inline constexpr double kFp8CastBytes = 4;
+// Amax history per FP8 tensor (Megatron/NeMo recipes:
+// --fp8-amax-history-len 1024), fp32; three tensors (input, weight,
+// output gradient) per FP8 GEMM.
+inline constexpr double kFp8AmaxHistory = 1024;
 
 struct Evaluation {
   bool valid = false;            // a layer split exists
@@ -53,11 +62,12 @@ struct Evaluation {
   // Seconds per step on the slowest stage.
   double compute_s = 0, recompute_s = 0, tp_comm_s = 0, cp_comm_s = 0,
          pp_comm_s = 0, bubble_s = 0, dp_comm_s = 0, dp_comm_total_s = 0,
-         optimizer_s = 0;
+         optimizer_s = 0, a2a_comm_s = 0;
+  double a2a_inter_node_fraction = 0;  // MoE all-to-all bytes leaving a node
   // GiB on the critical stage.
   double weights_gib = 0, gradients_gib = 0, optimizer_state_gib = 0,
          activations_gib = 0, logits_gib = 0, zero3_buffers_gib = 0,
-         reserve_gib = 0;
+         reserve_gib = 0, fp8_buffers_gib = 0, expert_states_gib = 0;
   std::vector<int> layers;  // per pipeline stage
   // Per pipeline stage, what one of its ranks computes per step, not
   // counting collectives, p2p or the bubble: m x (layers x (3 fwd + bwd
@@ -85,8 +95,12 @@ class CostModel {
   int seq_length() const { return seq_; }
   const ModelSpec& model() const { return model_; }
   const Network& network() const { return net_; }
-  // Mean peak TFLOP/s of the job's GPUs (MFU denominator).
+  // Mean peak BF16 TFLOP/s of the job's GPUs (MFU denominator, also under
+  // FP8, as NeMo and Megatron report model TFLOP/s).
   double mean_peak_tflops() const { return mean_peak_tflops_; }
+  Precision::Kind precision() const { return precision_; }
+  const LayerShape& shape() const { return shape_; }
+  const ParamCount& params() const { return params_; }
 
  private:
   // Evaluate runs these steps in order; each is documented in
@@ -106,9 +120,18 @@ class CostModel {
   // Per layer: compute, recompute, TP and CP communication, activations.
   LayerCost Layer(const Candidate& c, const GpuType& gpu) const;
   inline LayerCost CachedLayer(const Candidate& c, const GpuType& gpu) const;
+  // bf16 GEMM; Gemm8 runs the layers' GEMMs in the job's precision (FP8
+  // at the FP8 peak under precision fp8).
   double Gemm(double m, double n, double k, const GpuType& gpu) const;
+  double Gemm8(double m, double n, double k, const GpuType& gpu) const;
   inline double LayerGemmTime(double tokens, double t,
                               const GpuType& gpu) const;
+  // MoE layers (mean over layers): shared experts, router, routed experts,
+  // token permutation, FP8 casts; and the all-to-all.
+  inline void MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
+                      LayerCost* lc) const;
+  inline double Fp8CastTime(const Candidate& c, double tokens,
+                            const GpuType& gpu) const;
   inline double CoreAttentionTime(double tokens, double t,
                                   const GpuType& gpu) const;
   inline double LinearActivationBytes(const Candidate& c, double tokens) const;
@@ -124,16 +147,23 @@ class CostModel {
                              StageClasses* classes) const;
   struct StageLayout;
   void GroupStages(const Shape& sh, int group, StageLayout* layout) const;
-  inline double StageParams(const Candidate& c, bool first, bool last,
-                            int layers) const;
+  struct StagePsi;  // parameters on one GPU: dense and routed experts
+  inline StagePsi StageParams(const Candidate& c, bool first, bool last,
+                              int layers) const;
   StageCost CostOfStage(const Candidate& c, const Shape& sh,
                         const StageClass& k, int stage, int layers) const;
   inline void DataParallelTime(const Candidate& c, const Shape& sh,
-                               const StageClass& k, int layers, double psi,
-                               StageCost* sc) const;
+                               const StageClass& k, int layers,
+                               const StagePsi& psi, StageCost* sc) const;
+  // One data-parallel group's traffic and its exposed part for `psi`
+  // parameters on `link` (the group size is in the link).
+  inline void GroupDataParallel(const Candidate& c, const Shape& sh,
+                                const LayerCost& lc, int layers, double psi,
+                                const GroupLink& link, double* total,
+                                double* exposed) const;
   inline void StageMemory(const Candidate& c, const Shape& sh,
                           const StageClass& k, int stage, int layers,
-                          double psi, StageCost* sc) const;
+                          const StagePsi& psi, StageCost* sc) const;
   // Layer split across stages, per class; false when no split is valid.
   inline bool SplitLayers(const Candidate& c, const Shape& sh,
                           StageClasses* classes) const;
@@ -145,8 +175,7 @@ class CostModel {
                            const StageClasses& classes, Evaluation* out) const;
   // out->layers from the classes' split.
   inline void StageLayers(const Candidate& c, const Shape& sh,
-                          const StageClasses& classes,
-                          Evaluation* out) const;
+                          const StageClasses& classes, Evaluation* out) const;
   inline void RecordMemory(const StageClass& k, const StageCost& sc, int stage,
                            Evaluation* out) const;
   static inline void RecordTime(const Shape& sh, const StageClass& k,
@@ -161,6 +190,9 @@ class CostModel {
   double reserve_bytes_;
   double mean_peak_tflops_ = 0;
   ParamCount params_;
+  LayerShape shape_;
+  Precision::Kind precision_ = Precision::bf16;
+  bool fp8_ = false;
   double act_coeff_;  // Korthikanti's 34, generalised
   // The stage classes of the last layout (p, stage ranks, DP x CP group,
   // nodes per stage) ClassifyStages saw: the search enumerates every

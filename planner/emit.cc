@@ -1,5 +1,6 @@
 #include "planner/emit.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,12 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
     add("--num-virtual-stages-per-pipeline-rank", plan.vpp());
   }
   add("--context-parallel-size", plan.cp());
+  if (m.num_experts() > 0) {
+    // Megatron-core MoE (megatron/core/transformer/moe/README.md, "MoE
+    // Related Arguments"); EP and ETP fold into DP x CP and TP.
+    add("--expert-model-parallel-size", std::max(1, plan.ep()));
+    add("--expert-tensor-parallel-size", std::max(1, plan.etp()));
+  }
   if (plan.sequence_parallel()) f.push_back("--sequence-parallel");
   add("--micro-batch-size", plan.micro_batch());
   add("--global-batch-size", plan.global_batch());
@@ -34,6 +41,12 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
   }
   if (plan.recompute() == Recompute::selective) {
     add("--recompute-granularity", "selective");
+    if (m.num_experts() > 0) {
+      // What the cost model's selective mode drops for MoE models.
+      add("--recompute-modules", m.attention() == AttentionKernel::flash
+                                     ? "moe_act layernorm"
+                                     : "core_attn moe_act layernorm");
+    }
   } else if (plan.recompute() == Recompute::full) {
     add("--recompute-granularity", "full");
     add("--recompute-method", "uniform");
@@ -79,32 +92,93 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
   if (!m.tied_embeddings()) {
     f.push_back("--untie-embeddings-and-output-weights");
   }
+  if (m.has_kv_channels() && m.kv_lora_rank() == 0) {
+    add("--kv-channels", m.kv_channels());
+  }
+  if (m.kv_lora_rank() > 0) {
+    // Megatron-core multi-latent attention (DeepSeek-V2/V3).
+    f.push_back("--multi-latent-attention");
+    if (m.q_lora_rank() > 0) add("--q-lora-rank", m.q_lora_rank());
+    add("--kv-lora-rank", m.kv_lora_rank());
+    add("--qk-head-dim", m.kv_channels());
+    add("--qk-pos-emb-head-dim", m.qk_pos_emb_head_dim());
+    add("--v-head-dim", m.v_head_dim());
+  }
+  if (m.num_experts() > 0) {
+    add("--num-experts", m.num_experts());
+    add("--moe-router-topk", m.moe_router_topk());
+    add("--moe-ffn-hidden-size", m.moe_ffn_hidden_size());
+    if (m.moe_shared_expert_intermediate_size() > 0) {
+      add("--moe-shared-expert-intermediate-size",
+          m.moe_shared_expert_intermediate_size());
+    }
+    const int freq = m.has_moe_layer_freq() ? m.moe_layer_freq() : 1;
+    if (m.moe_num_dense_layers() > 0 || freq > 1) {
+      // A Python list expression: 0 = dense layer, 1 = MoE layer.
+      std::vector<std::string> pattern;
+      for (int i = 0; i < m.num_layers(); ++i) {
+        const int j = i - m.moe_num_dense_layers();
+        pattern.push_back(j >= 0 && j % freq == 0 ? "1" : "0");
+      }
+      add("--moe-layer-freq",
+          absl::StrCat("'[", absl::StrJoin(pattern, ","), "]'"));
+    }
+    if (m.has_moe_capacity_factor()) {
+      add("--moe-expert-capacity-factor", m.moe_capacity_factor());
+    }
+    add("--moe-token-dispatcher-type", "alltoall");
+    f.push_back("--moe-grouped-gemm");
+  }
   f.push_back("--bf16");
+  if (plan.precision() == "fp8") {
+    // Transformer Engine FP8 as Megatron-LM / NeMo recipes run it: E4M3
+    // forward, E5M2 gradients, delayed scaling over 1024 steps of amax.
+    add("--fp8-format", "hybrid");
+    add("--fp8-amax-history-len", 1024);
+    add("--fp8-amax-compute-algo", "max");
+    if (plan.distributed_optimizer()) {
+      // FP8 compute weights, gathered in FP8 (the cost model's memory and
+      // all-gather volume assume it).
+      f.push_back("--fp8-param-gather");
+    }
+  }
   return f;
 }
 
 }  // namespace
 
-std::string EmitMegatron(const Plan& plan, const ModelSpec& model) {
+std::string EmitMegatron(const Plan& plan, const ModelSpec& model,
+                         const std::string& note) {
   std::string comment;
   std::vector<std::string> flags = MegatronFlags(plan, model, &comment);
-  return comment + absl::StrJoin(flags, " \\\n") + "\n";
+  return note + comment + absl::StrJoin(flags, " \\\n") + "\n";
 }
 
 std::string EmitTorchrun(const Plan& plan, const ModelSpec& model,
-                         const ClusterSpec& cluster, int64_t gpus) {
+                         const ClusterSpec& cluster, int64_t gpus,
+                         const std::string& note) {
   const int gpn = cluster.gpus_per_node();
   const int64_t nodes = (gpus + gpn - 1) / gpn;
   const int per_node = gpus < gpn ? static_cast<int>(gpus) : gpn;
   std::string comment;
   std::vector<std::string> flags = MegatronFlags(plan, model, &comment);
   std::string out = absl::StrCat(
-      "# strata plan: tp=", plan.tp(), " pp=", plan.pp(), " dp=", plan.dp(),
-      " cp=", plan.cp(), " on ", nodes, " node(s) x ", per_node, " GPUs.\n",
+      note, "# strata plan: tp=", plan.tp(), " pp=", plan.pp(),
+      " dp=", plan.dp(), " cp=", plan.cp(),
+      model.num_experts() > 0
+          ? absl::StrCat(" ep=", plan.ep(), " etp=", plan.etp())
+          : std::string(),
+      " vpp=", plan.vpp(),
+      " precision=", plan.precision().empty() ? "bf16" : plan.precision(),
+      " on ", nodes, " node(s) x ", per_node, " GPUs.\n",
       "# Run on every node with NODE_RANK (0..", nodes - 1,
       ") and MASTER_ADDR (node 0's address) set.\n", comment,
       "export STRATA_TP=", plan.tp(), " STRATA_PP=", plan.pp(),
-      " STRATA_DP=", plan.dp(), " STRATA_CP=", plan.cp(), "\n",
+      " STRATA_DP=", plan.dp(), " STRATA_CP=", plan.cp(),
+      model.num_experts() > 0
+          ? absl::StrCat(" STRATA_EP=", plan.ep(), " STRATA_ETP=", plan.etp())
+          : std::string(),
+      "\n",
       "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron: ordered TP/SP "
       "kernels\n",
       "torchrun --nnodes=", nodes, " --nproc-per-node=", per_node,

@@ -1,5 +1,7 @@
 #include "planner/model.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/preset.h"
 
@@ -34,6 +36,28 @@ absl::Span<const FieldRange> ModelRanges() {
       {"vocab_size", 1, 16777216, false, "tokens"},
       {"seq_length", 1, kMaxSeqLength, false,
        "default training sequence, tokens; absent: give --seq"},
+      {"num_experts", 0, 65536, false,
+       "routed experts per MoE layer; 0: dense"},
+      {"moe_router_topk", 1, 65536, false,
+       "experts per token, at most num_experts; absent: 2"},
+      {"moe_ffn_hidden_size", 1, 1048576, false,
+       "one routed expert's MLP width; absent: ffn_hidden_size"},
+      {"moe_shared_expert_intermediate_size", 0, 1048576, false,
+       "total width of the shared experts; 0: none"},
+      {"moe_num_dense_layers", 0, kMaxLayers, false,
+       "leading dense layers, fewer than num_layers"},
+      {"moe_layer_freq", 1, kMaxLayers, false,
+       "every N-th layer after the dense ones is MoE; absent: 1"},
+      {"moe_capacity_factor", 0, 1000, true,
+       "expert capacity / balanced share; absent: dropless"},
+      {"moe_load_imbalance", 1, 1000, false,
+       "busiest expert rank's tokens / balanced share; absent: 1"},
+      {"kv_channels", 1, 65536, false,
+       "head size; absent: hidden_size / num_attention_heads"},
+      {"q_lora_rank", 0, 262144, false, "MLA query rank; 0: none"},
+      {"kv_lora_rank", 0, 262144, false, "MLA key/value rank; 0: not MLA"},
+      {"qk_pos_emb_head_dim", 0, 65536, false, "MLA rotary head part"},
+      {"v_head_dim", 0, 65536, false, "MLA value head size"},
   };
   return kRanges;
 }
@@ -41,11 +65,43 @@ absl::Span<const FieldRange> ModelRanges() {
 Status NormalizeModel(ModelSpec* m) {
   const std::string where = absl::StrCat("model '", m->name(), "'");
   RETURN_IF_ERROR(CheckRanges(*m, ModelRanges(), where));
-  RETURN_IF_ERROR(
-      Require(m->hidden_size() % m->num_attention_heads() == 0, *m,
-              absl::StrCat("hidden_size ", m->hidden_size(),
-                           " is not divisible by num_attention_heads ",
-                           m->num_attention_heads())));
+  // With kv_channels the heads need not split the hidden size (Qwen3:
+  // 32 heads of 128 on hidden 2048).
+  RETURN_IF_ERROR(Require(
+      m->has_kv_channels() || m->hidden_size() % m->num_attention_heads() == 0,
+      *m,
+      absl::StrCat("hidden_size ", m->hidden_size(),
+                   " is not divisible by num_attention_heads ",
+                   m->num_attention_heads(),
+                   " (give kv_channels for another head size)")));
+  if (m->kv_lora_rank() > 0) {
+    RETURN_IF_ERROR(Require(
+        m->has_kv_channels() && m->v_head_dim() > 0, *m,
+        "multi-latent attention (kv_lora_rank > 0) needs kv_channels (the "
+        "query/key head size without the rotary part) and v_head_dim"));
+  }
+  if (m->num_experts() == 0) {
+    RETURN_IF_ERROR(Require(
+        !m->has_moe_router_topk() && !m->has_moe_ffn_hidden_size() &&
+            m->moe_shared_expert_intermediate_size() == 0 &&
+            m->moe_num_dense_layers() == 0,
+        *m,
+        "MoE fields (moe_router_topk, moe_ffn_hidden_size, "
+        "moe_shared_expert_intermediate_size, moe_num_dense_layers) need "
+        "num_experts > 0"));
+  } else {
+    if (!m->has_moe_router_topk()) m->set_moe_router_topk(2);
+    RETURN_IF_ERROR(
+        Require(m->moe_router_topk() <= m->num_experts(), *m,
+                absl::StrCat("field 'moe_router_topk' = ", m->moe_router_topk(),
+                             " exceeds num_experts ", m->num_experts(),
+                             " (range [1, num_experts])")));
+    RETURN_IF_ERROR(Require(
+        m->moe_num_dense_layers() < m->num_layers(), *m,
+        absl::StrCat("field 'moe_num_dense_layers' = ",
+                     m->moe_num_dense_layers(), " leaves no MoE layer of ",
+                     m->num_layers(), " (range [0, num_layers - 1])")));
+  }
   if (!m->has_num_query_groups()) {
     m->set_num_query_groups(m->num_attention_heads());
   }
@@ -55,7 +111,82 @@ Status NormalizeModel(ModelSpec* m) {
                            " is not divisible by num_query_groups ",
                            m->num_query_groups())));
   if (!m->has_ffn_hidden_size()) m->set_ffn_hidden_size(4 * m->hidden_size());
+  if (m->num_experts() > 0 && !m->has_moe_ffn_hidden_size()) {
+    m->set_moe_ffn_hidden_size(m->ffn_hidden_size());
+  }
   return absl::OkStatus();
+}
+
+Precision::Kind EffectivePrecision(const ModelSpec& model, const JobSpec& job) {
+  if (job.constraints().has_precision()) return job.constraints().precision();
+  if (job.precision() != Precision::bf16) return job.precision();
+  return model.has_precision() ? model.precision() : Precision::bf16;
+}
+
+LayerShape ShapeOfLayers(const ModelSpec& m) {
+  LayerShape ls;
+  const double h = m.hidden_size();
+  const double a = m.num_attention_heads();
+  const bool bias = m.linear_bias();
+  ls.h = h;
+  ls.norm_params = m.norm() == Norm::layernorm ? 2 * h : h;
+  if (m.kv_lora_rank() > 0) {
+    // Multi-latent attention (DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1):
+    // queries h -> q_lora (normed) -> a (dn + dr), or h -> a (dn + dr)
+    // without q_lora; keys/values h -> kv_lora + dr (normed), then
+    // kv_lora -> a (dn + dv); output a dv -> h. Megatron-core
+    // MLASelfAttention materialises per-head K and V after the
+    // up-projection, so the core attention is MHA with head sizes
+    // dn + dr (QK) and dv (V).
+    const double dn = m.kv_channels(), dr = m.qk_pos_emb_head_dim(),
+                 dv = m.v_head_dim(), ql = m.q_lora_rank(),
+                 kl = m.kv_lora_rank();
+    const double q_w = ql > 0 ? h * ql + ql * a * (dn + dr) : h * a * (dn + dr);
+    const double kv_w = h * (kl + dr) + kl * a * (dn + dv);
+    const double o_w = a * dv * h;
+    ls.mla = true;
+    ls.q_dim = a * dv;
+    ls.kv_dim = 0;
+    ls.k_width = a * (dn + dr);
+    ls.v_width = a * dv;
+    ls.attn_width = a * (dn + dr + dv) / 2;
+    ls.attn_params = q_w + kv_w + o_w + (ql > 0 ? ql : 0) + kl;  // + norms
+    ls.attn_gemm_flops = 2 * (q_w + kv_w + o_w);
+  } else {
+    // d = h / a exactly when kv_channels is absent, so q_dim == h.
+    const double d = m.has_kv_channels()
+                         ? m.kv_channels()
+                         : m.hidden_size() / m.num_attention_heads();
+    const double q = a * d;
+    const double kv = m.num_query_groups() * d;
+    ls.q_dim = q;
+    ls.kv_dim = kv;
+    ls.k_width = ls.v_width = kv;
+    ls.attn_width = m.has_kv_channels() ? q : h;
+    // Fused QKV (h -> q + 2 kv) and output projection (q -> h).
+    ls.attn_params = h * (q + 2 * kv) + q * h + (bias ? (q + 2 * kv) + h : 0);
+    ls.attn_gemm_flops = 2 * h * (q + 2 * kv) + 2 * q * h;
+  }
+  ls.mlp_mult = m.activation() == Activation::swiglu ? 3 : 2;
+  ls.ffn = m.ffn_hidden_size();
+  ls.experts = m.num_experts();
+  if (ls.experts > 0) {
+    ls.topk = m.moe_router_topk();
+    ls.moe_ffn = m.moe_ffn_hidden_size();
+    ls.shared_ffn = m.moe_shared_expert_intermediate_size();
+    const int freq = m.has_moe_layer_freq() ? m.moe_layer_freq() : 1;
+    const int dense = m.moe_num_dense_layers();
+    ls.moe_layers = (m.num_layers() - dense + freq - 1) / freq;
+    ls.moe_fraction = static_cast<double>(ls.moe_layers) / m.num_layers();
+    ls.imbalance = m.has_moe_load_imbalance() ? m.moe_load_imbalance() : 1;
+    // Tokens above capacity are dropped (Megatron-core
+    // --moe-expert-capacity-factor), so no rank gets more than that.
+    if (m.has_moe_capacity_factor()) {
+      ls.imbalance =
+          std::min(ls.imbalance, std::max(1.0, m.moe_capacity_factor()));
+    }
+  }
+  return ls;
 }
 
 StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset) {
@@ -68,19 +199,39 @@ StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset) {
   return model;
 }
 
-ParamCount CountParameters(const ModelSpec& m, int seq_length) {
+namespace {
+
+// One MLP of width f: GELU has up (h -> f) and down (f -> h); SwiGLU adds a
+// gate (h -> f).
+double MlpParams(const ModelSpec& m, double f) {
   const double h = m.hidden_size();
-  const double kv = h * m.num_query_groups() / m.num_attention_heads();
-  const double f = m.ffn_hidden_size();
   const bool bias = m.linear_bias();
-  const double norm = m.norm() == Norm::layernorm ? 2 * h : h;
+  return m.activation() == Activation::swiglu
+             ? 3 * h * f + (bias ? 2 * f + h : 0)
+             : 2 * h * f + (bias ? f + h : 0);
+}
+
+}  // namespace
+
+ParamCount CountParameters(const ModelSpec& m, int seq_length) {
+  const LayerShape ls = ShapeOfLayers(m);
+  const double h = m.hidden_size();
+  const double norm = ls.norm_params;
   ParamCount p;
-  // Attention: fused QKV (h -> h + 2 kv) and output projection (h -> h).
-  double attn = h * (h + 2 * kv) + h * h + (bias ? (h + 2 * kv) + h : 0);
-  // MLP: GELU has up (h -> f) and down (f -> h); SwiGLU adds a gate (h -> f).
-  double mlp = m.activation() == Activation::swiglu
-                   ? 3 * h * f + (bias ? 2 * f + h : 0)
-                   : 2 * h * f + (bias ? f + h : 0);
+  const double attn = ls.attn_params;
+  // Dense layers: one MLP of ffn_hidden_size. MoE layers (Megatron-core
+  // MoELayer): the router (h x experts), every routed expert, and the
+  // shared experts; averaged over the layers.
+  double mlp = MlpParams(m, ls.ffn);
+  if (ls.experts > 0) {
+    const double l = m.num_layers();
+    const double expert = MlpParams(m, ls.moe_ffn);
+    const double moe = h * ls.experts + ls.experts * expert +
+                       (ls.shared_ffn > 0 ? MlpParams(m, ls.shared_ffn) : 0);
+    mlp = ((l - ls.moe_layers) * mlp + ls.moe_layers * moe) / l;
+    p.expert_per_layer = ls.moe_layers * ls.experts * expert / l;
+    p.active_expert_per_layer = ls.moe_layers * ls.topk * expert / l;
+  }
   p.per_layer = attn + mlp + 2 * norm;  // two norms per layer
   p.embedding = static_cast<double>(m.vocab_size()) * h;
   p.position =
@@ -91,15 +242,23 @@ ParamCount CountParameters(const ModelSpec& m, int seq_length) {
 }
 
 LayerFlops LayerForwardFlopsPerToken(const ModelSpec& m, int seq_length) {
+  const LayerShape ls = ShapeOfLayers(m);
   const double h = m.hidden_size();
-  const double kv = h * m.num_query_groups() / m.num_attention_heads();
-  const double f = m.ffn_hidden_size();
-  const double mlp_mult = m.activation() == Activation::swiglu ? 6 : 4;
+  const double mlp_mult = 2 * ls.mlp_mult;  // 4 (GELU) or 6 (SwiGLU)
   LayerFlops lf;
   // 2 FLOPs per multiply-add: QKV 2h(h+2kv), projection 2h^2, MLP 4hf/6hf.
-  lf.gemm = 2 * h * (h + 2 * kv) + 2 * h * h + mlp_mult * h * f;
+  double mlp = mlp_mult * h * ls.ffn;
+  if (ls.experts > 0) {
+    // An MoE layer's token meets the router (2 h E), its top-k experts and
+    // the shared experts; only those count (active parameters).
+    const double l = m.num_layers();
+    const double moe = 2 * h * ls.experts +
+                       mlp_mult * h * (ls.topk * ls.moe_ffn + ls.shared_ffn);
+    mlp = ((l - ls.moe_layers) * mlp + ls.moe_layers * moe) / l;
+  }
+  lf.gemm = ls.attn_gemm_flops + mlp;
   // QK^T and attention-times-V: 2 s h each per token (Narayanan eq. 3).
-  lf.attention = 4.0 * seq_length * h;
+  lf.attention = 4.0 * seq_length * ls.attn_width;
   return lf;
 }
 

@@ -39,14 +39,54 @@ inline constexpr int kMaxSeqLength = 1 << 20;
 // The documented range of every numeric ModelSpec field (docs/config.md).
 absl::Span<const FieldRange> ModelRanges();
 
-// Checks ranges (ModelRanges) and divisibility (heads divide hidden, query
-// groups divide heads), then fills defaults. InvalidArgument naming the
-// field, its value and its range.
+// Checks ranges (ModelRanges) and divisibility (heads divide hidden unless
+// kv_channels is given, query groups divide heads, top-k at most the
+// experts, dense layers fewer than the layers), then fills defaults.
+// InvalidArgument naming the field, its value and its range.
 Status NormalizeModel(ModelSpec* model);
 
-// Parameter counts, in parameters (not bytes).
+// The precision a plan runs in: `--fix precision=` (constraints), else the
+// job's precision when it is not the default bf16, else the model's, else
+// bf16.
+Precision::Kind EffectivePrecision(const ModelSpec& model, const JobSpec& job);
+
+// Widths and sizes of one layer that the counts and the cost model share
+// (docs/planner.md "Parameters", "MoE"). For standard attention q_dim = h
+// and kv_dim = h g / a; `kv_channels` (Qwen3) sets the head size; MLA
+// (DeepSeek-V2/V3) has its own projections.
+struct LayerShape {
+  double h = 0;
+  double q_dim = 0;   // query width a d (the projection's input width too)
+  double kv_dim = 0;  // key and value width of GQA, g d
+  // Keys and values kept for the backward, per token (MLA: a (dn + dr)
+  // and a dv after the up-projection).
+  double k_width = 0, v_width = 0;
+  // Core attention: 4 s attn_width FLOPs per token (QK^T and AV), i.e.
+  // attn_width = a (d_qk + d_v) / 2 (h for standard attention).
+  double attn_width = 0;
+  double attn_params = 0;      // attention weights and biases
+  double attn_gemm_flops = 0;  // forward FLOPs per token of those GEMMs
+  bool mla = false;
+  // MLP: dense layers use ffn (ffn_hidden_size); MoE layers num_experts
+  // routed experts of width moe_ffn, top-k of them per token, plus shared
+  // experts of total width shared_ffn, and a router (h x experts).
+  double ffn = 0, moe_ffn = 0, shared_ffn = 0;
+  double mlp_mult = 2;  // weight matrices per MLP: 2 (GELU) or 3 (SwiGLU)
+  int experts = 0, topk = 0;
+  int moe_layers = 0;       // of num_layers
+  double moe_fraction = 0;  // moe_layers / num_layers
+  double imbalance = 1;     // tokens on the busiest expert rank / balanced
+  double norm_params = 0;   // one norm
+};
+LayerShape ShapeOfLayers(const ModelSpec& model);
+
+// Parameter counts, in parameters (not bytes). For MoE models the per-layer
+// figures are means over the layers (dense and MoE layers mixed).
 struct ParamCount {
-  double per_layer = 0;  // one transformer layer
+  double per_layer = 0;  // one transformer layer, every expert counted
+  // Of per_layer: the routed experts (all of them), and those a token uses.
+  double expert_per_layer = 0;
+  double active_expert_per_layer = 0;
   double embedding = 0;  // word embedding V h
   double position = 0;   // learned position table s h (0 for RoPE)
   double output = 0;     // untied output projection V h (0 when tied)
@@ -54,14 +94,21 @@ struct ParamCount {
   double Total(int num_layers) const {
     return per_layer * num_layers + embedding + position + output + final_norm;
   }
+  // Parameters one token meets (MoE: only its top-k routed experts).
+  double Active(int num_layers) const {
+    return (per_layer - expert_per_layer + active_expert_per_layer) *
+               num_layers +
+           embedding + position + output + final_norm;
+  }
 };
 ParamCount CountParameters(const ModelSpec& model, int seq_length);
 
-// Forward FLOPs per token of one layer, split into the dense GEMMs and the
-// core attention (QK^T and AV over a context of `seq_length` keys).
+// Forward FLOPs per token of one layer (the mean layer of an MoE model),
+// split into the GEMMs and the core attention (QK^T and AV over a context
+// of `seq_length` keys).
 struct LayerFlops {
-  double gemm = 0;       // 2 h (h + 2 kv) + 2 h^2 + (4 or 6) h f
-  double attention = 0;  // 4 s h
+  double gemm = 0;       // 2 h (h + 2 kv) + 2 h^2 + (4 or 6) h f (dense)
+  double attention = 0;  // 4 s h (standard attention)
 };
 LayerFlops LayerForwardFlopsPerToken(const ModelSpec& model, int seq_length);
 

@@ -86,6 +86,30 @@ Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
   add_groups("pp", c.pp, [&](int tp, int cp, int dp, int, int i) {
     return RankOf(c, tp, cp, dp, i);
   });
+  // MoE layers (Megatron-core parallel folding): within each stage the
+  // ranks are ordered tp(etp)-ep-edp, so local index j = etp_rank + etp
+  // (ep_rank + ep edp_rank). EP groups vary ep_rank, ETP groups etp_rank.
+  const int64_t edp = c.ExpertDp();
+  auto add_expert_groups = [&](const char* kind, bool ep_kind) {
+    int index = 0;
+    const int size = ep_kind ? c.ep : c.etp;
+    const int other = ep_kind ? c.etp : c.ep;
+    for (int s = 0; s < c.pp; ++s)
+      for (int64_t e = 0; e < edp; ++e)
+        for (int o = 0; o < other; ++o) {
+          Group* g = pl.add_groups();
+          g->set_kind(kind);
+          g->set_index(index++);
+          for (int i = 0; i < size; ++i) {
+            const int64_t etp_r = ep_kind ? o : i, ep_r = ep_kind ? i : o;
+            const int64_t j = etp_r + c.etp * (ep_r + c.ep * e);
+            g->add_ranks(static_cast<int>(s * stage_ranks + j));
+          }
+          g->set_nic_type(GroupNicType(*g, net));
+        }
+  };
+  if (c.ep > 1) add_expert_groups("ep", true);
+  if (c.etp > 1) add_expert_groups("etp", false);
   for (int s = 0; s < c.pp; ++s) {
     StageInfo* st = pl.add_stages();
     st->set_pp_rank(s);

@@ -22,6 +22,8 @@ absl::Span<const FieldRange> PlanRanges() {
       {"--gpus", 1, kMaxGpus, false, "GPUs the plan uses"},
       {"--top", 1, 1000, false, "plans to show"},
       {"--time-budget", 0, 3600, false, "seconds the search may take"},
+      {"--nodes", 1, topology::kMaxClusterNodes, false,
+       "overrides the cluster's num_nodes"},
   };
   return kRanges;
 }
@@ -87,10 +89,15 @@ class SearchSpace {
   bool ZeroAllowed(const ZeroOption& z, const Candidate& schedule) const;
   bool RecomputeAllowed(Recompute::Mode rc) const;
 
+  // (ep, etp) pairs of MoE layers for a layout's stage of `stage_ranks`.
+  void ExpertLayouts(const Candidate& layout,
+                     std::vector<std::pair<int, int>>* out) const;
+
   const PlanRequest& req_;
   const PlanConstraints& fix_;
   const int layers_;
   std::vector<int> tps_, cps_;
+  std::vector<int> eps_;  // divisors of the experts (MoE models), else {1}
   int64_t max_micro_batch_ = 1;  // sequences
   int max_vpp_ = 1;
 };
@@ -99,12 +106,14 @@ SearchSpace::SearchSpace(const PlanRequest& req, int seq)
     : req_(req), fix_(req.job.constraints()), layers_(req.model.num_layers()) {
   const ModelSpec& model = req.model;
   const int gpn = req.cluster.gpus_per_node();
-  // TP must split heads, query groups, hidden and MLP evenly and stay
-  // inside a node's NVLink domain (Narayanan §3.3 takeaway #1).
+  // TP must split heads, query groups, hidden, MLP and shared experts
+  // evenly and stay inside a node's NVLink domain (Narayanan §3.3
+  // takeaway #1).
   for (int t : Divisors(gpn, gpn)) {
     if (model.num_attention_heads() % t == 0 &&
         model.num_query_groups() % t == 0 && model.hidden_size() % t == 0 &&
-        model.ffn_hidden_size() % t == 0) {
+        model.ffn_hidden_size() % t == 0 &&
+        model.moe_shared_expert_intermediate_size() % t == 0) {
       tps_.push_back(t);
     }
   }
@@ -116,6 +125,11 @@ SearchSpace::SearchSpace(const PlanRequest& req, int seq)
        c *= 2) {
     cps_.push_back(c);
   }
+  // EP splits the experts evenly (Megatron-core: num_experts %
+  // expert_model_parallel_size == 0).
+  eps_ = model.num_experts() > 0
+             ? Divisors(model.num_experts(), model.num_experts())
+             : std::vector<int>{1};
   max_micro_batch_ = fix_.has_micro_batch()
                          ? fix_.micro_batch()
                          : std::max<int64_t>(1, kMaxMicroBatchTokens / seq);
@@ -146,8 +160,43 @@ void SearchSpace::Layouts(std::vector<Candidate>* out) const {
         layout.dp = static_cast<int>(d);
         layout.sequence_parallel =
             !fix_.has_sequence_parallel() || fix_.sequence_parallel();
-        out->push_back(layout);
+        if (req_.model.num_experts() == 0) {
+          out->push_back(layout);
+          continue;
+        }
+        std::vector<std::pair<int, int>> experts;
+        ExpertLayouts(layout, &experts);
+        for (auto [ep, etp] : experts) {
+          layout.ep = ep;
+          layout.etp = etp;
+          out->push_back(layout);
+        }
       }
+    }
+  }
+}
+
+// MoE parallel folding (Megatron-core moe/README.md "MoE Parallel
+// Folding"): the MoE layers' tp(etp)-ep-dp groups fold into the
+// attention's tp-cp-dp ranks of a stage, so ep x etp must divide t c d;
+// EP divides the experts and ETP the expert width. The search tries ETP 1
+// (the folding documentation's recommendation) and ETP = TP (Megatron's
+// default); --fix may pin any value. Megatron needs sequence parallelism
+// when an MoE model combines TP and EP.
+void SearchSpace::ExpertLayouts(const Candidate& layout,
+                                std::vector<std::pair<int, int>>* out) const {
+  out->clear();
+  const int64_t ranks = static_cast<int64_t>(layout.tp) * layout.cp * layout.dp;
+  if (layout.tp > 1 && !layout.sequence_parallel) return;
+  std::vector<int> etps = {1};
+  if (layout.tp > 1) etps.push_back(layout.tp);
+  if (fix_.has_etp()) etps = {fix_.etp()};
+  for (int etp : etps) {
+    if (req_.model.moe_ffn_hidden_size() % etp != 0) continue;
+    for (int ep : eps_) {
+      if (fix_.has_ep() && fix_.ep() != ep) continue;
+      if (ranks % (static_cast<int64_t>(ep) * etp) != 0) continue;
+      out->emplace_back(ep, etp);
     }
   }
 }
@@ -215,9 +264,11 @@ bool SearchSpace::ZeroAllowed(const ZeroOption& z,
 
 bool SearchSpace::RecomputeAllowed(Recompute::Mode rc) const {
   if (fix_.has_recompute() && fix_.recompute() != rc) return false;
-  // Under fused attention selective recompute equals none.
+  // Under fused attention selective recompute equals none (for MoE models
+  // it also recomputes the experts' activation function and the norms).
   return !(rc == Recompute::selective && !fix_.has_recompute() &&
-           req_.model.attention() == AttentionKernel::flash);
+           req_.model.attention() == AttentionKernel::flash &&
+           req_.model.num_experts() == 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -349,6 +400,10 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   const Candidate& c = s.c;
   const Evaluation& e = s.e;
   Plan plan = SizesPlan(c);
+  plan.set_precision(Precision::Kind_Name(cost.precision()));
+  const int l = cost.model().num_layers();
+  plan.set_params_b(cost.params().Total(l) / 1e9);
+  plan.set_active_params_b(cost.params().Active(l) / 1e9);
   plan.set_micro_batch(c.micro_batch);
   plan.set_zero_stage(c.zero_stage);
   plan.set_distributed_optimizer(c.distributed_optimizer);
@@ -384,9 +439,66 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   b->set_zero3_buffers_gib(e.zero3_buffers_gib);
   b->set_reserve_gib(e.reserve_gib);
   b->set_critical_stage(e.critical_stage);
+  b->set_a2a_comm_s(e.a2a_comm_s);
+  b->set_a2a_inter_node_fraction(e.a2a_inter_node_fraction);
+  b->set_fp8_buffers_gib(e.fp8_buffers_gib);
+  b->set_expert_states_gib(e.expert_states_gib);
   for (int l : e.layers) plan.add_layers_per_stage(l);
   for (double t : e.stage_compute_s) plan.add_stage_compute_s(t);
   return plan;
+}
+
+// --fix ep/etp against the model: EP divides the experts, ETP the expert
+// width, and both need an MoE model.
+Status CheckExperts(const PlanRequest& req) {
+  const PlanConstraints& fix = req.job.constraints();
+  const ModelSpec& m = req.model;
+  if ((fix.has_ep() && fix.ep() > 1) || (fix.has_etp() && fix.etp() > 1)) {
+    if (m.num_experts() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "field 'constraints.ep'/'constraints.etp' (--fix ep/etp) needs an "
+          "MoE model; model '",
+          m.name(), "' has num_experts 0"));
+    }
+  }
+  if (fix.has_ep() && m.num_experts() > 0 && m.num_experts() % fix.ep() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'constraints.ep' (--fix ep) = ", fix.ep(),
+        " does not divide num_experts ", m.num_experts(), " of model '",
+        m.name(), "' (expert parallelism splits the experts evenly)"));
+  }
+  if (fix.has_etp() && m.num_experts() > 0 &&
+      m.moe_ffn_hidden_size() % fix.etp() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field 'constraints.etp' (--fix etp) = ", fix.etp(),
+                     " does not divide moe_ffn_hidden_size ",
+                     m.moe_ffn_hidden_size(), " of model '", m.name(), "'"));
+  }
+  return absl::OkStatus();
+}
+
+// FP8 needs FP8 tensor cores on every GPU type of the cluster.
+Status CheckPrecision(const PlanRequest& req) {
+  if (EffectivePrecision(req.model, req.job) != Precision::fp8) {
+    return absl::OkStatus();
+  }
+  auto check = [&](const GpuType& gpu, const std::string& field) -> Status {
+    if (gpu.peak_fp8_tflops() > 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "precision fp8 needs FP8 tensor cores, but cluster '",
+        req.cluster.name(), "' GPU '", gpu.name(), "' has no field '", field,
+        "' (absent or 0: no FP8 peak); give it in the cluster file, or plan "
+        "with --fix precision=bf16"));
+  };
+  RETURN_IF_ERROR(check(req.cluster.gpu(), "gpu.peak_fp8_tflops"));
+  for (int i = 0; i < req.cluster.overrides_size(); ++i) {
+    const NodeOverride& o = req.cluster.overrides(i);
+    if (o.has_gpu()) {
+      RETURN_IF_ERROR(check(
+          o.gpu(), absl::StrCat("overrides[", i, "].gpu.peak_fp8_tflops")));
+    }
+  }
+  return absl::OkStatus();
 }
 
 Status ValidateRequest(const PlanRequest& req) {
@@ -410,11 +522,19 @@ Status ValidateRequest(const PlanRequest& req) {
         "the sequence length is missing (give --seq or the model's "
         "seq_length)");
   }
+  RETURN_IF_ERROR(CheckExperts(req));
+  RETURN_IF_ERROR(CheckPrecision(req));
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cluster '", req.cluster.name(), "' has ", capacity,
-                     " GPUs; --gpus ", req.gpus, " asks for more"));
+    // A preset with num_nodes describes one machine; the same nodes at
+    // another size are one flag away.
+    const int gpn = req.cluster.gpus_per_node();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster '", req.cluster.name(), "' has ", capacity, " GPUs (",
+        req.cluster.num_nodes(), " nodes x ", gpn, "); --gpus ", req.gpus,
+        " asks for more. To plan the same nodes at a larger size, override "
+        "its num_nodes: --nodes ",
+        (req.gpus + gpn - 1) / gpn, " (or num_nodes in a cluster file)"));
   }
   return absl::OkStatus();
 }
@@ -428,8 +548,12 @@ Status NoLayoutError(const PlanRequest& req) {
       ": tp must divide ", req.cluster.gpus_per_node(),
       " (GPUs per node) and the attention heads, pp must be at most the ",
       req.model.num_layers(),
-      " layers, and dp = gpus/(tp pp cp) must divide the global "
-      "batch"));
+      " layers, and dp = gpus/(tp pp cp) must divide the global batch",
+      req.model.num_experts() > 0
+          ? absl::StrCat("; for MoE, ep must divide the ",
+                         req.model.num_experts(),
+                         " experts and ep x etp must divide tp x cp x dp")
+          : std::string()));
 }
 
 Status NothingFitsError(const PlanRequest& req, const Scored& closest) {

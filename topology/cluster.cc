@@ -55,11 +55,16 @@ absl::Span<const FieldRange> ClusterRanges() {
   // GPU and NIC bounds sit one to two orders of magnitude above today's
   // hardware (H100: 989 TFLOP/s, 80 GiB, 3350 GB/s HBM, 450 GB/s NVLink,
   // 400 Gb/s NICs).
-#define STRATA_GPU_RANGES(prefix)                                       \
-  {prefix "gpu.peak_bf16_tflops", 0, 100000, true, "TFLOP/s"},          \
-      {prefix "gpu.memory_gib", 0, 100000, true, "GiB"},                \
-      {prefix "gpu.gemm_efficiency", 0, 1, true, "fraction of peak"}, { \
-    prefix "gpu.hbm_gbps", 0, 1000000, true, "GB/s"                     \
+#define STRATA_GPU_RANGES(prefix)                                     \
+  {prefix "gpu.peak_bf16_tflops", 0, 100000, true, "TFLOP/s"},        \
+      {prefix "gpu.memory_gib", 0, 100000, true, "GiB"},              \
+      {prefix "gpu.gemm_efficiency", 0, 1, true, "fraction of peak"}, \
+      {prefix "gpu.hbm_gbps", 0, 1000000, true, "GB/s"},              \
+      {prefix "gpu.peak_fp8_tflops", 0, 100000, false,                \
+       "dense FP8 TFLOP/s; absent or 0: no FP8"},                     \
+  {                                                                   \
+    prefix "gpu.fp8_gemm_efficiency", 0, 1, true,                     \
+        "fraction of FP8 peak; absent: gemm_efficiency"               \
   }
   static constexpr FieldRange kRanges[] = {
       STRATA_GPU_RANGES(""),

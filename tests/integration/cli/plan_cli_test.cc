@@ -67,6 +67,121 @@ TEST(PlanCliTest, EmitTorchrunPrintsCommandAndEnvironment) {
   EXPECT_NE(r.out.find("export STRATA_TP="), std::string::npos);
 }
 
+// The value after `flag` in emitted Megatron flags ("" when absent).
+std::string FlagValue(const std::string& out, const std::string& flag) {
+  const size_t at = out.find(flag + " ");
+  if (at == std::string::npos) return "";
+  const size_t from = at + flag.size() + 1;
+  return out.substr(from, out.find_first_of(" \\\n", from) - from);
+}
+
+// Issue 16 part 6: for one request, --emit megatron and --emit torchrun
+// launch the same plan (they used to differ: pp=8 vpp=2 vs pp=4 vpp=3),
+// and when Megatron's constraint (ZeRO 0/1 only) moves it away from the
+// table's best, both say so, naming what differs and both step times.
+TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
+  RunResult meg = RunStrata(std::string(kBase) + " --emit megatron");
+  RunResult tr = RunStrata(std::string(kBase) + " --emit torchrun");
+  RunResult table = RunStrata(std::string(kBase) + " --top 1 --format json");
+  ASSERT_EQ(meg.code, 0) << meg.out;
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  ASSERT_EQ(table.code, 0) << table.out;
+  for (const char* flag :
+       {"--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+        "--num-layers-per-virtual-pipeline-stage", "--context-parallel-size",
+        "--micro-batch-size", "--recompute-granularity",
+        "--decoder-first-pipeline-num-layers"}) {
+    EXPECT_EQ(FlagValue(meg.out, flag), FlagValue(tr.out, flag))
+        << flag << "\n"
+        << meg.out << "\n"
+        << tr.out;
+  }
+  EXPECT_EQ(meg.out.find("--use-distributed-optimizer") == std::string::npos,
+            tr.out.find("--use-distributed-optimizer") == std::string::npos);
+  PlanReport best;
+  ASSERT_TRUE(ParseConfig(table.out, "stdout", &best).ok()) << table.out;
+  const Plan& b = best.plans(0);
+  // The table's best here shards the optimizer ZeRO-style, which Megatron
+  // does not run, so the emitted plan differs and both outputs say how.
+  ASSERT_TRUE(b.zero_stage() >= 1 && !b.distributed_optimizer())
+      << "the request no longer exercises the constraint: " << table.out;
+  for (const RunResult* r : {&meg, &tr}) {
+    EXPECT_NE(r->out.find("NOTE: this is not the planner's best plan"),
+              std::string::npos)
+        << r->out;
+    EXPECT_NE(
+        r->out.find("ZeRO stage 0, or 1 with --use-distributed-optimizer"),
+        std::string::npos)
+        << r->out;
+    EXPECT_NE(r->out.find("#   differs: "), std::string::npos) << r->out;
+    EXPECT_NE(r->out.find("zero 1 (distributed optimizer) vs 1"),
+              std::string::npos)
+        << r->out;
+    EXPECT_NE(r->out.find(" s/step predicted"), std::string::npos) << r->out;
+  }
+  // Pinning what Megatron cannot run says why, and what would run.
+  RunResult z2 =
+      RunStrata(std::string(kBase) + " --fix pp=1,zero=2 --emit megatron");
+  EXPECT_EQ(z2.code, 2) << z2.out;
+  EXPECT_NE(z2.out.find("Megatron-LM shards optimizer state only as its "
+                        "distributed optimizer"),
+            std::string::npos)
+      << z2.out;
+  EXPECT_NE(z2.out.find("without that constraint the best plan is tp="),
+            std::string::npos)
+      << z2.out;
+  // A request whose best plan Megatron runs as is gets no note.
+  RunResult plain =
+      RunStrata(std::string(kBase) + " --fix zero=0 --emit megatron");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("NOTE"), std::string::npos) << plain.out;
+}
+
+// dgx-a100 is Selene (560 nodes, 4,480 GPUs): beyond it the error says how
+// to plan the same nodes at a larger size, and --nodes does it.
+TEST(PlanCliTest, FixedSizeClusterNamesTheNodesOverride) {
+  const std::string big =
+      "plan --model llama3-8b --cluster dgx-a100 --gpus 8192 "
+      "--global-batch 1024 --top 1";
+  RunResult refused = RunStrata(big);
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("has 4480 GPUs (560 nodes x 8)"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_NE(refused.out.find("--nodes 1024"), std::string::npos) << refused.out;
+  RunResult planned = RunStrata(big + " --nodes 1024");
+  EXPECT_EQ(planned.code, 0) << planned.out;
+  EXPECT_NE(planned.out.find("8192 x A100"), std::string::npos) << planned.out;
+  RunResult small = RunStrata(big + " --nodes 600");
+  EXPECT_EQ(small.code, 2) << small.out;
+  EXPECT_NE(small.out.find("has 4800 GPUs"), std::string::npos) << small.out;
+  RunResult zero = RunStrata(big + " --nodes 0");
+  EXPECT_EQ(zero.code, 2) << zero.out;
+  EXPECT_NE(zero.out.find("--nodes = 0 is out of range [1, 131072]"),
+            std::string::npos)
+      << zero.out;
+}
+
+// MoE: --explain shows the all-to-all and where its bytes go; the table
+// has EP/ETP columns and the parameter counts.
+TEST(PlanCliTest, MoeExplainShowsTheAllToAll) {
+  RunResult r = RunStrata(
+      "plan --model deepseek-v3 --cluster dgx-h100 --gpus 1024 "
+      "--global-batch 8192 --fix tp=2,pp=8,ep=64,etp=1,precision=fp8 --top 1 "
+      "--explain");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("671.0B parameters (37.6B active per token), "
+                       "precision fp8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" EP ETP "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MoE all-to-all (ep=64, etp=1)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("88% of its bytes leave the node"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("all-to-all "), std::string::npos) << r.out;
+}
+
 TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
   struct Case {
     std::string args, message;
@@ -96,6 +211,18 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
       {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
        "--format xml",
        "--format"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix precision=fp4",
+       "--fix precision must be bf16, fp16 or fp8, got 'fp4'"},
+      {"plan --model llama3-8b --cluster dgx-a100 --gpus 8 --global-batch 8 "
+       "--fix precision=fp8",
+       "has no field 'gpu.peak_fp8_tflops'"},
+      {"plan --model mixtral-8x7b --cluster dgx-h100 --gpus 64 "
+       "--global-batch 256 --fix ep=3",
+       "field 'constraints.ep' (--fix ep) = 3 does not divide num_experts 8"},
+      {"plan --model mixtral-8x7b --cluster dgx-h100 --gpus 64 "
+       "--global-batch 256 --fix ep=0",
+       "--fix ep = 0 is out of range [1, 65536]"},
   };
   for (const Case& c : cases) {
     RunResult r = RunStrata(c.args);

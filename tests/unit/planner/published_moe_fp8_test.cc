@@ -1,0 +1,141 @@
+// Validation of the MoE and FP8 models against published training runs
+// with full layouts (issue 16 goal: median error within 15%), like
+// table1_test for dense BF16. Each published configuration is pinned with
+// --fix (TP, PP, CP, VPP, EP, ETP 1, micro-batch, distributed optimizer or
+// FSDP, precision); recompute is left to the planner (the recipes choose
+// what fits). The constants were set from first principles and hardware
+// facts (docs/planner.md), not fitted to these rows; the table printed here
+// is the one in docs/planner.md "Validation: MoE and FP8".
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "planner/model.h"
+#include "planner/search.h"
+#include "topology/cluster.h"
+
+namespace strata::planner {
+namespace {
+
+struct PublishedRun {
+  const char* label;
+  const char* model;
+  bool h800;  // DeepSeek's H800 cluster instead of dgx-h100
+  int gpus, gbs, mbs, seq, tp, pp, cp, vpp, ep;
+  Precision::Kind precision;
+  bool fsdp;                // ZeRO-3 instead of the distributed optimizer
+  double tokens_per_gpu_s;  // published (or derived from published TFLOP/s)
+  const char* source;
+};
+
+// Sources:
+// [B] Megatron-Bridge docs/performance-summary.md (NeMo 25.11 container,
+//     DGX-H100, FP8 current scaling; "we force-balance the token
+//     distribution among experts and all benchmarks are token-dropless").
+// [B9] the same page's archive, NeMo 25.09, DGX-H100 (FP8).
+// [M] Megatron-LM megatron/core/transformer/moe/README.md: Mixtral 8x7B,
+//     64 H100, TP1 EP8 PP4 VP8, MBS 1, GBS 256, seq 4096, BF16, 468 TFLOP/s
+//     per GPU (MCore v0.9); tokens/s derived with strata's FLOP count.
+// [D] DeepSeek-V3 Technical Report (arXiv 2412.19437) §3.2 and Table 1:
+//     2048 H800, PP16, EP64 over 8 nodes, ZeRO-1 DP, FP8, batch 15360 x
+//     4096 tokens; 180K H800 GPU hours per trillion tokens = 1543 tokens/s
+//     per GPU (DualPipe overlaps the all-to-all, which strata does not
+//     model; micro-batch not published, 1 assumed).
+const PublishedRun kRuns[] = {
+    {"llama3-70b fp8", "llama3-70b", false, 64, 128, 1, 8192, 4, 8, 1, 5, 1,
+     Precision::fp8, false, 1602, "[B]"},
+    {"llama3.1-405b fp8", "llama3-405b", false, 1024, 512, 1, 8192, 8, 8, 2, 8,
+     1, Precision::fp8, false, 292, "[B]"},
+    {"llama3-8b fp8 fsdp", "llama3-8b", false, 8, 128, 1, 8192, 1, 1, 1, 1, 1,
+     Precision::fp8, true, 14451, "[B]"},
+    {"qwen3-30b-a3b fp8", "qwen3-30b-a3b", false, 16, 512, 2, 4096, 1, 2, 1, 24,
+     8, Precision::fp8, false, 5275, "[B]"},
+    {"qwen3-235b-a22b fp8", "qwen3-235b-a22b", false, 256, 2048, 1, 4096, 2, 8,
+     1, 4, 32, Precision::fp8, false, 1575, "[B]"},
+    {"deepseek-v3 fp8", "deepseek-v3", false, 1024, 8192, 1, 4096, 2, 8, 1, 4,
+     64, Precision::fp8, false, 1297, "[B9]"},
+    {"mixtral-8x7b bf16", "mixtral-8x7b", false, 64, 256, 1, 4096, 1, 4, 1, 8,
+     8, Precision::bf16, false, 0, "[M]"},
+    {"deepseek-v3 h800", "deepseek-v3", true, 2048, 15360, 1, 4096, 1, 16, 1, 0,
+     64, Precision::fp8, false, 1543, "[D]"},
+};
+
+// H800 SXM: H100 compute (989 BF16 / 1979 FP8 dense TFLOP/s) with NVLink cut
+// to 400 GB/s bidirectional (200 per direction; DeepSeek-V3 §3.2.2 measures
+// 160 GB/s), 8 x 400 Gb/s InfiniBand per node.
+ClusterSpec H800() {
+  ClusterSpec c = *topology::LoadCluster("dgx-h100");
+  c.set_name("h800");
+  c.mutable_gpu()->set_name("H800-SXM5-80GB");
+  c.set_intra_node_gbps(200);
+  return c;
+}
+
+double Published(const PublishedRun& r, const ModelSpec& m) {
+  if (r.tokens_per_gpu_s > 0) return r.tokens_per_gpu_s;
+  // [M] publishes 468 model TFLOP/s per GPU.
+  const StepFlops f = TrainingFlops(m, 1, r.seq, Recompute::none);
+  return 468e12 / (f.model / r.seq);
+}
+
+double Predicted(const PublishedRun& r, const ModelSpec& m) {
+  PlanRequest req;
+  req.model = m;
+  req.cluster = r.h800 ? H800() : *topology::LoadCluster("dgx-h100");
+  req.gpus = r.gpus;
+  req.top_k = 1;
+  req.with_placement = false;
+  req.job.set_global_batch(r.gbs);
+  req.job.set_seq_length(r.seq);
+  PlanConstraints* f = req.job.mutable_constraints();
+  f->set_tp(r.tp);
+  f->set_pp(r.pp);
+  f->set_cp(r.cp);
+  if (r.vpp > 0) f->set_vpp(r.vpp);
+  f->set_micro_batch(r.mbs);
+  f->set_precision(r.precision);
+  if (m.num_experts() > 0) {
+    f->set_ep(r.ep);
+    f->set_etp(1);
+  }
+  if (r.fsdp) {
+    f->set_zero_stage(3);
+  } else {
+    f->set_zero_stage(1);
+    f->set_distributed_optimizer(true);
+  }
+  auto report = PlanJob(req);
+  EXPECT_TRUE(report.ok()) << r.label << ": " << report.status();
+  if (!report.ok()) return 0;
+  return report->plans(0).tokens_per_s() / r.gpus;
+}
+
+TEST(PublishedMoeFp8Test, MedianErrorWithinFifteenPercent) {
+  std::vector<double> errors;
+  std::printf(
+      "| run | GPUs | layout | published tok/s/GPU | predicted | error |\n");
+  for (const PublishedRun& r : kRuns) {
+    const ModelSpec m = *LoadModel(r.model);
+    const double pub = Published(r, m);
+    const double pred = Predicted(r, m);
+    const double err = pred / pub - 1;
+    errors.push_back(std::fabs(err));
+    std::printf(
+        "| %s %s | %d | tp%d pp%d cp%d vp%d ep%d mbs%d gbs%d | %.0f | %.0f | "
+        "%+.1f%% |\n",
+        r.label, r.source, r.gpus, r.tp, r.pp, r.cp, r.vpp, r.ep, r.mbs, r.gbs,
+        pub, pred, 100 * err);
+  }
+  std::vector<double> sorted = errors;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median =
+      n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  std::printf("median |error| %.1f%%\n", 100 * median);
+  EXPECT_LE(median, 0.15);
+}
+
+}  // namespace
+}  // namespace strata::planner
