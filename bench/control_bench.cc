@@ -17,6 +17,7 @@
 // ANCHORS.md).
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -92,7 +93,7 @@ struct SimWorker {
   std::unique_ptr<zmq::socket_t> sock;
   std::string id;
   std::vector<control::RankReport> ranks;
-  double next_send = 0;
+  double last_sent = 0;  // a registration or heartbeat, as liveness counts
   std::map<uint64_t, double> inflight;
   double orders_at = 0;
 };
@@ -102,7 +103,7 @@ void Send(SimWorker& w, control::Request& req, uint64_t id) {
   req.set_request_id(id);
   std::string bytes = req.SerializeAsString();
   w.sock->send(zmq::buffer(bytes), zmq::send_flags::dontwait);
-  w.inflight[id] = Now();
+  w.inflight[id] = w.last_sent = Now();
 }
 
 // One child: simulates `count` workers; writes latencies (phase 1 and 2)
@@ -187,10 +188,34 @@ int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
       }
     }
   };
+  // Until the measured phase, registered workers heartbeat every second,
+  // unmeasured, as real workers do from their registration on: otherwise
+  // the first to register would be declared lost while the rest register
+  // (and the coordinator's loss handling, not its heartbeat path, would
+  // be measured).
+  auto keep_alive = [&] {
+    const double now = Now();
+    for (int i = 0; i < count; ++i) {
+      SimWorker& w = workers[i];
+      if (w.id.empty() || now - w.last_sent < 1.0 || !w.inflight.empty())
+        continue;
+      control::Request hb;
+      hb.mutable_heartbeat()->set_worker_id(w.id);
+      Send(w, hb, next_id++);
+      waiting.insert(i);
+    }
+  };
   const double reg_deadline = Now() + 120;
-  while (registered < count && Now() < reg_deadline) handle_replies(50);
+  while (registered < count && Now() < reg_deadline) {
+    handle_replies(50);
+    keep_alive();
+  }
   char byte = registered == count ? 'r' : 'x';
   (void)!write(ready_fd, &byte, 1);
+  for (pollfd p{start_fd, POLLIN, 0}; poll(&p, 1, 0) == 0;) {
+    handle_replies(50);
+    keep_alive();
+  }
   if (read(start_fd, &start, sizeof(start)) != sizeof(start)) return 1;
   const double submit_at = start + seconds;
   end = submit_at + 8;  // handout phase

@@ -56,13 +56,31 @@ void EventLog::Record(const std::string& job_id, int attempt,
   Store(std::move(e));
 }
 
-void EventLog::Store(control::Event e) {
+void EventLog::RecordAll(const std::string& kind,
+                         const std::vector<std::string>& messages) {
+  std::vector<StateStore::Mutation> rows;
+  for (const std::string& m : messages) {
+    rows.push_back(Stamp(NewEvent("", 0, kind, m)));
+  }
+  if (rows.empty()) return;
+  Status s = store_->Write(rows);
+  if (!s.ok()) {
+    logger_->error("storing {} events: {}", rows.size(), s.ToString());
+  }
+}
+
+StateStore::Mutation EventLog::Stamp(control::Event e) {
   e.set_seq(++last_seq_);
   e.set_unix_ms(clock_->NowMs());
   logger_->info("event {} attempt {}: {}: {}", e.job_id(), e.attempt(),
                 e.kind(), e.message());
-  Status s = store_->Put(absl::StrFormat("event/%s/%012d", e.job_id(), e.seq()),
-                         e.SerializeAsString());
+  return {absl::StrFormat("event/%s/%012d", e.job_id(), e.seq()),
+          e.SerializeAsString()};
+}
+
+void EventLog::Store(control::Event e) {
+  auto [key, value] = Stamp(std::move(e));
+  Status s = store_->Put(key, *value);
   if (!s.ok()) logger_->error("storing event: {}", s.ToString());
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -28,6 +29,11 @@ class EventLog {
   // returned: losing an event must not stop the job it describes.
   void Record(const std::string& job_id, int attempt, const std::string& kind,
               const std::string& message);
+  // Several events of one kind outside any job (e.g. "worker_lost" for a
+  // rack that went silent at once), stored in one synced write: one disk
+  // flush on the event loop, not one per event.
+  void RecordAll(const std::string& kind,
+                 const std::vector<std::string>& messages);
   // The same for a fault finding: kind, step, rank, node, peer_node,
   // slowdown, section and evidence as their own fields.
   void Record(const std::string& job_id, int attempt,
@@ -38,6 +44,8 @@ class EventLog {
                                       int64_t after_seq);
 
  private:
+  // Numbers, times and logs `e`; its row for the store.
+  StateStore::Mutation Stamp(control::Event e);
   void Store(control::Event e);
 
   const Clock* clock_;

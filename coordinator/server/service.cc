@@ -53,12 +53,11 @@ void Service::Tick() {
       if (s.ok()) synced_generation_ = s_.store->generation();
     }
   }
+  std::vector<std::string> lost;
   for (const auto& id : registry_.CheckLiveness()) {
-    if (s_.events != nullptr) {
-      s_.events->Record("", 0, "worker_lost",
-                        absl::StrCat(id, " missed its heartbeats"));
-    }
+    lost.push_back(absl::StrCat(id, " missed its heartbeats"));
   }
+  if (s_.events != nullptr) s_.events->RecordAll("worker_lost", lost);
   if (s_.jobs != nullptr) s_.jobs->Tick(registry_);
 }
 
