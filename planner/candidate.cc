@@ -9,7 +9,11 @@ std::string Candidate::ToString() const {
                       " vpp=", vpp, " mbs=", micro_batch, " zero=", zero_stage,
                       distributed_optimizer ? " distopt=1" : "",
                       " recompute=", Recompute::Mode_Name(recompute),
-                      sequence_parallel || tp == 1 ? "" : " sp=0");
+                      sequence_parallel || tp == 1 ? "" : " sp=0",
+                      offload == Offload::none
+                          ? ""
+                          : absl::StrCat(" offload=",
+                                         Offload::Kind_Name(offload)));
 }
 
 Plan SizesPlan(const Candidate& c) {
