@@ -224,11 +224,11 @@ void RunCalibrate(const PlanArgs& args) {
   }
   std::printf(
       "strata plan --calibrate: %d step measurements, %d GEMM shapes\n"
-      "fit: gemm_efficiency %.3f, gemm_half_dim %.1f, memory rate x%.3f, "
+      "fit: gemm_efficiency %.3f, gemm_half_dim %.1f, memory %.2f GB/s per node, "
       "layer overhead %.1f us, intra-node %.2f GB/s and %.1f us, node load "
       "%.2f devices\n",
       runs.steps_size(), runs.gemms_size(), cal->gemm_efficiency(),
-      cal->gemm_half_dim(), cal->memory_scale(),
+      cal->gemm_half_dim(), cal->node_memory_gbps(),
       1e6 * cal->layer_overhead_s(), cal->intra_node_gbps(),
       1e6 * cal->intra_node_latency_s(), cal->node_load());
   std::printf("%-28s %11s %11s %8s %11s %8s\n", "run", "measured s",
@@ -239,11 +239,18 @@ void RunCalibrate(const PlanArgs& args) {
                 100 * (e.before_s / e.measured_s - 1), e.after_s,
                 100 * (e.after_s / e.measured_s - 1));
   }
-  std::printf(
-      "rms error %.1f%% before, %.1f%% after; stored in %s (the next "
-      "`strata plan --cluster %s` applies it)\n",
-      100 * cal->rms_error_before(), 100 * cal->rms_error_after(),
-      path.c_str(), args.cluster.empty() ? name.c_str() : args.cluster.c_str());
+  std::printf("rms error %.1f%% before, %.1f%% after; stored in %s",
+              100 * cal->rms_error_before(), 100 * cal->rms_error_after(),
+              path.c_str());
+  if (!args.cluster.empty()) {
+    std::printf(" (the next `strata plan --cluster %s` applies it)\n",
+                args.cluster.c_str());
+  } else {
+    std::printf(
+        " (strata-bench train --calibration %s applies it; so does a "
+        "cluster file's calibration block)\n",
+        path.c_str());
+  }
 }
 
 void RunPlan(const PlanArgs& args) {

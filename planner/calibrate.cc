@@ -27,7 +27,7 @@ namespace {
 constexpr int kParams = 7;
 using Point = std::array<double, kParams>;
 constexpr double kLow[kParams] = {0.01, 1, 1e-3, 1e-9, 1e-3, 1e-7, 1e-3};
-constexpr double kHigh[kParams] = {1, 16384, 1e3, 0.1, 1e6, 0.1, 100};
+constexpr double kHigh[kParams] = {1, 16384, 1e7, 0.1, 1e6, 0.1, 100};
 
 double Bounded(const Point& x, int i) {
   return std::clamp(std::exp(x[i]), kLow[i], kHigh[i]);
@@ -42,7 +42,7 @@ Calibration FromPoint(const Point& x) {
   Calibration c;
   c.set_gemm_efficiency(Bounded(x, 0));
   c.set_gemm_half_dim(Bounded(x, 1));
-  c.set_memory_scale(Bounded(x, 2));
+  c.set_node_memory_gbps(Bounded(x, 2));
   c.set_layer_overhead_s(Bounded(x, 3));
   c.set_intra_node_gbps(Bounded(x, 4));
   c.set_intra_node_latency_s(Bounded(x, 5));
@@ -130,8 +130,8 @@ void ApplyCalibration(ClusterSpec* c) {
     if (cal.gemm_efficiency() > 0) {
       gt->set_gemm_efficiency(cal.gemm_efficiency());
     }
-    if (cal.memory_scale() > 0) {
-      gt->set_hbm_gbps(gt->hbm_gbps() * cal.memory_scale());
+    if (cal.node_memory_gbps() > 0) {
+      gt->set_hbm_gbps(cal.node_memory_gbps() / g);
     }
     gt->set_peak_bf16_tflops(gt->peak_bf16_tflops() * share);
     gt->set_hbm_gbps(gt->hbm_gbps() * share);
@@ -221,7 +221,8 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
   const ClusterSpec& c0 = runs.clusters(0);
   Point start = {std::log(std::max(0.05, c0.gpu().gemm_efficiency())),
                  std::log(kGemmHalfDim),
-                 0.0,  // memory rate as the cluster says
+                 std::log(std::max(1e-3, c0.gpu().hbm_gbps() *
+                                             c0.gpus_per_node())),
                  std::log(1e-6),
                  std::log(std::max(1.0, c0.intra_node_gbps() *
                                             kNvlinkEfficiency)),

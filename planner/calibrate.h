@@ -37,8 +37,8 @@ StatusOr<double> PredictMeasured(const MeasuredRuns& runs, int i,
                                  const Calibration& cal);
 
 // Applies `cluster.calibration` to the fields the cost model reads: every
-// GPU type's gemm_efficiency (replaced) and hbm_gbps (scaled), and both
-// rates by the node load (a calibration measures one device type and
+// GPU type's gemm_efficiency and hbm_gbps (node_memory_gbps / devices per
+// node), and both rates by the node load (a calibration measures one device type and
 // stands for all of the cluster's), the intra-node rate
 // (stored as the effective rate: divided by the NVLink efficiency that the
 // network model multiplies back) and the NIC rates. gemm_half_dim and

@@ -39,7 +39,7 @@ Calibration Truth() {
   Calibration t;
   t.set_gemm_efficiency(0.7);
   t.set_gemm_half_dim(24);
-  t.set_memory_scale(0.3);
+  t.set_node_memory_gbps(5);
   t.set_layer_overhead_s(3e-4);
   t.set_intra_node_gbps(1.5);
   return t;
