@@ -643,7 +643,12 @@ std::vector<std::string> OffloadNotes(const PlanRequest& req,
   const Scored& best = tally.top.best().front();
   if (best.c.offload != Offload::none) {
     const double share = best.e.offload_s / best.e.step_s;
-    if (tally.plain_feasible == 0) {
+    if (req.job.constraints().has_offload()) {
+      notes.push_back(absl::StrFormat(
+          "offload %s: pinned (--fix offload); the host step costs %.3f s "
+          "per step (%.0f%%)",
+          Offload::Kind_Name(best.c.offload), best.e.offload_s, 100 * share));
+    } else if (tally.plain_feasible == 0 && tally.closest_ratio < 1e300) {
       notes.push_back(absl::StrFormat(
           "offload %s: the only fitting plans offload (the closest plan "
           "that does not fit, %s, needs %.1f GiB per GPU, has %.0f); the "
