@@ -195,8 +195,7 @@ void RunCalibrate(const PlanArgs& args) {
       runs.set_source(one.source());
     }
     for (int i = 0; i < one.clusters_size(); ++i) {
-      const int ranks =
-          i < one.cluster_ranks_size() ? one.cluster_ranks(i) : 0;
+      const int ranks = i < one.cluster_ranks_size() ? one.cluster_ranks(i) : 0;
       if (std::find(runs.cluster_ranks().begin(), runs.cluster_ranks().end(),
                     ranks) == runs.cluster_ranks().end()) {
         *runs.add_clusters() = one.clusters(i);
@@ -210,8 +209,8 @@ void RunCalibrate(const PlanArgs& args) {
     for (const GemmMeasurement& g : one.gemms()) *runs.add_gemms() = g;
   }
   if (args.calibrate.size() > 1) {
-    runs.set_source(absl::StrCat(runs.source(), ", ", args.calibrate.size(),
-                                 " runs"));
+    runs.set_source(
+        absl::StrCat(runs.source(), ", ", args.calibrate.size(), " runs"));
   }
   std::vector<planner::FitError> errors;
   auto cal = planner::FitCalibration(runs, &errors);
@@ -224,15 +223,16 @@ void RunCalibrate(const PlanArgs& args) {
   }
   std::printf(
       "strata plan --calibrate: %d step measurements, %d GEMM shapes\n"
-      "fit: gemm_efficiency %.3f, gemm_half_dim %.1f, memory %.2f GB/s per node, "
+      "fit: gemm_efficiency %.3f, gemm_half_dim %.1f, memory %.2f GB/s per "
+      "node, "
       "layer overhead %.1f us, intra-node %.2f GB/s and %.1f us, node load "
       "%.2f devices\n",
       runs.steps_size(), runs.gemms_size(), cal->gemm_efficiency(),
       cal->gemm_half_dim(), cal->node_memory_gbps(),
       1e6 * cal->layer_overhead_s(), cal->intra_node_gbps(),
       1e6 * cal->intra_node_latency_s(), cal->node_load());
-  std::printf("%-28s %11s %11s %8s %11s %8s\n", "run", "measured s",
-              "before s", "error", "after s", "error");
+  std::printf("%-28s %11s %11s %8s %11s %8s\n", "run", "measured s", "before s",
+              "error", "after s", "error");
   for (const planner::FitError& e : errors) {
     std::printf("%-28s %11.4f %11.4f %+7.1f%% %11.4f %+7.1f%%\n",
                 e.what.c_str(), e.measured_s, e.before_s,

@@ -203,8 +203,8 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
   }
   std::vector<double> measured;
   for (int i = 0; i < runs.steps_size(); ++i) {
-    const double t = Median({runs.steps(i).step_s().begin(),
-                             runs.steps(i).step_s().end()});
+    const double t =
+        Median({runs.steps(i).step_s().begin(), runs.steps(i).step_s().end()});
     if (!(t > 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "measurements: field 'steps[", i, "].step_s' has no positive time"));
@@ -219,15 +219,14 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
   }
   // Start from the first cluster's own figures.
   const ClusterSpec& c0 = runs.clusters(0);
-  Point start = {std::log(std::max(0.05, c0.gpu().gemm_efficiency())),
-                 std::log(kGemmHalfDim),
-                 std::log(std::max(1e-3, c0.gpu().hbm_gbps() *
-                                             c0.gpus_per_node())),
-                 std::log(1e-6),
-                 std::log(std::max(1.0, c0.intra_node_gbps() *
-                                            kNvlinkEfficiency)),
-                 std::log(kNvlinkLatency),
-                 std::log(0.1)};
+  Point start = {
+      std::log(std::max(0.05, c0.gpu().gemm_efficiency())),
+      std::log(kGemmHalfDim),
+      std::log(std::max(1e-3, c0.gpu().hbm_gbps() * c0.gpus_per_node())),
+      std::log(1e-6),
+      std::log(std::max(1.0, c0.intra_node_gbps() * kNvlinkEfficiency)),
+      std::log(kNvlinkLatency),
+      std::log(0.1)};
   const double peak = runs.gemm_peak_tflops() * 1e12;
   auto objective = [&](const Point& x) {
     const Calibration cal = FromPoint(x);

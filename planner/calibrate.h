@@ -38,12 +38,12 @@ StatusOr<double> PredictMeasured(const MeasuredRuns& runs, int i,
 
 // Applies `cluster.calibration` to the fields the cost model reads: every
 // GPU type's gemm_efficiency and hbm_gbps (node_memory_gbps / devices per
-// node), and both rates by the node load (a calibration measures one device type and
-// stands for all of the cluster's), the intra-node rate
-// (stored as the effective rate: divided by the NVLink efficiency that the
-// network model multiplies back) and the NIC rates. gemm_half_dim and
-// layer_overhead_s are read by the cost model itself. No-op without one;
-// idempotent (the NIC scale is cleared once applied).
+// node), and both rates by the node load (a calibration measures one device
+// type and stands for all of the cluster's), the intra-node rate (stored as the
+// effective rate: divided by the NVLink efficiency that the network model
+// multiplies back) and the NIC rates. gemm_half_dim and layer_overhead_s are
+// read by the cost model itself. No-op without one; idempotent (the NIC scale
+// is cleared once applied).
 void ApplyCalibration(ClusterSpec* cluster);
 
 // Where the fit of cluster `cluster_arg` (a file path or a preset/probed

@@ -112,13 +112,12 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   optimizer_bytes_ = job.optimizer() == Optimizer::sgd ? 8 : 12;
   even_layers_ = job.constraints().even_layers();
   const Calibration& cal = net.calibration();
-  gemm_half_dim_ =
-      cal.gemm_half_dim() > 0 ? cal.gemm_half_dim() : kGemmHalfDim;
+  gemm_half_dim_ = cal.gemm_half_dim() > 0 ? cal.gemm_half_dim() : kGemmHalfDim;
   layer_overhead_s_ = cal.layer_overhead_s();
-  cpu_adam_params_per_s_ = (net.host().cpu_adam_gparams() > 0
-                                ? net.host().cpu_adam_gparams()
-                                : kDefaultCpuAdamGparams) *
-                           1e9;
+  cpu_adam_params_per_s_ =
+      (net.host().cpu_adam_gparams() > 0 ? net.host().cpu_adam_gparams()
+                                         : kDefaultCpuAdamGparams) *
+      1e9;
   reserve_bytes_ = (job.constraints().has_memory_reserve_gib()
                         ? job.constraints().memory_reserve_gib()
                         : kDefaultReserveGib) *
@@ -483,8 +482,8 @@ CostModel::StageCost CostModel::CostOfStage(const Candidate& c, const Shape& sh,
   } else {
     OffloadTime(c, sh, k, layers, local, &sc);
   }
-  sc.time_s = sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s +
-              sc.offload_exposed_s;
+  sc.time_s =
+      sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s + sc.offload_exposed_s;
   StageMemory(c, sh, k, stage, layers, psi, &sc);
   return sc;
 }
@@ -558,8 +557,10 @@ void CostModel::OffloadTime(const Candidate& c, const Shape& sh,
       nvme ? 2 * optimizer_bytes_ * node_params / (host.nvme_gbps() * 1e9) : 0;
   const double h2d = local * 2 / pcie;
   sc->offload_total_s = d2h + adam + disk + h2d;
-  sc->offload_exposed_s = Exposed(d2h, bwd_window) + std::max({adam, disk, h2d});
-  sc->host_bytes = node_params * (kHostGradBytes + (nvme ? 0 : optimizer_bytes_));
+  sc->offload_exposed_s =
+      Exposed(d2h, bwd_window) + std::max({adam, disk, h2d});
+  sc->host_bytes =
+      node_params * (kHostGradBytes + (nvme ? 0 : optimizer_bytes_));
   sc->nvme_bytes = nvme ? node_params * optimizer_bytes_ : 0;
 }
 
@@ -574,10 +575,10 @@ void CostModel::StageMemory(const Candidate& c, const Shape& sh,
   sc->grads = c.distributed_optimizer
                   ? psi * 4
                   : (c.zero_stage >= 2 ? psi / sh.dshard : psi) * 2;
-  sc->optim = c.offload != Offload::none
-                  ? 0
-                  : (sh.sharded_optimizer ? psi / sh.dshard : psi) *
-                        optimizer_bytes_;
+  sc->optim =
+      c.offload != Offload::none
+          ? 0
+          : (sh.sharded_optimizer ? psi / sh.dshard : psi) * optimizer_bytes_;
   // 1F1B: stage i holds min(m, p - i) micro-batches in flight; the
   // interleaved schedule adds (p-1)/(p v) (Korthikanti §4.2.3).
   double in_flight = std::min<double>(sh.m, sh.p - stage);

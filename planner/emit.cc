@@ -71,8 +71,8 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
       } else {
         std::vector<std::string> parts;
         for (int l : layers) parts.push_back(std::to_string(l));
-        absl::StrAppend(comment,
-            "# layers per stage [", absl::StrJoin(parts, ","),
+        absl::StrAppend(
+            comment, "# layers per stage [", absl::StrJoin(parts, ","),
             "] need a custom split (strata-train takes it from STRATA_PLAN)\n");
       }
     }

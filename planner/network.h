@@ -30,12 +30,12 @@ inline constexpr double kNicLatency = 10e-6;
 
 // The links one group of ranks uses.
 struct GroupLink {
-  int members_per_node = 1;  // r: group members sharing a node
-  int nodes = 1;             // k: nodes the group spans
-  double intra_gbps = 0;     // effective NVLink GB/s per GPU
+  int members_per_node = 1;                 // r: group members sharing a node
+  int nodes = 1;                            // k: nodes the group spans
+  double intra_gbps = 0;                    // effective NVLink GB/s per GPU
   double intra_latency_s = kNvlinkLatency;  // per collective step
-  double nic_gbps = 0;       // effective NIC GB/s per GPU (before oversub.)
-  double inter_gbps = 0;     // effective NIC GB/s per GPU (after oversub.)
+  double nic_gbps = 0;    // effective NIC GB/s per GPU (before oversub.)
+  double inter_gbps = 0;  // effective NIC GB/s per GPU (after oversub.)
   Nic::Type nic_type = Nic::ib;
   bool mixed_nic_types = false;
   double min_peak_tflops = 0;    // slowest GPU among the nodes

@@ -5,8 +5,8 @@
 namespace strata::planner {
 
 Status ApplyNodeSpeeds(
-    const google::protobuf::RepeatedPtrField<NodeSpeed>& speeds,
-    int job_nodes, ClusterSpec* cluster) {
+    const google::protobuf::RepeatedPtrField<NodeSpeed>& speeds, int job_nodes,
+    ClusterSpec* cluster) {
   if (speeds.empty()) return absl::OkStatus();
   if (!cluster->has_num_nodes()) cluster->set_num_nodes(job_nodes);
   for (int i = 0; i < speeds.size(); ++i) {

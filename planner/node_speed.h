@@ -17,7 +17,7 @@ namespace strata::planner {
 // at `job_nodes` nodes. InvalidArgument naming the entry when a node lies
 // outside the cluster.
 Status ApplyNodeSpeeds(
-    const google::protobuf::RepeatedPtrField<NodeSpeed>& speeds,
-    int job_nodes, ClusterSpec* cluster);
+    const google::protobuf::RepeatedPtrField<NodeSpeed>& speeds, int job_nodes,
+    ClusterSpec* cluster);
 
 }  // namespace strata::planner

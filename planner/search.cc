@@ -109,7 +109,6 @@ class SearchSpace {
   double gpu_s_per_param() const { return gpu_s_per_param_; }
 
  private:
-
   const PlanRequest& req_;
   const PlanConstraints& fix_;
   const int layers_;
@@ -166,9 +165,8 @@ SearchSpace::SearchSpace(const PlanRequest& req, int seq)
   // 2 x 12 + 4 + 2 bytes per parameter at HBM speed (CostOfStage). When the
   // host is slower for every GPU type, offload only adds time.
   if (HostSupports(host, Offload::cpu)) {
-    const double rate = (host.cpu_adam_gparams() > 0
-                             ? host.cpu_adam_gparams()
-                             : kDefaultCpuAdamGparams) *
+    const double rate = (host.cpu_adam_gparams() > 0 ? host.cpu_adam_gparams()
+                                                     : kDefaultCpuAdamGparams) *
                         1e9;
     host_s_per_param_ = std::max(gpn / rate, 2 / (host.pcie_gbps() * 1e9));
     double slowest_hbm = req.cluster.gpu().hbm_gbps();
@@ -412,11 +410,11 @@ void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
   if (host_only) {
     // Fits on the GPUs, not on the host: pruned, the reason kept.
     ++tally->host_pruned;
-    const double need = std::max(
-        eval->cpu_gib_per_node / std::max(host.cpu_memory_gib(), 1e-9),
-        c.offload == Offload::nvme
-            ? eval->nvme_gib_per_node / std::max(host.nvme_gib(), 1e-9)
-            : 0.0);
+    const double need =
+        std::max(eval->cpu_gib_per_node / std::max(host.cpu_memory_gib(), 1e-9),
+                 c.offload == Offload::nvme
+                     ? eval->nvme_gib_per_node / std::max(host.nvme_gib(), 1e-9)
+                     : 0.0);
     if (need < tally->closest_host_ratio) {
       tally->closest_host_ratio = need;
       tally->closest_host = {c, *eval};
@@ -555,8 +553,7 @@ Status ValidateRequest(const PlanRequest& req) {
         "seq_length)");
   }
   const PlanConstraints& fix = req.job.constraints();
-  if (fix.has_offload() &&
-      !HostSupports(req.cluster.host(), fix.offload())) {
+  if (fix.has_offload() && !HostSupports(req.cluster.host(), fix.offload())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--fix offload=", Offload::Kind_Name(fix.offload()), ": cluster '",
         req.cluster.name(), "' has no ",
@@ -601,8 +598,8 @@ std::string HostShortText(const PlanRequest& req, const Tally& tally) {
   if (tally.host_pruned == 0) return "";
   const Scored& h = tally.closest_host;
   const HostSpec& host = req.cluster.host();
-  const bool nvme_short = h.c.offload == Offload::nvme &&
-                          h.e.nvme_gib_per_node > host.nvme_gib();
+  const bool nvme_short =
+      h.c.offload == Offload::nvme && h.e.nvme_gib_per_node > host.nvme_gib();
   return absl::StrFormat(
       "offload %s pruned for %d plans that fit in GPU memory: the closest, "
       "%s, needs %.0f GiB of %s per node, the node has %.0f",

@@ -51,8 +51,8 @@ TEST(OffloadTest, ModelThatFitsOnlyWithOffloadGetsAnOffloadPlan) {
   EXPECT_GE(best.breakdown().offload_total_s(), best.breakdown().offload_s());
   EXPECT_GT(best.breakdown().cpu_memory_gib_per_node(), 200);
   EXPECT_LE(best.breakdown().cpu_memory_gib_per_node(), 2048);
-  EXPECT_TRUE(HasNote(*report, "the only fitting plans offload")) <<
-      report->notes_size();
+  EXPECT_TRUE(HasNote(*report, "the only fitting plans offload"))
+      << report->notes_size();
   // CPU Adam on 70.6B parameters at 4e9/s takes ~17.6 s per step.
   if (best.offload() == Offload::cpu) {
     EXPECT_NEAR(best.breakdown().offload_s(), 70.6e9 / 4e9, 2.5);
