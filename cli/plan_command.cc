@@ -179,7 +179,40 @@ Status CheckFlags(const PlanArgs& args) {
 // (strata-bench train --measurements FILE), stores the fit for the cluster
 // (--cluster, else the measured cluster's name) and prints every
 // measurement's prediction before and after.
+// `strata plan --calibrate PROBE.json --cluster C`: a worker probe's
+// measured rates (planner::CalibrationFromProbe), stored for C.
+bool CalibrateFromProbe(const PlanArgs& args) {
+  if (args.calibrate.size() != 1) return false;
+  control::NodeProbe probe;
+  if (!LoadConfigFile(args.calibrate[0], &probe).ok()) return false;
+  if (probe.cpu_cores() == 0 && probe.hostname().empty()) return false;
+  if (args.cluster.empty()) {
+    Fail(kExitBadInput, args.calibrate[0] +
+                            " is a worker probe: give --cluster, whose "
+                            "figures it calibrates");
+  }
+  auto cluster = topology::LoadCluster(args.cluster);
+  if (!cluster.ok()) {
+    Fail(kExitBadInput, std::string(cluster.status().message()));
+  }
+  auto cal = planner::CalibrationFromProbe(probe, *cluster);
+  if (!cal.ok()) Fail(kExitBadInput, std::string(cal.status().message()));
+  const std::string path =
+      planner::CalibrationPath(args.cluster, cluster->name());
+  if (Status st = planner::SaveCalibration(path, *cal); !st.ok()) {
+    Fail(kExitFailed, std::string(st.message()));
+  }
+  std::printf(
+      "strata plan --calibrate: probe of %s: NIC rate x%.3f, node memory "
+      "%.2f GB/s (0: unchanged); stored in %s (the next `strata plan "
+      "--cluster %s` applies it)\n",
+      probe.hostname().c_str(), cal->inter_node_scale(),
+      cal->node_memory_gbps(), path.c_str(), args.cluster.c_str());
+  return true;
+}
+
 void RunCalibrate(const PlanArgs& args) {
+  if (CalibrateFromProbe(args)) return;
   // Several files (repeated bench runs) are fitted together.
   MeasuredRuns runs;
   for (const std::string& file : args.calibrate) {

@@ -155,6 +155,30 @@ void ApplyCalibration(ClusterSpec* c) {
   c->mutable_calibration()->clear_node_load();  // likewise
 }
 
+StatusOr<Calibration> CalibrationFromProbe(const control::NodeProbe& probe,
+                                           const ClusterSpec& cluster) {
+  Calibration cal;
+  cal.set_source(absl::StrCat("probe of ", probe.hostname()));
+  double nic = 0;
+  for (const Nic& n : cluster.nics()) nic = std::max(nic, n.gbps());
+  if (probe.peer_gbps() > 0 && nic > 0) {
+    cal.set_inter_node_scale(std::min(100.0, probe.peer_gbps() / nic));
+  }
+  // A CPU-only node's memory rate stands for the cluster's devices only
+  // when they are CPU ranks too (below kCpuDevicePeakTflops).
+  if (probe.gpu_details_size() == 0 && probe.copy_gbps() > 0 &&
+      cluster.gpu().peak_bf16_tflops() < kCpuDevicePeakTflops) {
+    cal.set_node_memory_gbps(probe.copy_gbps());
+  }
+  if (cal.inter_node_scale() == 0 && cal.node_memory_gbps() == 0) {
+    return absl::InvalidArgumentError(
+        "probe: nothing to calibrate: it measured no peer bandwidth "
+        "(strata probe --peer), and its memory rate stands only for a "
+        "CPU-only node in a cluster of CPU ranks");
+  }
+  return cal;  // no step-time fit: samples and errors stay 0
+}
+
 StatusOr<double> PredictMeasured(const MeasuredRuns& runs, int i,
                                  const Calibration& cal) {
   const StepMeasurement& m = runs.steps(i);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "proto/control.pb.h"
 #include "proto/topology.pb.h"
 
 namespace strata::planner {
@@ -31,6 +32,18 @@ struct FitError {
 // receives every step measurement's prediction before and after.
 StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
                                      std::vector<FitError>* errors = nullptr);
+
+// Devices below this peak are CPU ranks (a 2-socket server's cores reach a
+// few TFLOP/s of SGEMM; the smallest datacenter GPUs tens).
+inline constexpr double kCpuDevicePeakTflops = 5;
+
+// What a worker probe (`strata probe`, control.NodeProbe) measures of
+// `cluster`: the TCP bandwidth to a peer over the cluster's fastest single
+// NIC (inter_node_scale, when the probe measured a peer) and, for CPU-only
+// nodes of a cluster of CPU ranks, the node's memory copy rate
+// (node_memory_gbps). InvalidArgument when the probe measured neither.
+StatusOr<Calibration> CalibrationFromProbe(const control::NodeProbe& probe,
+                                           const ClusterSpec& cluster);
 
 // The predicted step time of runs.steps(i) on its cluster with `cal`.
 StatusOr<double> PredictMeasured(const MeasuredRuns& runs, int i,

@@ -116,6 +116,30 @@ TEST(CalibrateTest, BadMeasurementsAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CalibrateTest, AWorkerProbeCalibratesNicsAndCpuMemory) {
+  ClusterSpec cluster = CpuCluster(2);  // one 10 Gb/s NIC
+  control::NodeProbe probe;
+  probe.set_hostname("node-0");
+  probe.set_cpu_cores(2);
+  probe.set_copy_gbps(6);
+  probe.set_peer_gbps(4);
+  auto cal = CalibrationFromProbe(probe, cluster);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_DOUBLE_EQ(cal->inter_node_scale(), 0.4);
+  EXPECT_DOUBLE_EQ(cal->node_memory_gbps(), 6);
+  *cluster.mutable_calibration() = *cal;
+  ApplyCalibration(&cluster);
+  EXPECT_DOUBLE_EQ(cluster.nics(0).gbps(), 4);
+  EXPECT_DOUBLE_EQ(cluster.gpu().hbm_gbps(), 3);  // 6 GB/s over 2 ranks
+  ApplyCalibration(&cluster);                     // idempotent
+  EXPECT_DOUBLE_EQ(cluster.nics(0).gbps(), 4);
+  // A GPU node without a peer measurement: nothing a probe can say.
+  probe.set_peer_gbps(0);
+  probe.add_gpu_details()->set_name("H100");
+  EXPECT_EQ(CalibrationFromProbe(probe, cluster).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CalibrateTest, StoredPerClusterAndAppliedByThePlanner) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / "strata_calibrate_test")
