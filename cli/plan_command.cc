@@ -2,7 +2,9 @@
 //   strata plan --model FILE|PRESET --cluster FILE|PRESET --gpus N
 //     --global-batch B [--seq S] [--top K] [--fix tp=8,pp=16,...]
 //     [--format table|json] [--emit megatron|torchrun] [--explain]
-//     [--time-budget SECONDS]
+//     [--time-budget SECONDS] [--node-speed 3=0.5,...] [--no-calibration]
+//   strata plan --calibrate MEASUREMENTS.json... [--cluster C]
+//   strata plan --calibrate PROBE.json --cluster C
 #include <algorithm>
 #include <cstdio>
 #include <map>
