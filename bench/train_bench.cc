@@ -38,6 +38,8 @@
 #include "bench/registry.h"
 #include "common/embedded.h"
 #include "coordinator/jobs/attempt_plan.h"
+#include "common/config.h"
+#include "planner/calibrate.h"
 #include "planner/model.h"
 #include "planner/search.h"
 #include "topology/probe/probe.h"
@@ -73,7 +75,14 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int GemmPart(int steps) {
+// What --measurements writes and --calibration applies (docs/planner.md
+// "Calibration").
+struct CalibrationIo {
+  MeasuredRuns runs;                   // filled as the parts run
+  std::optional<Calibration> applied;  // --calibration FILE
+};
+
+int GemmPart(int steps, CalibrationIo* io) {
   train::ThreadRun warm = train::RunThreads(Small(), 1, 1, 1, 1);
   if (!warm.status.ok()) return 1;
   train::TakeGemmProfile();
@@ -106,6 +115,12 @@ int GemmPart(int steps) {
     const double bare =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
+    GemmMeasurement* g = io->runs.add_gemms();
+    g->set_m(shape.m);
+    g->set_n(shape.n);
+    g->set_k(shape.k);
+    g->set_calls(totals.calls);
+    g->set_seconds(totals.seconds);
     flops_all += flops;
     trainer_s += totals.seconds;
     bare_s += bare;
@@ -131,10 +146,11 @@ int GemmPart(int steps) {
 }
 
 StatusOr<double> Predict(const control::WorkerInfo& node, int ranks, int tp,
-                         int pp, int dp, Plan* pick) {
+                         int pp, int dp, Plan* pick, const CalibrationIo& io) {
   planner::PlanRequest req;
   ASSIGN_OR_RETURN(req.model, planner::LoadModel("strata-small"));
   req.cluster = coordinator::ClusterFromProbes({node}, ranks);
+  if (io.applied) *req.cluster.mutable_calibration() = *io.applied;
   req.gpus = ranks;
   req.top_k = 1;
   req.job.set_global_batch(kBatch);
@@ -146,6 +162,8 @@ StatusOr<double> Predict(const control::WorkerInfo& node, int ranks, int tp,
   k->set_zero_stage(0);
   k->set_recompute(Recompute::none);
   k->set_sequence_parallel(false);
+  // strata-train splits layers evenly unless the plan says otherwise.
+  k->set_even_layers(true);
   if (pick != nullptr) {
     ASSIGN_OR_RETURN(PlanReport free, planner::PlanJob(req));
     *pick = free.plans(0);
@@ -157,11 +175,20 @@ StatusOr<double> Predict(const control::WorkerInfo& node, int ranks, int tp,
   return fixed.plans(0).step_time_s();
 }
 
-int StepPart(int steps) {
+int StepPart(int steps, CalibrationIo* io) {
   auto probe = probe::ProbeNode();
   if (!probe.ok()) return 1;
   control::WorkerInfo node;
   *node.mutable_probe() = *probe;
+  // One rank ran the GEMMs: its device peak is the probe's SGEMM rate.
+  io->runs.set_gemm_peak_tflops(
+      coordinator::ClusterFromProbes({node}, 1).gpu().peak_bf16_tflops());
+  io->runs.set_source(absl::StrCat(
+      "strata-bench train, model small, ", probe->cpu_cores(),
+      " cores, SGEMM ", static_cast<int>(probe->cpu_gflops()), " GFLOP/s"));
+  if (io->applied) {
+    std::printf("calibration applied: %s\n", io->applied->source().c_str());
+  }
   std::printf(
       "step time vs planner prediction, model small, batch %d, "
       "micro-batch %d (probe: %d cores, SGEMM %.0f GFLOP/s, copy "
@@ -171,6 +198,8 @@ int StepPart(int steps) {
   std::printf("%5s %4s %4s %4s %12s %12s %8s\n", "ranks", "tp", "pp", "dp",
               "measured s", "predicted s", "error");
   for (int ranks : {2, 4}) {
+    *io->runs.add_clusters() = coordinator::ClusterFromProbes({node}, ranks);
+    io->runs.add_cluster_ranks(ranks);
     Plan pick;
     double best = 1e30;
     std::string best_name, pick_name;
@@ -186,8 +215,19 @@ int StepPart(int steps) {
         }
         run.seconds.erase(run.seconds.begin());  // warm-up step
         const double measured = Median(run.seconds);
+        StepMeasurement* sm = io->runs.add_steps();
+        sm->set_model("strata-small");
+        sm->set_tp(tp);
+        sm->set_pp(pp);
+        sm->set_dp(dp);
+        sm->set_cp(1);
+        sm->set_micro_batch(kMicro);
+        sm->set_global_batch(kBatch);
+        sm->set_seq_length(64);
+        for (double x : run.seconds) sm->add_step_s(x);
+        io->runs.add_step_ranks(ranks);
         auto predicted = Predict(node, ranks, tp, pp, dp,
-                                 pick_name.empty() ? &pick : nullptr);
+                                 pick_name.empty() ? &pick : nullptr, *io);
         if (pick_name.empty()) {
           pick_name = "tp=" + std::to_string(pick.tp()) +
                       " pp=" + std::to_string(pick.pp()) +
@@ -392,6 +432,13 @@ int TrainBench(int argc, char** argv) {
   std::string peer;
   std::vector<int> peer_ranks = {1, 2, 4};
   int threads = 0;
+  std::string measurements, calibration;
+  app.add_option("--measurements", measurements,
+                 "write the measured GEMMs and step times as JSON for "
+                 "`strata plan --calibrate`");
+  app.add_option("--calibration", calibration,
+                 "predict with this stored calibration (strata plan "
+                 "--calibrate writes it)");
   app.add_option("--steps", steps, "measured steps per run")
       ->check(CLI::Range(1, 1000));
   app.add_option("--peer", peer,
@@ -406,9 +453,24 @@ int TrainBench(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
   if (peer == "torch") return TorchPart(steps, peer_ranks, threads);
+  CalibrationIo io;
+  if (!calibration.empty()) {
+    auto cal = planner::LoadCalibration(calibration);
+    if (!cal.ok()) {
+      std::fprintf(stderr, "%s\n", cal.status().ToString().c_str());
+      return 2;
+    }
+    io.applied = *cal;
+    io.applied->set_source(calibration);
+  }
   openblas_set_num_threads(1);
-  if (int rc = GemmPart(steps); rc != 0) return rc;
-  return StepPart(steps);
+  if (int rc = GemmPart(steps, &io); rc != 0) return rc;
+  const int rc = StepPart(steps, &io);
+  if (rc == 0 && !measurements.empty()) {
+    std::ofstream(measurements) << MessageToJson(io.runs, true) << "\n";
+    std::printf("measurements written to %s\n", measurements.c_str());
+  }
+  return rc;
 }
 
 }  // namespace

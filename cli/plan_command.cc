@@ -2,7 +2,11 @@
 //   strata plan --model FILE|PRESET --cluster FILE|PRESET --gpus N
 //     --global-batch B [--seq S] [--top K] [--fix tp=8,pp=16,...]
 //     [--format table|json] [--emit megatron|torchrun] [--explain]
-//     [--time-budget SECONDS] [--nodes N]
+//     [--time-budget SECONDS] [--nodes N] [--node-speed 3=0.5,...]
+//     [--no-calibration]
+//   strata plan --calibrate MEASUREMENTS.json... [--cluster C]
+//   strata plan --calibrate PROBE.json --cluster C
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -15,6 +19,7 @@
 #include "cli/plan_format.h"
 #include "common/config.h"
 #include "common/field_range.h"
+#include "planner/calibrate.h"
 #include "planner/emit.h"
 #include "planner/job.h"
 #include "planner/launch_plan.h"
@@ -27,6 +32,10 @@ namespace {
 
 struct PlanArgs {
   std::string model, cluster, fix, format = "table", emit, attention;
+  std::string node_speed;
+  // --calibrate MEASUREMENTS.json...: fit, store.
+  std::vector<std::string> calibrate;
+  bool no_calibration = false;  // --no-calibration: ignore a stored fit
   int64_t gpus = 0, global_batch = 0;
   int seq = 0, top = 5;
   int nodes = 0;  // --nodes: overrides the cluster's num_nodes
@@ -34,6 +43,8 @@ struct PlanArgs {
   bool explain = false;
   CLI::Option* seq_option = nullptr;    // seq applies only when given
   CLI::Option* nodes_option = nullptr;  // likewise --nodes
+  // Required unless --calibrate.
+  std::vector<CLI::Option*> required;
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -60,6 +71,23 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
     }
     const std::string& key = kv[0];
     const std::string& value = kv[1];
+    if (key == "layers") {
+      if (value != "even" && value != "balanced") {
+        return absl::InvalidArgumentError(
+            "--fix layers must be even or balanced, got '" + value + "'");
+      }
+      fix->set_even_layers(value == "even");
+      continue;
+    }
+    if (key == "offload") {
+      Offload::Kind kind;
+      if (!Offload::Kind_Parse(value, &kind)) {
+        return absl::InvalidArgumentError(
+            "--fix offload must be none, cpu or nvme, got '" + value + "'");
+      }
+      fix->set_offload(kind);
+      continue;
+    }
     if (key == "recompute") {
       Recompute::Mode mode;
       if (!Recompute::Mode_Parse(value, &mode)) {
@@ -123,8 +151,29 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
       return absl::InvalidArgumentError(
           "--fix: unknown key '" + key +
           "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
-          "recompute, precision)");
+          "recompute, precision, offload, layers)");
     }
+  }
+  return absl::OkStatus();
+}
+
+// Parses "3=0.5,7=0.8" (node index = speed factor) into job.node_speed;
+// the ranges are JobRanges' node_speed.* (checked by PlanJob).
+Status ParseNodeSpeed(const std::string& text, JobSpec* job) {
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(item, '=');
+    int node = 0;
+    double speed = 0;
+    if (kv.size() != 2 || !absl::SimpleAtoi(kv[0], &node) ||
+        !absl::SimpleAtod(kv[1], &speed)) {
+      return absl::InvalidArgumentError(
+          "--node-speed expects node=speed pairs separated by commas (e.g. "
+          "3=0.5), got '" +
+          std::string(item) + "'");
+    }
+    NodeSpeed* s = job->add_node_speed();
+    s->set_node(node);
+    s->set_speed(speed);
   }
   return absl::OkStatus();
 }
@@ -149,7 +198,125 @@ Status CheckFlags(const PlanArgs& args) {
                    "--time-budget");
 }
 
+// `strata plan --calibrate FILE`: fits the cost model to measured runs
+// (strata-bench train --measurements FILE), stores the fit for the cluster
+// (--cluster, else the measured cluster's name) and prints every
+// measurement's prediction before and after.
+// `strata plan --calibrate PROBE.json --cluster C`: a worker probe's
+// measured rates (planner::CalibrationFromProbe), stored for C.
+bool CalibrateFromProbe(const PlanArgs& args) {
+  if (args.calibrate.size() != 1) return false;
+  control::NodeProbe probe;
+  if (!LoadConfigFile(args.calibrate[0], &probe).ok()) return false;
+  if (probe.cpu_cores() == 0 && probe.hostname().empty()) return false;
+  if (args.cluster.empty()) {
+    Fail(kExitBadInput, args.calibrate[0] +
+                            " is a worker probe: give --cluster, whose "
+                            "figures it calibrates");
+  }
+  auto cluster = topology::LoadCluster(args.cluster);
+  if (!cluster.ok()) {
+    Fail(kExitBadInput, std::string(cluster.status().message()));
+  }
+  auto cal = planner::CalibrationFromProbe(probe, *cluster);
+  if (!cal.ok()) Fail(kExitBadInput, std::string(cal.status().message()));
+  const std::string path =
+      planner::CalibrationPath(args.cluster, cluster->name());
+  if (Status st = planner::SaveCalibration(path, *cal); !st.ok()) {
+    Fail(kExitFailed, std::string(st.message()));
+  }
+  std::printf(
+      "strata plan --calibrate: probe of %s: NIC rate x%.3f, node memory "
+      "%.2f GB/s (0: unchanged); stored in %s (the next `strata plan "
+      "--cluster %s` applies it)\n",
+      probe.hostname().c_str(), cal->inter_node_scale(),
+      cal->node_memory_gbps(), path.c_str(), args.cluster.c_str());
+  return true;
+}
+
+void RunCalibrate(const PlanArgs& args) {
+  if (CalibrateFromProbe(args)) return;
+  // Several files (repeated bench runs) are fitted together.
+  MeasuredRuns runs;
+  for (const std::string& file : args.calibrate) {
+    MeasuredRuns one;
+    if (Status st = LoadConfigFile(file, &one, {}, 16 << 20); !st.ok()) {
+      Fail(kExitBadInput, std::string(st.message()));
+    }
+    if (one.clusters_size() == 0) {
+      Fail(kExitBadInput, file + ": field 'clusters' is empty");
+    }
+    if (runs.clusters_size() == 0) {
+      runs.set_gemm_peak_tflops(one.gemm_peak_tflops());
+      runs.set_source(one.source());
+    }
+    for (int i = 0; i < one.clusters_size(); ++i) {
+      const int ranks = i < one.cluster_ranks_size() ? one.cluster_ranks(i) : 0;
+      if (std::find(runs.cluster_ranks().begin(), runs.cluster_ranks().end(),
+                    ranks) == runs.cluster_ranks().end()) {
+        *runs.add_clusters() = one.clusters(i);
+        runs.add_cluster_ranks(ranks);
+      }
+    }
+    for (int i = 0; i < one.steps_size(); ++i) {
+      *runs.add_steps() = one.steps(i);
+      runs.add_step_ranks(i < one.step_ranks_size() ? one.step_ranks(i) : 0);
+    }
+    for (const GemmMeasurement& g : one.gemms()) *runs.add_gemms() = g;
+  }
+  if (args.calibrate.size() > 1) {
+    runs.set_source(
+        absl::StrCat(runs.source(), ", ", args.calibrate.size(), " runs"));
+  }
+  std::vector<planner::FitError> errors;
+  auto cal = planner::FitCalibration(runs, &errors);
+  if (!cal.ok()) Fail(kExitBadInput, std::string(cal.status().message()));
+  const std::string name = runs.clusters(0).name();
+  const std::string path = planner::CalibrationPath(
+      args.cluster.empty() ? name : args.cluster, name);
+  if (Status st = planner::SaveCalibration(path, *cal); !st.ok()) {
+    Fail(kExitFailed, std::string(st.message()));
+  }
+  std::printf(
+      "strata plan --calibrate: %d step measurements, %d GEMM shapes\n"
+      "fit: gemm_efficiency %.3f, gemm_half_dim %.1f, memory %.2f GB/s per "
+      "node, "
+      "layer overhead %.1f us, intra-node %.2f GB/s and %.1f us, node load "
+      "%.2f devices\n",
+      runs.steps_size(), runs.gemms_size(), cal->gemm_efficiency(),
+      cal->gemm_half_dim(), cal->node_memory_gbps(),
+      1e6 * cal->layer_overhead_s(), cal->intra_node_gbps(),
+      1e6 * cal->intra_node_latency_s(), cal->node_load());
+  std::printf("%-28s %11s %11s %8s %11s %8s\n", "run", "measured s", "before s",
+              "error", "after s", "error");
+  for (const planner::FitError& e : errors) {
+    std::printf("%-28s %11.4f %11.4f %+7.1f%% %11.4f %+7.1f%%\n",
+                e.what.c_str(), e.measured_s, e.before_s,
+                100 * (e.before_s / e.measured_s - 1), e.after_s,
+                100 * (e.after_s / e.measured_s - 1));
+  }
+  std::printf("rms error %.1f%% before, %.1f%% after; stored in %s",
+              100 * cal->rms_error_before(), 100 * cal->rms_error_after(),
+              path.c_str());
+  if (!args.cluster.empty()) {
+    std::printf(" (the next `strata plan --cluster %s` applies it)\n",
+                args.cluster.c_str());
+  } else {
+    std::printf(
+        " (strata-bench train --calibration %s applies it; so does a "
+        "cluster file's calibration block)\n",
+        path.c_str());
+  }
+}
+
 void RunPlan(const PlanArgs& args) {
+  if (!args.calibrate.empty()) return RunCalibrate(args);
+  if (std::any_of(args.required.begin(), args.required.end(),
+                  [](CLI::Option* o) { return o->count() == 0; })) {
+    Fail(kExitBadInput,
+         "--model, --cluster, --gpus and --global-batch are required (or "
+         "--calibrate FILE)");
+  }
   if (Status st = CheckFlags(args); !st.ok()) {
     Fail(kExitBadInput, std::string(st.message()));
   }
@@ -167,6 +334,19 @@ void RunPlan(const PlanArgs& args) {
            absl::StrCat("--nodes ", args.nodes, ": ", v.message()));
     }
   }
+  // A stored calibration of this cluster (strata plan --calibrate).
+  if (!args.no_calibration && !cluster->has_calibration()) {
+    const std::string path =
+        planner::CalibrationPath(args.cluster, cluster->name());
+    auto cal = planner::LoadCalibration(path);
+    if (cal.ok()) {
+      *cluster->mutable_calibration() = *cal;
+      cluster->mutable_calibration()->set_source(
+          absl::StrCat(path, cal->source().empty() ? "" : ": ", cal->source()));
+    } else if (cal.status().code() != absl::StatusCode::kNotFound) {
+      Fail(kExitBadInput, std::string(cal.status().message()));
+    }
+  }
   if (!args.attention.empty()) {
     AttentionKernel::Kind kind;
     AttentionKernel::Kind_Parse(args.attention, &kind);  // checked by CLI11
@@ -181,6 +361,7 @@ void RunPlan(const PlanArgs& args) {
   req.job.set_global_batch(args.global_batch);
   if (args.seq_option->count() > 0) req.job.set_seq_length(args.seq);
   Status st = ParseFix(args.fix, req.job.mutable_constraints());
+  if (st.ok()) st = ParseNodeSpeed(args.node_speed, &req.job);
   if (!st.ok()) Fail(kExitBadInput, std::string(st.message()));
   if (!args.emit.empty()) {
     // One plan for every emitter (PlanForLaunch), with a note when the
@@ -219,16 +400,20 @@ void AddPlanCommand(CLI::App* app) {
       "plan",
       "Rank parallelisation plans (TP/PP/DP/CP, ZeRO, recompute) by "
       "predicted step time");
-  cmd->add_option("--model", args->model, "model preset or YAML/JSON file")
-      ->required();
-  cmd->add_option("--cluster", args->cluster,
-                  "cluster preset or YAML/JSON file")
-      ->required();
-  cmd->add_option("--gpus", args->gpus, "GPUs the job uses (all of them)")
-      ->required();
-  cmd->add_option("--global-batch", args->global_batch,
-                  "sequences per optimizer step")
-      ->required();
+  args->required = {
+      cmd->add_option("--model", args->model,
+                      "model preset or YAML/JSON file (required)"),
+      cmd->add_option("--cluster", args->cluster,
+                      "cluster preset or YAML/JSON file (required)"),
+      cmd->add_option("--gpus", args->gpus,
+                      "GPUs the job uses, all of them (required)"),
+      cmd->add_option("--global-batch", args->global_batch,
+                      "sequences per optimizer step (required)")};
+  cmd->add_option("--calibrate", args->calibrate,
+                  "fit the cost model to measured runs (strata-bench train "
+                  "--measurements FILE) and store the fit for the cluster");
+  cmd->add_flag("--no-calibration", args->no_calibration,
+                "ignore the cluster's stored calibration");
   args->seq_option = cmd->add_option("--seq", args->seq,
                                      "sequence length (default: the model's)");
   cmd->add_option("--top", args->top, "plans to show")->capture_default_str();
@@ -239,7 +424,11 @@ void AddPlanCommand(CLI::App* app) {
   cmd->add_option("--fix", args->fix,
                   "pin dimensions: tp=8,pp=16,dp=..,cp=..,ep=..,etp=..,vpp=..,"
                   "mbs=..,zero=..,distopt=0|1,sp=0|1,"
-                  "recompute=none|selective|full,precision=bf16|fp8");
+                  "recompute=none|selective|full,precision=bf16|fp8,"
+                  "offload=none|cpu|nvme,layers=even|balanced");
+  cmd->add_option("--node-speed", args->node_speed,
+                  "per-node speed factors, node=speed,... (e.g. 3=0.5: node "
+                  "3 runs at half its GPU's rate)");
   cmd->add_option("--format", args->format, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

@@ -14,8 +14,14 @@ namespace strata::cli {
 namespace {
 
 std::string ZeroName(const Plan& p) {
-  if (p.distributed_optimizer()) return "1 (distopt)";
-  return absl::StrCat(p.zero_stage());
+  const std::string offload =
+      p.offload() == Offload::none
+          ? ""
+          : absl::StrCat("+", Offload::Kind_Name(p.offload()));
+  if (p.distributed_optimizer()) {
+    return offload.empty() ? "1 (distopt)" : "distopt" + offload;
+  }
+  return absl::StrCat(p.zero_stage(), offload);
 }
 
 // The step-time terms, in display order.
@@ -25,7 +31,7 @@ std::vector<std::pair<std::string, double>> TimeTerms(const Plan& p) {
           {"TP comm", b.tp_comm_s()},    {"CP comm", b.cp_comm_s()},
           {"PP p2p", b.pp_comm_s()},     {"bubble", b.bubble_s()},
           {"DP comm", b.dp_comm_s()},    {"optimizer", b.optimizer_s()},
-          {"all-to-all", b.a2a_comm_s()}};
+          {"all-to-all", b.a2a_comm_s()}, {"offload", b.offload_s()}};
 }
 
 std::string Ranges(const std::vector<int>& sorted) {
@@ -82,6 +88,19 @@ void Explain(const Plan& p, const Plan& best, bool is_best, std::string* out) {
                           "              of which routed experts' weights, "
                           "gradients and optimizer %.1f GiB\n",
                           b.expert_states_gib());
+  }
+  if (p.offload() != Offload::none) {
+    absl::StrAppendFormat(
+        out,
+        "      offload %s: optimizer states in %s, %.0f GiB CPU memory%s per "
+        "node; host step %.3f s, %.3f s of it not hidden\n",
+        Offload::Kind_Name(p.offload()),
+        p.offload() == Offload::cpu ? "CPU memory" : "NVMe",
+        b.cpu_memory_gib_per_node(),
+        p.offload() == Offload::nvme
+            ? absl::StrFormat(" and %.0f GiB NVMe", b.nvme_gib_per_node())
+            : std::string(),
+        b.offload_total_s(), b.offload_s());
   }
   std::vector<std::string> layers;
   for (int l : p.layers_per_stage()) layers.push_back(absl::StrCat(l));
@@ -174,6 +193,9 @@ std::string FormatPlanTable(const PlanReport& report,
   }
   bool moe = false;
   for (const Plan& p : report.plans()) moe |= p.ep() > 1 || p.etp() > 1;
+  if (!report.calibration().empty()) {
+    absl::StrAppend(&out, report.calibration(), "\n\n");
+  }
   absl::StrAppendFormat(&out,
                         "     #  %3s %3s %5s %3s%s %3s %3s %-11s %-9s %9s %10s "
                         "%8s %6s %11s\n",
@@ -197,6 +219,11 @@ std::string FormatPlanTable(const PlanReport& report,
   absl::StrAppend(&out,
                   "\n  TFLOP/s and MFU count model FLOPs per GPU (no "
                   "recompute); '*' marks the fastest plan.\n");
+  if (explain) {
+    for (const std::string& note : report.notes()) {
+      absl::StrAppend(&out, "  note: ", note, "\n");
+    }
+  }
   if (explain && best.has_placement()) ExplainPlacement(best.placement(), &out);
   return out;
 }

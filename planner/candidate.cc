@@ -5,13 +5,17 @@
 namespace strata::planner {
 
 std::string Candidate::ToString() const {
-  return absl::StrCat("tp=", tp, " pp=", pp, " dp=", dp, " cp=", cp,
-                      ep > 1 || etp > 1 ? absl::StrCat(" ep=", ep, " etp=", etp)
-                                        : std::string(),
-                      " vpp=", vpp, " mbs=", micro_batch, " zero=", zero_stage,
-                      distributed_optimizer ? " distopt=1" : "",
-                      " recompute=", Recompute::Mode_Name(recompute),
-                      sequence_parallel || tp == 1 ? "" : " sp=0");
+  return absl::StrCat(
+      "tp=", tp, " pp=", pp, " dp=", dp, " cp=", cp,
+      ep > 1 || etp > 1 ? absl::StrCat(" ep=", ep, " etp=", etp)
+                        : std::string(),
+      " vpp=", vpp, " mbs=", micro_batch, " zero=", zero_stage,
+      distributed_optimizer ? " distopt=1" : "",
+      " recompute=", Recompute::Mode_Name(recompute),
+      sequence_parallel || tp == 1 ? "" : " sp=0",
+      offload == Offload::none
+          ? ""
+          : absl::StrCat(" offload=", Offload::Kind_Name(offload)));
 }
 
 Plan SizesPlan(const Candidate& c) {

@@ -30,10 +30,14 @@ struct Candidate {
   // Sequence parallelism (Korthikanti et al. 2022) alongside TP > 1; the
   // search always turns it on, `--fix sp=0` models systems without it.
   bool sequence_parallel = true;
+  // Where the optimizer states live: GPU (none), CPU memory with CPU Adam
+  // (ZeRO-Offload), or NVMe streamed through the CPU (ZeRO-Infinity).
+  Offload::Kind offload = Offload::none;
 
   int64_t Gpus() const { return static_cast<int64_t>(tp) * pp * dp * cp; }
   // "tp=8 pp=4 dp=2 cp=1 vpp=5 mbs=1 zero=1 recompute=selective" (with
-  // " ep=8 etp=1" after cp when either is above 1)
+  // " ep=8 etp=1" after cp when either is above 1, and " offload=cpu" at
+  // the end when offloading)
   std::string ToString() const;
   // Data-parallel replicas of an expert: tp cp dp / (ep etp).
   int64_t ExpertDp() const {

@@ -101,9 +101,11 @@ struct CostModel::StageCost {
   double mb_s = 0;  // one micro-batch through this stage
   double pipeline_s = 0;
   double dp_exposed_s = 0, dp_total_s = 0, optimizer_s = 0;
+  double offload_exposed_s = 0, offload_total_s = 0;
   double weights = 0, grads = 0, optim = 0, acts = 0, logits = 0, z3 = 0;
   double fp8 = 0;      // FP8 weight copies and amax histories
   double experts = 0;  // of weights + grads + optim: the routed experts'
+  double host_bytes = 0, nvme_bytes = 0;  // per node, under offload
   double Memory(double reserve) const {
     return weights + grads + optim + acts + logits + z3 + fp8 + reserve;
   }
@@ -128,6 +130,14 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   // (12 bytes/param); SGD with momentum keeps master + momentum (8)
   // [Rajbhandari et al. SC'20 §3.1].
   optimizer_bytes_ = job.optimizer() == Optimizer::sgd ? 8 : 12;
+  even_layers_ = job.constraints().even_layers();
+  const Calibration& cal = net.calibration();
+  gemm_half_dim_ = cal.gemm_half_dim() > 0 ? cal.gemm_half_dim() : kGemmHalfDim;
+  layer_overhead_s_ = cal.layer_overhead_s();
+  cpu_adam_params_per_s_ =
+      (net.host().cpu_adam_gparams() > 0 ? net.host().cpu_adam_gparams()
+                                         : kDefaultCpuAdamGparams) *
+      1e9;
   reserve_bytes_ = (job.constraints().has_memory_reserve_gib()
                         ? job.constraints().memory_reserve_gib()
                         : kDefaultReserveGib) *
@@ -240,8 +250,8 @@ CostModel::LayerCost CostModel::CachedLayer(const Candidate& c,
 }
 
 double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
-  const double shape = (m / (m + kGemmHalfDim)) * (n / (n + kGemmHalfDim)) *
-                       (k / (k + kGemmHalfDim));
+  const double hd = gemm_half_dim_;
+  const double shape = (m / (m + hd)) * (n / (n + hd)) * (k / (k + hd));
   return 2 * m * n * k /
          (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() * shape);
 }
@@ -277,7 +287,7 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   const double elem_lin = kElementwisePasses * act_lin / hbm;
   const double elem_scores = kElementwisePasses * act_scores / hbm;
   LayerCost lc;
-  lc.fwd_s = gemm + attn + elem_lin + elem_scores;
+  lc.fwd_s = gemm + attn + elem_lin + elem_scores + layer_overhead_s_;
   if (fp8_) lc.fwd_s += Fp8CastTime(c, tokens, gpu);
   // MoE: adds the routed experts' time and the all-to-all; their
   // activations join the linear ones (recompute treats them alike).
@@ -659,19 +669,25 @@ CostModel::StageCost CostModel::CostOfStage(const Candidate& c, const Shape& sh,
   const StagePsi psi = StageParams(c, k.first, k.last, layers);
   DataParallelTime(c, sh, k, layers, psi, &sc);
   // Optimizer step is memory bound: Adam reads and writes master weights
-  // and moments, reads gradients and writes 16-bit weights.
+  // and moments, reads gradients and writes 16-bit weights. Offloaded, it
+  // runs on the host instead (OffloadTime).
   double local = sh.sharded_optimizer ? psi.dense / sh.dshard : psi.dense;
   if (psi.expert > 0) {
     local += sh.sharded_optimizer ? psi.expert / sh.eshard : psi.expert;
   }
   const double hbm = k.link.gpu->hbm_gbps() * 1e9;
-  sc.optimizer_s = local * (2 * optimizer_bytes_ + sh.grad_bytes + 2) / hbm;
+  if (c.offload == Offload::none) {
+    sc.optimizer_s = local * (2 * optimizer_bytes_ + sh.grad_bytes + 2) / hbm;
+  } else {
+    OffloadTime(c, sh, k, layers, local, &sc);
+  }
   // FP8: Transformer Engine casts the layers' weights to FP8 (and their
   // transposes) once per step, on the first micro-batch.
   if (fp8_) {
     sc.optimizer_s += kFp8CastBytes * (psi.layer_dense + psi.expert) / hbm;
   }
-  sc.time_s = sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s;
+  sc.time_s =
+      sc.pipeline_s + sc.dp_exposed_s + sc.optimizer_s + sc.offload_exposed_s;
   StageMemory(c, sh, k, stage, layers, psi, &sc);
   return sc;
 }
@@ -740,6 +756,44 @@ void CostModel::GroupDataParallel(const Candidate& c, const Shape& sh,
   }
 }
 
+// Offloaded optimizer step of a GPU holding `local` parameters' optimizer
+// state, as ZeRO-Offload schedules it (Ren et al. ATC'21 §4.1, Fig. 5):
+// 1. gradients go to the host over PCIe as the backward produces them
+//    (`sh.grad_bytes` per parameter), hidden behind the last micro-batch's
+//    backward like the DP reduction;
+// 2. the host runs Adam on the node's parameters, gpus_per_node x local,
+//    at host.cpu_adam_gparams; with NVMe offload the optimizer states are
+//    read and written back (2 x optimizer bytes per parameter at
+//    host.nvme_gbps), in chunks pipelined with the CPU step (ZeRO-Infinity
+//    §6.2, overlap-centric design), so the slower of the two counts;
+// 3. the updated 16-bit weights return over PCIe, chunk by chunk while
+//    later chunks are updated (overlapped with step 2).
+// Not modelled: ZeRO-Offload's delayed parameter update (§4.3), which
+// overlaps the CPU step with the next step's forward and backward at the
+// price of one step of staleness; strata predicts the synchronous
+// schedule that DeepSpeed and Megatron-core run by default.
+void CostModel::OffloadTime(const Candidate& c, const Shape& sh,
+                            const StageClass& k, int layers, double local,
+                            StageCost* sc) const {
+  const HostSpec& host = net_.host();
+  const LayerCost& lc = k.lc;
+  const double pcie = host.pcie_gbps() * 1e9;
+  const double node_params = local * sh.gpn;
+  const bool nvme = c.offload == Offload::nvme;
+  const double d2h = local * sh.grad_bytes / pcie;
+  const double bwd_window = layers * (2 * lc.fwd_s + lc.recompute_s);
+  const double adam = node_params / cpu_adam_params_per_s_;
+  const double disk =
+      nvme ? 2 * optimizer_bytes_ * node_params / (host.nvme_gbps() * 1e9) : 0;
+  const double h2d = local * 2 / pcie;
+  sc->offload_total_s = d2h + adam + disk + h2d;
+  sc->offload_exposed_s =
+      Exposed(d2h, bwd_window) + std::max({adam, disk, h2d});
+  sc->host_bytes =
+      node_params * (kHostGradBytes + (nvme ? 0 : optimizer_bytes_));
+  sc->nvme_bytes = nvme ? node_params * optimizer_bytes_ : 0;
+}
+
 // Memory of a stage (Rajbhandari et al. SC'20 §3.1 and Table 1; Megatron
 // distributed optimizer: 2 + 4 + 12/d bytes per parameter), activations of
 // the micro-batches in flight, logits on the last stage, ZeRO-3 buffers.
@@ -754,7 +808,10 @@ void CostModel::StageMemory(const Candidate& c, const Shape& sh,
     ew = (c.zero_stage >= 3 ? e / sh.eshard : e) * 2;
     eg = c.distributed_optimizer ? e * 4
                                  : (c.zero_stage >= 2 ? e / sh.eshard : e) * 2;
-    eo = (sh.sharded_optimizer ? e / sh.eshard : e) * optimizer_bytes_;
+    // Offloaded optimizer states live on the host (OffloadTime).
+    eo = c.offload != Offload::none
+             ? 0
+             : (sh.sharded_optimizer ? e / sh.eshard : e) * optimizer_bytes_;
   }
   sc->weights = (c.zero_stage >= 3 ? d / sh.dshard : d) * 2 + ew;
   sc->grads =
@@ -762,7 +819,10 @@ void CostModel::StageMemory(const Candidate& c, const Shape& sh,
                                : (c.zero_stage >= 2 ? d / sh.dshard : d) * 2) +
       eg;
   sc->optim =
-      (sh.sharded_optimizer ? d / sh.dshard : d) * optimizer_bytes_ + eo;
+      (c.offload != Offload::none
+           ? 0
+           : (sh.sharded_optimizer ? d / sh.dshard : d) * optimizer_bytes_) +
+      eo;
   sc->experts = ew + eg + eo;
   if (fp8_) {
     // Transformer Engine keeps an FP8 copy of each layer weight and its
@@ -812,6 +872,12 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
   for (int k = 0; k < classes->size; ++k) classes->at[k].trimmed = 0;
   if (p == 1) {
     classes->at[0].layers = l;
+    return true;
+  }
+  if (even_layers_) {
+    // Megatron's default: l / p layers on every stage.
+    if (l % p != 0 || l / p < sh.v) return false;
+    for (int k = 0; k < classes->size; ++k) classes->at[k].layers = l / p;
     return true;
   }
   double target = FitStageLines(c, sh, classes);
@@ -916,6 +982,9 @@ void CostModel::RecordStages(const Candidate& c, const Shape& sh,
   out->fits = true;
   out->mixed_nic_stage = false;
   out->step_s = 0;
+  out->host_fits = true;
+  out->cpu_gib_per_node = out->nvme_gib_per_node = 0;
+  const HostSpec& host = net_.host();
   double worst_ratio = -1;
   // Per class: its trimmed stages (layers - 1) from its first stage, the
   // others from its (trimmed + 1)-th.
@@ -938,6 +1007,19 @@ void CostModel::RecordStages(const Candidate& c, const Shape& sh,
     const double capacity = cl.link.gpu->memory_gib();
     const double mem = sc.Memory(reserve_bytes_) / kGiB;
     if (mem > capacity) out->fits = false;
+    if (c.offload != Offload::none) {
+      // Host memory and NVMe per node (OffloadTime): every GPU of a node
+      // keeps its shard there.
+      out->cpu_gib_per_node =
+          std::max(out->cpu_gib_per_node, sc.host_bytes / kGiB);
+      out->nvme_gib_per_node =
+          std::max(out->nvme_gib_per_node, sc.nvme_bytes / kGiB);
+      if (out->cpu_gib_per_node > host.cpu_memory_gib() ||
+          out->nvme_gib_per_node > host.nvme_gib()) {
+        out->host_fits = false;
+        out->fits = false;
+      }
+    }
     if (mem / capacity > worst_ratio) {
       worst_ratio = mem / capacity;
       RecordMemory(cl, sc, g.first, out);
@@ -1007,6 +1089,8 @@ void CostModel::RecordTime(const Shape& sh, const StageClass& k,
   out->optimizer_s = sc.optimizer_s;
   out->a2a_comm_s = m * L * lc.a2a_s;
   out->a2a_inter_node_fraction = lc.a2a_inter;
+  out->offload_s = sc.offload_exposed_s;
+  out->offload_total_s = sc.offload_total_s;
 }
 
 }  // namespace strata::planner

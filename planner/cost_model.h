@@ -37,6 +37,17 @@ inline constexpr double kElementwisePasses = 2.0;
 // NCCL runs 8-32 channels, each a thread block on its own SM (~10% of an
 // H100's 132 SMs), and competes for HBM bandwidth (docs/planner.md).
 inline constexpr double kOverlapTax = 0.1;
+// Mixed-precision Adam on a node's CPUs, billion parameters per second,
+// when the cluster's host.cpu_adam_gparams is absent: ZeRO-Offload's
+// vectorised CPU-Adam (Ren et al. ATC'21 §5.1, Table 3: about 0.25 s per
+// billion parameters on a DGX-2 host, 5-7x PyTorch's CPU Adam).
+inline constexpr double kDefaultCpuAdamGparams = 4.0;
+// Bytes the host keeps per offloaded parameter: fp32 master weights, two
+// Adam moments and fp32 gradients (ZeRO-Offload §4.1: "fp32 parameters,
+// gradients and optimizer states on CPU"); with NVMe offload the 12 bytes
+// of optimizer state live on NVMe and the host keeps the 4 of gradients
+// (ZeRO-Infinity, Rajbhandari et al. SC'21 §5).
+inline constexpr double kHostGradBytes = 4.0;
 // Distinct stage classes (GPU type, NIC link, first/last) the layer split
 // tells apart; further classes are merged into the last one.
 inline constexpr int kMaxStageClasses = 16;
@@ -74,6 +85,12 @@ struct Evaluation {
   // extra + recompute) + logits on the last) + optimizer. What a rank's
   // step report measures as compute (docs/fault.md, plan vs measured).
   std::vector<double> stage_compute_s;
+  // Offload (c.offload != none): exposed host time on the slowest stage
+  // and before overlap; host memory and NVMe per node on the fullest node,
+  // and whether they fit (`fits` is false when they do not).
+  double offload_s = 0, offload_total_s = 0;
+  double cpu_gib_per_node = 0, nvme_gib_per_node = 0;
+  bool host_fits = true;
 };
 
 class CostModel {
@@ -161,6 +178,11 @@ class CostModel {
                                 const LayerCost& lc, int layers, double psi,
                                 const GroupLink& link, double* total,
                                 double* exposed) const;
+  // `local`: optimizer-state parameters this GPU keeps (its dense and
+  // expert shards).
+  inline void OffloadTime(const Candidate& c, const Shape& sh,
+                          const StageClass& k, int layers, double local,
+                          StageCost* sc) const;
   inline void StageMemory(const Candidate& c, const Shape& sh,
                           const StageClass& k, int stage, int layers,
                           const StagePsi& psi, StageCost* sc) const;
@@ -187,6 +209,13 @@ class CostModel {
   int seq_;
   int64_t global_batch_;
   double optimizer_bytes_;  // fp32 optimizer state per parameter
+  double cpu_adam_params_per_s_;  // per node (HostSpec or the default)
+  bool even_layers_;  // PlanConstraints.even_layers: l / p per stage
+  // Calibration (docs/planner.md "Calibration"): the GEMM size curve's
+  // half-saturation size (kGemmHalfDim unless fitted) and a fixed forward
+  // cost per layer per micro-batch (0 unless fitted).
+  double gemm_half_dim_;
+  double layer_overhead_s_;
   double reserve_bytes_;
   double mean_peak_tflops_ = 0;
   ParamCount params_;

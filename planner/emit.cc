@@ -39,6 +39,21 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
   if (plan.distributed_optimizer() || plan.zero_stage() == 1) {
     f.push_back("--use-distributed-optimizer");
   }
+  // Optimizer offload: Megatron-core's CPU offload of its distributed
+  // optimizer (docs.nvidia.com megatron-core "Optimizer CPU offload"); the
+  // d2h/h2d overlap is the schedule the cost model assumes. Megatron has no
+  // NVMe offload (DeepSpeed ZeRO-Infinity's offload_optimizer device nvme).
+  if (plan.offload() == Offload::cpu) {
+    f.push_back("--optimizer-cpu-offload");
+    add("--optimizer-offload-fraction", "1.0");
+    f.push_back("--use-precision-aware-optimizer");
+    f.push_back("--overlap-cpu-optimizer-d2h-h2d");
+  } else if (plan.offload() == Offload::nvme) {
+    absl::StrAppend(comment,
+                    "# offload nvme: Megatron-LM cannot offload to NVMe; "
+                    "run this plan with DeepSpeed ZeRO-Infinity "
+                    "(offload_optimizer: {device: nvme})\n");
+  }
   if (plan.recompute() == Recompute::selective) {
     add("--recompute-granularity", "selective");
     if (m.num_experts() > 0) {
@@ -69,8 +84,8 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
       } else {
         std::vector<std::string> parts;
         for (int l : layers) parts.push_back(std::to_string(l));
-        *comment = absl::StrCat(
-            "# layers per stage [", absl::StrJoin(parts, ","),
+        absl::StrAppend(
+            comment, "# layers per stage [", absl::StrJoin(parts, ","),
             "] need a custom split (strata-train takes it from STRATA_PLAN)\n");
       }
     }

@@ -58,6 +58,11 @@ absl::Span<const FieldRange> JobRanges() {
        "restart cost until one is measured, seconds; absent: 30"},
       {"fault.slow_link_threshold", 1, 1000, true,
        "reference / measured bandwidth of a slow link; absent: 2"},
+      {"node_speed", 0, kMaxClusterNodes, false, "per-node speed factors"},
+      {"node_speed.node", 0, kMaxClusterNodes - 1, false,
+       "node index in the cluster"},
+      {"node_speed.speed", 0, 4, true,
+       "GPU FLOP rate and memory bandwidth x this factor"},
   };
   return kRanges;
 }

@@ -22,13 +22,18 @@ Network::Network(const ClusterSpec& cluster,
                  std::vector<topology::NodeInfo> nodes)
     : gpus_per_node_(cluster.gpus_per_node()),
       intra_gbps_(cluster.intra_node_gbps() * kNvlinkEfficiency),
+      intra_latency_s_(cluster.calibration().intra_node_latency_s() > 0
+                           ? cluster.calibration().intra_node_latency_s()
+                           : kNvlinkLatency),
       oversubscription_(std::max(1.0, cluster.network().oversubscription())),
       pod_oversubscription_(
           std::max(1.0, cluster.network().pod_oversubscription())),
       nodes_per_leaf_(std::max(1, cluster.network().nodes_per_leaf())),
       leaves_per_pod_(std::max(1, cluster.network().leaves_per_pod())),
       cluster_nodes_(cluster.num_nodes()),
-      nodes_(std::move(nodes)) {
+      nodes_(std::move(nodes)),
+      host_(cluster.host()),
+      calibration_(cluster.calibration()) {
   homogeneous_ = true;
   identical_ = true;
   for (const auto& n : nodes_) {
@@ -75,6 +80,7 @@ GroupLink Network::Link(int64_t first_rank, int64_t span, int members_per_node,
                         int group_size, int stage_nodes) const {
   GroupLink link;
   link.intra_gbps = intra_gbps_;
+  link.intra_latency_s = intra_latency_s_;
   const auto [a, b] = NodeSpan(first_rank, span);
   link.members_per_node = std::max(1, std::min(members_per_node, group_size));
   link.nodes = std::max(1, group_size / link.members_per_node);
@@ -112,7 +118,8 @@ double Network::ReduceScatter(double bytes, const GroupLink& l) {
   const double r = l.members_per_node, k = l.nodes;
   double t = 0;
   if (r > 1)
-    t += (r - 1) / r * bytes / (l.intra_gbps * 1e9) + (r - 1) * kNvlinkLatency;
+    t += (r - 1) / r * bytes / (l.intra_gbps * 1e9) +
+         (r - 1) * l.intra_latency_s;
   if (k > 1) {
     // After the intra-node phase each GPU owns bytes/r and runs a ring with
     // its same-local-rank peers on k nodes, on its own NIC share.
@@ -124,12 +131,12 @@ double Network::ReduceScatter(double bytes, const GroupLink& l) {
 double Network::IntraAllReduce(double bytes, int n) const {
   if (n <= 1) return 0;
   return 2.0 * (n - 1) / n * bytes / (intra_gbps_ * 1e9) +
-         2.0 * (n - 1) * kNvlinkLatency;
+         2.0 * (n - 1) * intra_latency_s_;
 }
 
 double Network::P2P(double bytes, bool crosses_nodes,
                     const GroupLink& link) const {
-  if (!crosses_nodes) return bytes / (intra_gbps_ * 1e9) + kNvlinkLatency;
+  if (!crosses_nodes) return bytes / (intra_gbps_ * 1e9) + intra_latency_s_;
   return bytes / (link.inter_gbps * 1e9) + kNicLatency;
 }
 

@@ -30,11 +30,12 @@ inline constexpr double kNicLatency = 10e-6;
 
 // The links one group of ranks uses.
 struct GroupLink {
-  int members_per_node = 1;  // r: group members sharing a node
-  int nodes = 1;             // k: nodes the group spans
-  double intra_gbps = 0;     // effective NVLink GB/s per GPU
-  double nic_gbps = 0;       // effective NIC GB/s per GPU (before oversub.)
-  double inter_gbps = 0;     // effective NIC GB/s per GPU (after oversub.)
+  int members_per_node = 1;                 // r: group members sharing a node
+  int nodes = 1;                            // k: nodes the group spans
+  double intra_gbps = 0;                    // effective NVLink GB/s per GPU
+  double intra_latency_s = kNvlinkLatency;  // per collective step
+  double nic_gbps = 0;    // effective NIC GB/s per GPU (before oversub.)
+  double inter_gbps = 0;  // effective NIC GB/s per GPU (after oversub.)
   Nic::Type nic_type = Nic::ib;
   bool mixed_nic_types = false;
   double min_peak_tflops = 0;    // slowest GPU among the nodes
@@ -47,6 +48,9 @@ class Network {
   Network(const ClusterSpec& cluster, std::vector<topology::NodeInfo> nodes);
 
   int gpus_per_node() const { return gpus_per_node_; }
+  // The nodes' host side (offload) and the cluster's calibration.
+  const HostSpec& host() const { return host_; }
+  const Calibration& calibration() const { return calibration_; }
   const std::vector<topology::NodeInfo>& nodes() const { return nodes_; }
 
   // Links of a group of `group_size` ranks, `members_per_node` of them per
@@ -85,6 +89,7 @@ class Network {
  private:
   int gpus_per_node_;
   double intra_gbps_;
+  double intra_latency_s_;  // kNvlinkLatency unless calibrated
   double oversubscription_;
   double pod_oversubscription_;
   int nodes_per_leaf_;
@@ -93,6 +98,8 @@ class Network {
   bool homogeneous_;   // one node class (PhysicalNode)
   bool identical_;     // identical_nodes()
   std::vector<topology::NodeInfo> nodes_;
+  HostSpec host_;
+  Calibration calibration_;
 };
 
 }  // namespace strata::planner

@@ -7,11 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "planner/calibrate.h"
 #include "planner/candidate.h"
 #include "planner/cost_model.h"
 #include "planner/job.h"
 #include "planner/model.h"
 #include "planner/network.h"
+#include "planner/node_speed.h"
 #include "planner/placement.h"
 #include "topology/cluster.h"
 
@@ -93,6 +95,26 @@ class SearchSpace {
   void ExpertLayouts(const Candidate& layout,
                      std::vector<std::pair<int, int>>* out) const;
 
+ public:
+  // Offload targets the search tries for an option (none when --fix pins
+  // offload: Options then sets it on every candidate).
+  const std::vector<Offload::Kind>& offload_kinds() const {
+    return offload_kinds_;
+  }
+  // Offload of `c`'s optimizer state is runnable: its state is sharded
+  // (ZeRO >= 1 or the distributed optimizer; Megatron-core offloads only
+  // its distributed optimizer, and to CPU only) or there is one shard.
+  bool OffloadAllowed(Offload::Kind kind, const Candidate& c) const;
+  // On this cluster the host step is slower per parameter than the GPU's
+  // (OffloadDominated), so an offload twin of a candidate that fits without
+  // offload can never be faster and is not scored.
+  bool offload_dominated() const { return offload_dominated_; }
+  // Host seconds per parameter of the offloaded step (lower bound) and of
+  // the GPU step (upper bound), for the explanation.
+  double host_s_per_param() const { return host_s_per_param_; }
+  double gpu_s_per_param() const { return gpu_s_per_param_; }
+
+ private:
   const PlanRequest& req_;
   const PlanConstraints& fix_;
   const int layers_;
@@ -100,7 +122,18 @@ class SearchSpace {
   std::vector<int> eps_;  // divisors of the experts (MoE models), else {1}
   int64_t max_micro_batch_ = 1;  // sequences
   int max_vpp_ = 1;
+  std::vector<Offload::Kind> offload_kinds_;
+  bool offload_dominated_ = true;
+  double host_s_per_param_ = 0, gpu_s_per_param_ = 0;
 };
+
+// The offload targets the cluster's host supports (HostSpec fields > 0).
+bool HostSupports(const HostSpec& host, Offload::Kind kind) {
+  if (kind == Offload::none) return true;
+  const bool cpu = host.cpu_memory_gib() > 0 && host.pcie_gbps() > 0;
+  if (kind == Offload::cpu) return cpu;
+  return cpu && host.nvme_gbps() > 0 && host.nvme_gib() > 0;
+}
 
 SearchSpace::SearchSpace(const PlanRequest& req, int seq)
     : req_(req), fix_(req.job.constraints()), layers_(req.model.num_layers()) {
@@ -134,6 +167,38 @@ SearchSpace::SearchSpace(const PlanRequest& req, int seq)
                          ? fix_.micro_batch()
                          : std::max<int64_t>(1, kMaxMicroBatchTokens / seq);
   max_vpp_ = fix_.has_vpp() ? fix_.vpp() : kMaxSearchVpp;
+  const HostSpec& host = req.cluster.host();
+  if (!fix_.has_offload()) {
+    for (Offload::Kind k : {Offload::cpu, Offload::nvme}) {
+      if (HostSupports(host, k)) offload_kinds_.push_back(k);
+    }
+  }
+  // Offload dominance: per offloaded parameter the host needs at least
+  // gpus_per_node / cpu_adam_rate (all GPUs of a node share the CPUs) and
+  // 2 bytes / PCIe for the weights' return; the GPU step moves at most
+  // 2 x 12 + 4 + 2 bytes per parameter at HBM speed (CostOfStage). When the
+  // host is slower for every GPU type, offload only adds time.
+  if (HostSupports(host, Offload::cpu)) {
+    const double rate = (host.cpu_adam_gparams() > 0 ? host.cpu_adam_gparams()
+                                                     : kDefaultCpuAdamGparams) *
+                        1e9;
+    host_s_per_param_ = std::max(gpn / rate, 2 / (host.pcie_gbps() * 1e9));
+    double slowest_hbm = req.cluster.gpu().hbm_gbps();
+    for (const NodeOverride& o : req.cluster.overrides()) {
+      if (o.has_gpu()) slowest_hbm = std::min(slowest_hbm, o.gpu().hbm_gbps());
+    }
+    gpu_s_per_param_ = (2 * 12.0 + 4 + 2) / (std::max(slowest_hbm, 1e-9) * 1e9);
+    offload_dominated_ = host_s_per_param_ >= gpu_s_per_param_;
+  }
+}
+
+bool SearchSpace::OffloadAllowed(Offload::Kind kind, const Candidate& c) const {
+  if (!HostSupports(req_.cluster.host(), kind)) return false;
+  const bool sharded = c.zero_stage >= 1 || c.distributed_optimizer;
+  if (req_.megatron_compatible) {
+    return kind == Offload::cpu && c.distributed_optimizer;
+  }
+  return sharded || static_cast<int64_t>(c.dp) * c.cp == 1;
 }
 
 // tp x cp x pp with d = N / (t c p): p at most the layers, d divides the
@@ -238,6 +303,12 @@ void SearchSpace::Options(const Candidate& schedule,
       c.zero_stage = z.stage;
       c.distributed_optimizer = z.distopt;
       c.recompute = rc;
+      if (fix_.has_offload()) {
+        c.offload = fix_.offload();
+        if (c.offload != Offload::none && !OffloadAllowed(c.offload, c)) {
+          continue;
+        }
+      }
       out->push_back(c);
     }
   }
@@ -345,6 +416,9 @@ struct Tally {
     top.Clear();
     candidates = feasible = 0;
     closest_ratio = 1e300;
+    plain_feasible = offload_scored = host_pruned = 0;
+    have_offload = false;
+    closest_host_ratio = 1e300;
   }
 
   TopK top;
@@ -354,6 +428,16 @@ struct Tally {
   int64_t feasible = 0;    // ... and fits in memory
   int64_t evaluated = 0;   // every call of CostModel::Evaluate
   bool skipped_mixed = false;
+  // Offload: plans that fit without it, the fastest fitting offload plan,
+  // and offload plans that fit in GPU memory but not on the host (the
+  // closest of them by host memory per node).
+  int64_t plain_feasible = 0;
+  int64_t offload_scored = 0;
+  bool have_offload = false;
+  Scored best_offload;
+  int64_t host_pruned = 0;
+  Scored closest_host;
+  double closest_host_ratio = 1e300;
 };
 
 // Evaluates one candidate and prunes: no valid layer split; a stage across
@@ -361,7 +445,7 @@ struct Tally {
 // closest to fitting, the first one on ties). What remains is offered to
 // the top K.
 void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
-           Evaluation* eval, Tally* tally) {
+           const HostSpec& host, Evaluation* eval, Tally* tally) {
   cost.Evaluate(c, eval, /*stage_layers=*/false);
   ++tally->evaluated;
   if (!eval->valid) return;
@@ -370,7 +454,25 @@ void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
     return;
   }
   ++tally->candidates;
+  const bool offload = c.offload != Offload::none;
+  if (offload) ++tally->offload_scored;
+  const bool host_only =
+      offload && !eval->host_fits && eval->memory_gib <= eval->capacity_gib;
+  if (host_only) {
+    // Fits on the GPUs, not on the host: pruned, the reason kept.
+    ++tally->host_pruned;
+    const double need =
+        std::max(eval->cpu_gib_per_node / std::max(host.cpu_memory_gib(), 1e-9),
+                 c.offload == Offload::nvme
+                     ? eval->nvme_gib_per_node / std::max(host.nvme_gib(), 1e-9)
+                     : 0.0);
+    if (need < tally->closest_host_ratio) {
+      tally->closest_host_ratio = need;
+      tally->closest_host = {c, *eval};
+    }
+  }
   if (!eval->fits) {
+    if (host_only) return;  // the closest is about GPU memory
     const double ratio = eval->memory_gib / eval->capacity_gib;
     if (ratio < tally->closest_ratio) {
       tally->closest_ratio = ratio;
@@ -379,17 +481,52 @@ void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
     return;
   }
   ++tally->feasible;
+  if (!offload) {
+    ++tally->plain_feasible;
+  } else if (!tally->have_offload ||
+             RanksBefore(c, *eval, tally->best_offload.c,
+                         tally->best_offload.e)) {
+    tally->have_offload = true;
+    tally->best_offload = {c, *eval};
+  }
   tally->top.Offer(c, *eval);
 }
 
 // One pass over the space. Looks at the clock every kBudgetCheckInterval
 // evaluations; returns false when the budget ran out (the pass stopped).
+//
+// Offload twins: after a candidate without offload, the same candidate with
+// each offload target the space allows is scored, unless the candidate
+// fits without offload and offload is dominated on this cluster (it then
+// only adds time; SearchSpace::offload_dominated).
 bool RunPass(const SearchSpace& space, const CostModel& cost,
-             const Budget& budget, bool allow_mixed, Tally* tally) {
+             const HostSpec& host, const Budget& budget, bool allow_mixed,
+             Tally* tally) {
   Evaluation eval;
+  bool in_time = true;
+  auto score = [&](const Candidate& c) {
+    Score(c, cost, allow_mixed, host, &eval, tally);
+    if (tally->evaluated % kBudgetCheckInterval == 0 && !budget.Left()) {
+      in_time = false;
+    }
+  };
   return space.ForEach([&](const Candidate& c) {
-    Score(c, cost, allow_mixed, &eval, tally);
-    return tally->evaluated % kBudgetCheckInterval != 0 || budget.Left();
+    score(c);
+    // Offload frees the optimizer state only: a fullest stage that would
+    // not fit without it either is not tried (up to a changed layer split).
+    if (c.offload != Offload::none || space.offload_kinds().empty() ||
+        !eval.valid || (eval.mixed_nic_stage && !allow_mixed) ||
+        (eval.fits && space.offload_dominated()) ||
+        eval.memory_gib - eval.optimizer_state_gib > eval.capacity_gib) {
+      return in_time;
+    }
+    for (Offload::Kind kind : space.offload_kinds()) {
+      if (!in_time || !space.OffloadAllowed(kind, c)) continue;
+      Candidate twin = c;
+      twin.offload = kind;
+      score(twin);
+    }
+    return in_time;
   });
 }
 
@@ -443,6 +580,11 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   b->set_a2a_inter_node_fraction(e.a2a_inter_node_fraction);
   b->set_fp8_buffers_gib(e.fp8_buffers_gib);
   b->set_expert_states_gib(e.expert_states_gib);
+  b->set_offload_s(e.offload_s);
+  b->set_offload_total_s(e.offload_total_s);
+  b->set_cpu_memory_gib_per_node(e.cpu_gib_per_node);
+  b->set_nvme_gib_per_node(e.nvme_gib_per_node);
+  plan.set_offload(c.offload);
   for (int l : e.layers) plan.add_layers_per_stage(l);
   for (double t : e.stage_compute_s) plan.add_stage_compute_s(t);
   return plan;
@@ -524,6 +666,24 @@ Status ValidateRequest(const PlanRequest& req) {
   }
   RETURN_IF_ERROR(CheckExperts(req));
   RETURN_IF_ERROR(CheckPrecision(req));
+  const PlanConstraints& fix = req.job.constraints();
+  if (fix.has_offload() && !HostSupports(req.cluster.host(), fix.offload())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--fix offload=", Offload::Kind_Name(fix.offload()), ": cluster '",
+        req.cluster.name(), "' has no ",
+        fix.offload() == Offload::cpu
+            ? "host.cpu_memory_gib and host.pcie_gbps"
+            : "host.cpu_memory_gib, host.pcie_gbps, host.nvme_gbps and "
+              "host.nvme_gib",
+        " (docs/config.md)"));
+  }
+  if (fix.has_offload() && fix.offload() == Offload::nvme &&
+      req.megatron_compatible) {
+    return absl::InvalidArgumentError(
+        "--fix offload=nvme: Megatron-LM offloads optimizer states to CPU "
+        "memory only (--optimizer-cpu-offload), and both --emit launchers "
+        "run Megatron-LM: use offload=cpu, or plan without --emit");
+  }
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
     // A preset with num_nodes describes one machine; the same nodes at
@@ -556,16 +716,94 @@ Status NoLayoutError(const PlanRequest& req) {
           : std::string()));
 }
 
-Status NothingFitsError(const PlanRequest& req, const Scored& closest) {
+// Why offload did not help, for the errors and notes: host memory short
+// (the closest plan that fit in GPU memory), or no host in the cluster.
+std::string HostShortText(const PlanRequest& req, const Tally& tally) {
+  if (tally.host_pruned == 0) return "";
+  const Scored& h = tally.closest_host;
+  const HostSpec& host = req.cluster.host();
+  const bool nvme_short =
+      h.c.offload == Offload::nvme && h.e.nvme_gib_per_node > host.nvme_gib();
+  return absl::StrFormat(
+      "offload %s pruned for %d plans that fit in GPU memory: the closest, "
+      "%s, needs %.0f GiB of %s per node, the node has %.0f",
+      Offload::Kind_Name(h.c.offload), tally.host_pruned, h.c.ToString(),
+      nvme_short ? h.e.nvme_gib_per_node : h.e.cpu_gib_per_node,
+      nvme_short ? "NVMe" : "CPU memory",
+      nvme_short ? host.nvme_gib() : host.cpu_memory_gib());
+}
+
+Status NothingFitsError(const PlanRequest& req, const Tally& tally) {
+  const Scored& closest = tally.closest;
+  std::string offload;
+  if (tally.host_pruned > 0) {
+    offload = "; " + HostShortText(req, tally);
+  } else if (!HostSupports(req.cluster.host(), Offload::cpu)) {
+    offload =
+        "; offload was not tried: the cluster has no host.cpu_memory_gib "
+        "and host.pcie_gbps";
+  }
   return absl::ResourceExhaustedError(absl::StrFormat(
       "no plan of model '%s' fits on %d x %s: the closest, %s, needs %.1f "
       "GiB per GPU, has %.0f (stage %d: weights %.1f, gradients %.1f, "
-      "optimizer %.1f, activations %.1f, reserve %.1f GiB)",
+      "optimizer %.1f, activations %.1f, reserve %.1f GiB)%s",
       req.model.name(), req.gpus, req.cluster.gpu().name(),
       closest.c.ToString(), closest.e.memory_gib, closest.e.capacity_gib,
       closest.e.critical_stage, closest.e.weights_gib, closest.e.gradients_gib,
       closest.e.optimizer_state_gib, closest.e.activations_gib,
-      closest.e.reserve_gib));
+      closest.e.reserve_gib, offload));
+}
+
+// The report's notes on offload (`strata plan --explain`): why the best plan
+// offloads, or what offload would cost, or why it was not tried, and what
+// the host's memory pruned.
+std::vector<std::string> OffloadNotes(const PlanRequest& req,
+                                      const SearchSpace& space,
+                                      const Tally& tally) {
+  std::vector<std::string> notes;
+  const Scored& best = tally.top.best().front();
+  if (best.c.offload != Offload::none) {
+    const double share = best.e.offload_s / best.e.step_s;
+    if (req.job.constraints().has_offload()) {
+      notes.push_back(absl::StrFormat(
+          "offload %s: pinned (--fix offload); the host step costs %.3f s "
+          "per step (%.0f%%)",
+          Offload::Kind_Name(best.c.offload), best.e.offload_s, 100 * share));
+    } else if (tally.plain_feasible == 0 && tally.closest_ratio < 1e300) {
+      notes.push_back(absl::StrFormat(
+          "offload %s: the only fitting plans offload (the closest plan "
+          "that does not fit, %s, needs %.1f GiB per GPU, has %.0f); the "
+          "host step costs %.3f s per step (%.0f%%)",
+          Offload::Kind_Name(best.c.offload), tally.closest.c.ToString(),
+          tally.closest.e.memory_gib, tally.closest.e.capacity_gib,
+          best.e.offload_s, 100 * share));
+    } else {
+      notes.push_back(absl::StrFormat(
+          "offload %s: the fastest plan that fits; its host step costs "
+          "%.3f s per step (%.0f%%)",
+          Offload::Kind_Name(best.c.offload), best.e.offload_s, 100 * share));
+    }
+  } else if (tally.have_offload) {
+    const Scored& o = tally.best_offload;
+    notes.push_back(absl::StrFormat(
+        "offload: the fastest offload plan, %s, takes %.3f s per step "
+        "(%+.0f%% over #1; host step %.3f s)",
+        o.c.ToString(), o.e.step_s, 100 * (o.e.step_s / best.e.step_s - 1),
+        o.e.offload_s));
+  } else if (!space.offload_kinds().empty() && space.offload_dominated() &&
+             tally.host_pruned == 0) {
+    notes.push_back(absl::StrFormat(
+        "offload: not needed; tried only for plans that do not fit without "
+        "it (the host step takes >= %.2g ns per parameter, the GPU's <= %.2g)",
+        1e9 * space.host_s_per_param(), 1e9 * space.gpu_s_per_param()));
+  } else if (space.offload_kinds().empty() &&
+             !req.job.constraints().has_offload()) {
+    notes.push_back(
+        "offload: not available (the cluster has no host.cpu_memory_gib and "
+        "host.pcie_gbps)");
+  }
+  if (tally.host_pruned > 0) notes.push_back(HostShortText(req, tally));
+  return notes;
 }
 
 Status OutOfTimeError(const PlanRequest& req, const Tally& tally) {
@@ -600,12 +838,14 @@ PlanReport BuildReport(const PlanRequest& req, const CostModel& cost,
 
 }  // namespace
 
+namespace {
+
 // The search in four steps: the space (SearchSpace: enumeration with the
 // divisibility rules), scoring (Score: cost model, pruning by layer split,
 // NIC fabric and memory), the top K (TopK under RanksBefore), the report.
-StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
-  const auto start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(ValidateRequest(req));
+// `req` is validated, its calibration and node speeds applied.
+StatusOr<PlanReport> Search(const PlanRequest& req,
+                            std::chrono::steady_clock::time_point start) {
   const int gpn = req.cluster.gpus_per_node();
   const int num_nodes = static_cast<int>((req.gpus + gpn - 1) / gpn);
   ASSIGN_OR_RETURN(std::vector<topology::NodeInfo> nodes,
@@ -618,16 +858,21 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
   // On clusters with several NIC fabrics, stages that straddle two are
   // used only when no layout keeps every stage on one (RDMA does not cross
   // fabrics; Holmes).
-  bool in_time = RunPass(space, cost, budget, /*allow_mixed=*/false, &tally);
+  const HostSpec& host = req.cluster.host();
+  bool in_time =
+      RunPass(space, cost, host, budget, /*allow_mixed=*/false, &tally);
   if (in_time && tally.top.empty() && tally.skipped_mixed) {
     tally.StartOver();
-    in_time = RunPass(space, cost, budget, /*allow_mixed=*/true, &tally);
+    in_time = RunPass(space, cost, host, budget, /*allow_mixed=*/true, &tally);
   }
   if (!in_time && tally.top.empty()) return OutOfTimeError(req, tally);
   if (tally.candidates == 0) return NoLayoutError(req);
-  if (tally.top.empty()) return NothingFitsError(req, tally.closest);
+  if (tally.top.empty()) return NothingFitsError(req, tally);
 
   PlanReport report = BuildReport(req, cost, net, tally);
+  for (std::string& note : OffloadNotes(req, space, tally)) {
+    report.add_notes(std::move(note));
+  }
   SearchStats* stats = report.mutable_search();
   stats->set_elapsed_s(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -642,6 +887,40 @@ StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
   }
   log->info("searched {} candidates ({} fit) in {:.3f} s", tally.candidates,
             tally.feasible, stats->elapsed_s());
+  return report;
+}
+
+}  // namespace
+
+StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
+  const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ValidateRequest(req));
+  if (req.job.node_speed().empty() && !req.cluster.has_calibration()) {
+    return Search(req, start);
+  }
+  // The calibration's device constants, then per-node speeds as node
+  // overrides (their own node classes) on top of them.
+  PlanRequest prepared = req;
+  ApplyCalibration(&prepared.cluster);
+  const int gpn = req.cluster.gpus_per_node();
+  const int num_nodes = static_cast<int>((req.gpus + gpn - 1) / gpn);
+  prepared.job.clear_node_speed();
+  RETURN_IF_ERROR(
+      ApplyNodeSpeeds(req.job.node_speed(), num_nodes, &prepared.cluster));
+  ASSIGN_OR_RETURN(PlanReport report, Search(prepared, start));
+  if (req.cluster.has_calibration()) {
+    const Calibration& cal = req.cluster.calibration();
+    report.set_calibration(absl::StrCat(
+        "calibration applied (",
+        cal.source().empty() ? "no source" : cal.source(),
+        cal.samples() > 0
+            ? absl::StrFormat("; %d samples, step-time rms error %.0f%% "
+                              "before the fit, %.0f%% after",
+                              cal.samples(), 100 * cal.rms_error_before(),
+                              100 * cal.rms_error_after())
+            : std::string(),
+        ")"));
+  }
   return report;
 }
 

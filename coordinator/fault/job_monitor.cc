@@ -128,6 +128,12 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
   return out;
 }
 
+std::optional<double> JobMonitor::TakePlanCalibration() {
+  if (!calibration_fresh_) return std::nullopt;
+  calibration_fresh_ = false;
+  return plan_check_.calibration;
+}
+
 std::vector<fault::FaultEvent> JobMonitor::CheckStages() {
   std::map<int, std::vector<double>> per_stage;  // stage -> rank medians
   for (const auto& [rank, cells] : history_) {
@@ -148,6 +154,7 @@ std::vector<fault::FaultEvent> JobMonitor::CheckStages() {
   }
   plan_checked_ms_ = clock_.SteadyNowMs();
   stage_times_ = stages;
+  calibration_fresh_ = true;
   plan_check_ = fault::CheckPlan(stages);
   std::vector<fault::FaultEvent> out;
   for (fault::FaultEvent e : plan_check_.events) {

@@ -95,6 +95,10 @@ class JobMonitor {
   // The node every currently slow pair has in common (its link is the
   // likely cause), if there is one: what `evict` removes for a slow link.
   std::optional<std::string> SlowLinkSuspect() const;
+  // The median measured / predicted stage compute of a plan check that ran
+  // since the last call (fault::PlanCheck::calibration), once; nullopt
+  // otherwise. What the coordinator stores as the devices' calibration.
+  std::optional<double> TakePlanCalibration();
 
  private:
   struct Pending {
@@ -118,6 +122,7 @@ class JobMonitor {
   int64_t plan_checked_ms_ = -1;
   std::vector<fault::StageTime> stage_times_;  // the last plan check's
   fault::PlanCheck plan_check_;
+  bool calibration_fresh_ = false;  // a plan check since TakePlanCalibration
   std::set<std::pair<fault::EventKind, int>> plan_reported_;
   bool hang_reported_ = false;
   std::map<int64_t, Pending> pending_;  // step -> reports so far

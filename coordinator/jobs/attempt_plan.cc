@@ -72,7 +72,9 @@ ClusterSpec ClusterFromProbes(
   }
   gpu->set_peak_bf16_tflops(std::max(gflops, 1.0) * share / 1000.0);
   gpu->set_gemm_efficiency(1.0);
-  gpu->set_hbm_gbps(std::max(copy_gbps, 1.0));
+  // A node's memory bandwidth is shared by its CPU ranks.
+  gpu->set_hbm_gbps(std::max(copy_gbps, 1.0) /
+                    (gpu_name.empty() ? ranks_per_node : 1));
   c.set_intra_node_gbps(std::max(copy_gbps, 1.0) * 8);
   Nic* nic = c.add_nics();
   nic->set_count(1);
@@ -98,13 +100,38 @@ ClusterSpec ClusterFromProbes(
   return c;
 }
 
+std::string CalibrationKey(const std::vector<control::WorkerInfo>& nodes) {
+  std::string device = "cpu-core";
+  if (!nodes.empty() && nodes[0].probe().gpu_details_size() > 0) {
+    device = nodes[0].probe().gpu_details(0).name();
+  }
+  return "calibration/" + device;
+}
+
+void ScaleCompute(double compute_scale, const std::string& source,
+                  ClusterSpec* c) {
+  if (!(compute_scale > 0) || compute_scale == 1.0) return;
+  auto scale = [&](GpuType* g) {
+    g->set_peak_bf16_tflops(g->peak_bf16_tflops() / compute_scale);
+    g->set_hbm_gbps(g->hbm_gbps() / compute_scale);
+  };
+  scale(c->mutable_gpu());
+  for (NodeOverride& o : *c->mutable_overrides()) {
+    if (o.has_gpu()) scale(o.mutable_gpu());
+  }
+  c->mutable_calibration()->set_source(
+      absl::StrCat(source, ": compute x", compute_scale));
+}
+
 StatusOr<Plan> PlanAttempt(
     const JobSpec& spec, const std::vector<control::WorkerInfo>& nodes,
-    const google::protobuf::Map<std::string, double>& node_speed) {
+    const google::protobuf::Map<std::string, double>& node_speed,
+    double compute_scale) {
   if (nodes.empty()) return absl::InvalidArgumentError("no nodes to plan on");
   const int rpn = RanksPerNode(spec, nodes[0].probe());
   const int64_t world = static_cast<int64_t>(rpn) * nodes.size();
   ClusterSpec cluster = ClusterFromProbes(nodes, rpn, node_speed);
+  ScaleCompute(compute_scale, "coordinator step reports", &cluster);
   RETURN_IF_ERROR(topology::ValidateCluster(cluster));
 
   if (!spec.launch().model().empty()) {

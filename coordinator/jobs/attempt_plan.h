@@ -21,7 +21,8 @@ int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe);
 // is one core at the measured single-thread SGEMM rate (gemm_efficiency 1: the
 // rate is already achieved, not peak; divided among the ranks when they
 // outnumber the cores) with node memory / ranks and the
-// measured copy bandwidth; NICs as found in sysfs (10 Gb/s Ethernet when the
+// measured copy bandwidth / ranks (the ranks share the memory); NICs as
+// found in sysfs (10 Gb/s Ethernet when the
 // speed is unknown, e.g. veth/loopback simulated nodes). A node named in
 // `node_speed` (node name -> speed relative to its probe, in (0, 1]: what
 // a fault policy `rebalance` measured) gets a NodeOverride with its
@@ -31,14 +32,29 @@ ClusterSpec ClusterFromProbes(
     const std::vector<control::WorkerInfo>& nodes, int ranks_per_node,
     const google::protobuf::Map<std::string, double>& node_speed = {});
 
+// The coordinator's calibration of the devices on `nodes` (docs/planner.md
+// "Calibration"): its store key, "calibration/<device>" (the first node's
+// GPU name, or "cpu-core" without GPUs).
+std::string CalibrationKey(const std::vector<control::WorkerInfo>& nodes);
+
+// Devices that ran `compute_scale` times slower than the planner predicted
+// (the median measured / predicted stage compute of earlier jobs' plan
+// checks, fault/plan_check.h): divides every GPU type's FLOP rate and
+// memory bandwidth by it and records it as the cluster's calibration
+// (`source`), so plans say a calibration is applied. 1: no change.
+void ScaleCompute(double compute_scale, const std::string& source,
+                  ClusterSpec* cluster);
+
 // The plan (parallelism + placement) of an attempt on `nodes`, in node
 // order. With launch.model set the planner searches, honouring the job's
 // constraints; otherwise TP/PP/CP come from the constraints (default 1) and
 // DP takes the rest. InvalidArgument when the sizes do not divide the rank
 // count, naming both.
+// `compute_scale` (ScaleCompute) applies to planned jobs.
 StatusOr<Plan> PlanAttempt(
     const JobSpec& spec, const std::vector<control::WorkerInfo>& nodes,
-    const google::protobuf::Map<std::string, double>& node_speed = {});
+    const google::protobuf::Map<std::string, double>& node_speed = {},
+    double compute_scale = 1.0);
 
 // What STRATA_PLAN holds: the plan without the per-rank list and group
 // member lists, which grow with the job (2 MB of JSON at 16,384 ranks,

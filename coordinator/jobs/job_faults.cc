@@ -4,7 +4,9 @@
 // recorders (asked of the workers in heartbeat replies, waited for at most
 // kDiagnoseWaitMs) before the attempt is restarted.
 #include <algorithm>
+#include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -68,7 +70,9 @@ void JobManager::Watch(control::JobInfo& job, const control::StepReport& s) {
   Watched& w = WatchedOf(job);
   KeepForTrace(job, w, s);
   const fault::ResolvedPolicy policy = fault::Resolve(job.spec().fault());
-  for (const fault::FaultEvent& e : w.monitor->OnStep(s)) {
+  const std::vector<fault::FaultEvent> found = w.monitor->OnStep(s);
+  if (auto ratio = w.monitor->TakePlanCalibration()) Calibrate(job, *ratio);
+  for (const fault::FaultEvent& e : found) {
     // A slow rank, stage or link: steps beyond the baseline are lost to it.
     if (e.kind != fault::EventKind::kUnbalancedPlan) LedgerOf(job).OnStraggler();
     if (e.kind == fault::EventKind::kUnbalancedPlan) {
@@ -285,7 +289,12 @@ JobManager::Rebalanced(const control::JobInfo& job, const fault::FaultEvent& e,
   speeds[node] = was / e.slowdown;
   std::vector<control::WorkerInfo> nodes(job.node_info().begin(),
                                          job.node_info().end());
-  ASSIGN_OR_RETURN(Plan next, PlanAttempt(job.spec(), nodes, speeds));
+  // The scale the running plan used, so both predictions compare alike.
+  const auto used = planned_scale_.find(job.job_id());
+  ASSIGN_OR_RETURN(Plan next,
+                   PlanAttempt(job.spec(), nodes, speeds,
+                               used == planned_scale_.end() ? 1.0
+                                                            : used->second));
   // As it runs, the synchronous job goes at its slowest rank's pace: the
   // current plan's prediction times the slowdown.
   const double now_s = job.plan().step_time_s() * e.slowdown;
@@ -426,6 +435,37 @@ StatusOr<control::DiagnoseReply> JobManager::Diagnose(
   }
   d.set_job_id(job_id);
   return d;
+}
+
+double JobManager::StoredComputeScale(const std::string& key) {
+  auto stored = store_->Get(key);
+  double scale = 1.0;
+  if (!stored.ok() || !absl::SimpleAtod(*stored, &scale) || !(scale > 0)) {
+    return 1.0;
+  }
+  return scale;
+}
+
+// A plan check found the job's stages computing `ratio` times the planned
+// time. The plan assumed the devices at the stored scale it used, so the
+// devices' scale is that times `ratio`; it is stored (for the next plan on
+// such devices) when it moved by more than 2%, the noise of a median of
+// plan-check windows (docs/fault.md).
+void JobManager::Calibrate(const control::JobInfo& job, double ratio) {
+  if (!(ratio > 0) || job.node_info_size() == 0) return;
+  const auto used = planned_scale_.find(job.job_id());
+  const double scale =
+      (used == planned_scale_.end() ? 1.0 : used->second) * ratio;
+  std::vector<control::WorkerInfo> nodes(job.node_info().begin(),
+                                         job.node_info().end());
+  const std::string key = CalibrationKey(nodes);
+  const double stored = StoredComputeScale(key);
+  if (std::abs(scale / stored - 1) <= 0.02) return;
+  if (!store_->Put(key, absl::StrCat(scale)).ok()) return;
+  events_->Record(job.job_id(), job.attempt(), "calibrated",
+                  absl::StrFormat("%s: stages compute %.2fx the plan; devices "
+                                  "now at compute x%.3f (was x%.3f)",
+                                  key, ratio, scale, stored));
 }
 
 }  // namespace strata::coordinator

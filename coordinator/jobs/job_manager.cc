@@ -481,7 +481,9 @@ void JobManager::TryPlace(control::JobInfo& job,
                               " (strata-coordinator --max-ranks)"));
     return;
   }
-  auto plan = PlanAttempt(job.spec(), idle, job.node_speed());
+  const double scale = StoredComputeScale(CalibrationKey(idle));
+  auto plan = PlanAttempt(job.spec(), idle, job.node_speed(), scale);
+  planned_scale_[job.job_id()] = scale;
   if (plan.ok()) {
     Status fits = CheckLaunchOrderSize(
         job.spec(), RanksPerNode(job.spec(), idle[0].probe()),

@@ -204,6 +204,13 @@ class JobManager {
   // restarting, and the last measured cost (ms) from a failure to the
   // first step of the next attempt.
   std::map<std::string, int64_t> restart_began_ms_, restart_cost_ms_;
+  // Self-calibration (docs/planner.md "Calibration"): the stored compute
+  // scale of a device key (attempt_plan.h CalibrationKey; 1 when none), the
+  // scale each job's current plan used, and the update from a job's plan
+  // checks (measured / predicted stage compute x the scale it planned with).
+  double StoredComputeScale(const std::string& key);
+  void Calibrate(const control::JobInfo& job, double measured_over_predicted);
+  std::map<std::string, double> planned_scale_;  // job id -> scale
   // Whether acting on `e` is worth a restart (predicted loss over the
   // remaining steps against the restart cost); the reason either way.
   std::pair<bool, std::string> WorthRestart(const control::JobInfo& job,

@@ -223,6 +223,20 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
       {"plan --model mixtral-8x7b --cluster dgx-h100 --gpus 64 "
        "--global-batch 256 --fix ep=0",
        "--fix ep = 0 is out of range [1, 65536]"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix offload=tape",
+       "none, cpu or nvme"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix layers=odd",
+       "even or balanced"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--node-speed 3",
+       "node=speed pairs"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--node-speed 0=0",
+       "'node_speed[0].speed' = 0 is out of range (0, 4]"},
+      {"plan --calibrate /nonexistent.json", "cannot open /nonexistent.json"},
+      {"plan --gpus 8", "are required (or --calibrate FILE)"},
   };
   for (const Case& c : cases) {
     RunResult r = RunStrata(c.args);
@@ -230,6 +244,17 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n"
                                                         << r.out;
   }
+}
+
+TEST(PlanCliTest, ExplainSaysWhyTheBestPlanOffloads) {
+  RunResult r = RunStrata(
+      "plan --model llama3-70b --cluster dgx-h100 --gpus 8 --global-batch 16 "
+      "--seq 4096 --top 1 --explain --no-calibration");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: offload cpu: the only fitting plans offload"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("GiB CPU memory per node"), std::string::npos);
 }
 
 TEST(PlanCliTest, MalformedAndImpossibleModelFiles) {

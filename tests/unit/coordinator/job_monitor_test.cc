@@ -246,6 +246,20 @@ TEST(JobMonitorTest, StagesUnevenAsPredictedIsAnUnbalancedPlan) {
   EXPECT_NEAR(m.Diagnose().plan_calibration(), 2.0, 0.15);
 }
 
+TEST(JobMonitorTest, PlanChecksHandOutTheirCalibrationOnce) {
+  FakeClock clock;
+  JobMonitor m(clock, fault::Resolve(FaultPolicy()), TwoStages(), {0.1, 0.1});
+  EXPECT_FALSE(m.TakePlanCalibration().has_value());
+  RunStages(m, clock, {0.25, 0.25}, 100);
+  auto ratio = m.TakePlanCalibration();
+  ASSERT_TRUE(ratio.has_value());
+  EXPECT_NEAR(*ratio, 2.5, 0.2);
+  EXPECT_FALSE(m.TakePlanCalibration().has_value());
+  JobMonitor unplanned(clock, fault::Resolve(FaultPolicy()), TwoStages());
+  RunStages(unplanned, clock, {0.25, 0.25}, 100);
+  EXPECT_FALSE(unplanned.TakePlanCalibration().has_value());
+}
+
 TEST(JobMonitorTest, BalancedOnPlanOrUnpredictedStagesReportNothing) {
   FakeClock clock;
   JobMonitor planned(clock, fault::Resolve(FaultPolicy()), TwoStages(),
