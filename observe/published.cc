@@ -26,8 +26,11 @@ bool Published::Wanted() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (waiting_ > 0) return true;
   const int64_t now = clock_->SteadyNowMs();
+  // Warm: re-rendered only once the current text was read, so a scraper
+  // costs one render per scrape, not one per `refresh`.
   return read_ms_ >= 0 && now - read_ms_ <= options_.keep_warm_ms &&
-         (!has_text_ || now - published_ms_ >= options_.refresh_ms);
+         (!has_text_ || (read_ms_ >= published_ms_ &&
+                         now - published_ms_ >= options_.refresh_ms));
 }
 
 void Published::Publish(std::string text) {

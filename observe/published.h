@@ -3,10 +3,10 @@
 // servers ever touching the owner's state.
 //
 // The owner renders only when it is worth it: a reader is waiting, or
-// someone read within the last `keep_warm` and the text is older than
-// `refresh` — so a coordinator nobody scrapes renders nothing, and one
-// scraped every second serves a text at most `refresh` + one tick old at
-// once. A reader whose text is older than `max_age` waits up to `wait` for a
+// someone read the current text, within the last `keep_warm`, and it is
+// older than `refresh` — so a coordinator nobody scrapes renders nothing,
+// one scraped every second renders once per scrape and serves a text at
+// most a scrape interval + one tick old at once. A reader whose text is older than `max_age` waits up to `wait` for a
 // fresh one, then takes what there is. Thread-safe; time from the injected
 // Clock's steady reading (the waits themselves use real time).
 #pragma once

@@ -40,6 +40,10 @@ TEST(PublishedTest, AWaitingReaderGetsTheNextText) {
   clock.Advance(PublishedOptions().refresh_ms);
   EXPECT_TRUE(p.Wanted());  // warm: read recently, text is old
   p.Publish("v2");
+  clock.Advance(PublishedOptions().refresh_ms);
+  EXPECT_FALSE(p.Wanted());  // nobody read v2 yet: no new render
+  EXPECT_EQ(*p.Get(), "v2");
+  EXPECT_TRUE(p.Wanted());
   clock.Advance(PublishedOptions().keep_warm_ms + 1);
   EXPECT_FALSE(p.Wanted());  // cold: nobody read for a minute
 }
