@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "CLI/CLI.hpp"
 #include "common/cpu_time.h"
@@ -222,42 +224,59 @@ int main(int argc, char** argv) {
     std::cout << "dashboard " << http->url() << "/" << std::endl;
   }
   std::cout << "listening " << *bound << std::endl;
-  // Thread CPU seconds the loop spent on each (the metric
-  // strata_coordinator_render_cpu_seconds_total).
-  std::map<std::string, double> render_cpu = {
-      {"dashboard", 0}, {"metrics", 0}, {"trace", 0}};
-  auto timed = [&](const char* what, auto&& f) {
+  // Thread CPU nanoseconds spent making each (the metric
+  // strata_coordinator_render_cpu_seconds_total): on the loop, and for
+  // /metrics also on the HTTP thread that renders the loop's snapshot.
+  struct RenderCpu {
+    std::atomic<int64_t> dashboard{0}, metrics{0}, trace{0};
+  };
+  auto render_cpu = std::make_shared<RenderCpu>();
+  auto timed = [](std::atomic<int64_t>& ns, auto&& f) {
     const double t0 = strata::ThreadCpuSeconds();
     f();
-    render_cpu[what] += strata::ThreadCpuSeconds() - t0;
+    ns += static_cast<int64_t>((strata::ThreadCpuSeconds() - t0) * 1e9);
   };
   auto render = [&] {
     if (!http) return;
-    timed("trace", [&] { traces.Serve(jobs, service.registry()); });
+    timed(render_cpu->trace, [&] { traces.Serve(jobs, service.registry()); });
     if (dashboard.Wanted()) {
-      timed("dashboard", [&] {
+      timed(render_cpu->dashboard, [&] {
         dashboard.Publish(sc::RenderDashboardJson(sc::CollectDashboard(
             jobs, events, service.registry(), clock.NowMs())));
       });
     }
     if (!metrics.Wanted()) return;
-    const double t0 = strata::ThreadCpuSeconds();
-    sc::MetricsInput in;
-    in.jobs = jobs.List(/*with_steps=*/true);
-    in.workers = service.registry().List();
-    *in.workers.mutable_health() = service.Health();
-    in.now_unix_ms = clock.NowMs();
-    in.step_seconds = jobs.StepHistograms();
-    in.heartbeat_rtt = service.registry().HeartbeatRtt();
-    const auto rej = server.rejects();
-    in.rejected = {{"oversized", rej.oversized},
-                   {"malformed", rej.malformed},
-                   {"wrong_version", rej.wrong_version},
-                   {"empty_body", rej.empty_body},
-                   {"unauthenticated", rej.unauthenticated}};
-    in.render_cpu_seconds = render_cpu;
-    metrics.Publish(sc::RenderMetrics(in));
-    render_cpu["metrics"] += strata::ThreadCpuSeconds() - t0;
+    timed(render_cpu->metrics, [&] {
+      sc::MetricsInput in;
+      in.jobs = jobs.List(/*with_steps=*/true);
+      in.workers = service.registry().List();
+      *in.workers.mutable_health() = service.Health();
+      in.now_unix_ms = clock.NowMs();
+      in.step_seconds = jobs.StepHistograms();
+      in.heartbeat_rtt = service.registry().HeartbeatRtt();
+      const auto rej = server.rejects();
+      in.rejected = {{"oversized", rej.oversized},
+                     {"malformed", rej.malformed},
+                     {"wrong_version", rej.wrong_version},
+                     {"empty_body", rej.empty_body},
+                     {"unauthenticated", rej.unauthenticated}};
+      // The exposition is written by the scraping thread, from this
+      // snapshot (Published::Publish(render)).
+      // Readers share the snapshot: one renders at a time.
+      metrics.Publish([in = std::move(in), render_cpu, timed,
+                       mu = std::make_shared<std::mutex>()]() mutable {
+        std::lock_guard<std::mutex> lock(*mu);
+        std::string text;
+        timed(render_cpu->metrics, [&] {
+          in.render_cpu_seconds = {
+              {"dashboard", render_cpu->dashboard * 1e-9},
+              {"metrics", render_cpu->metrics * 1e-9},
+              {"trace", render_cpu->trace * 1e-9}};
+          text = sc::RenderMetrics(in);
+        });
+        return text;
+      });
+    });
   };
   server.Run(g_stop, 50, render);
   logger->info("stopping: handled {} requests, rejected {}", server.handled(),

@@ -5,21 +5,27 @@
 namespace strata::observe {
 
 StatusOr<std::string> Published::Get() {
-  std::unique_lock<std::mutex> lock(mu_);
-  const int64_t now = clock_->SteadyNowMs();
-  read_ms_ = now;
-  if (has_text_ && now - published_ms_ <= options_.max_age_ms) return text_;
-  const uint64_t seen = generation_;
-  ++waiting_;
-  cv_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
-               [&] { return generation_ != seen; });
-  --waiting_;
-  if (!has_text_) {
-    return absl::UnavailableError(
-        "nothing to serve yet: the coordinator's loop did not publish within " +
-        std::to_string(options_.wait_ms) + " ms");
+  std::shared_ptr<const std::function<std::string()>> source;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int64_t now = clock_->SteadyNowMs();
+    read_ms_ = now;
+    if (!has_text_ || now - published_ms_ > options_.max_age_ms) {
+      const uint64_t seen = generation_;
+      ++waiting_;
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
+                   [&] { return generation_ != seen; });
+      --waiting_;
+    }
+    if (!has_text_) {
+      return absl::UnavailableError(
+          "nothing to serve yet: the coordinator's loop did not publish "
+          "within " +
+          std::to_string(options_.wait_ms) + " ms");
+    }
+    source = source_;
   }
-  return text_;
+  return (*source)();  // outside the lock: the owner never waits for it
 }
 
 bool Published::Wanted() const {
@@ -34,9 +40,15 @@ bool Published::Wanted() const {
 }
 
 void Published::Publish(std::string text) {
+  Publish([text = std::move(text)] { return text; });
+}
+
+void Published::Publish(std::function<std::string()> render) {
+  auto source =
+      std::make_shared<const std::function<std::string()>>(std::move(render));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    text_ = std::move(text);
+    source_ = std::move(source);
     has_text_ = true;
     published_ms_ = clock_->SteadyNowMs();
     ++generation_;

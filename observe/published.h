@@ -1,6 +1,7 @@
 // A text one thread renders (the coordinator's event loop: /metrics, the
 // dashboard's JSON) and other threads serve (the HTTP handlers), without the
-// servers ever touching the owner's state.
+// servers ever touching the owner's state: the owner publishes a text, or a
+// snapshot its readers render.
 //
 // The owner renders only when it is worth it: a reader is waiting, or
 // someone read the current text, within the last `keep_warm`, and it is
@@ -13,6 +14,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -41,13 +44,19 @@ class Published {
   bool Wanted() const;
   // Owner: the new text; wakes waiting readers.
   void Publish(std::string text);
+  // Owner: a new snapshot that each reader renders on its own thread, so
+  // the owner's loop pays for taking the snapshot only (the /metrics
+  // exposition of thousands of workers takes milliseconds to write, and
+  // heartbeats would wait for it). `render` must own what it reads.
+  void Publish(std::function<std::string()> render);
 
  private:
   const Clock* clock_;
   const PublishedOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string text_;
+  // The latest publication: a text or a snapshot's renderer.
+  std::shared_ptr<const std::function<std::string()>> source_;
   bool has_text_ = false;
   int64_t published_ms_ = 0;  // steady
   int64_t read_ms_ = -1;      // steady; -1: never read

@@ -100,9 +100,9 @@ std::string RenderMetrics(const MetricsInput& in) {
                  "Changes refused since the state dir became unwritable.", {}));
   Check(r.Define("strata_coordinator_render_cpu_seconds_total",
                  MetricType::kCounter,
-                 "Event-loop CPU time spent rendering /metrics, the "
-                 "dashboard's JSON and traces: what observability costs the "
-                 "coordinator.",
+                 "CPU time spent making /metrics (the event loop's snapshot "
+                 "and the scraping thread's rendering), the dashboard's JSON "
+                 "and traces: what observability costs the coordinator.",
                  {"what"}));
   Check(r.Define("strata_control_rejected_total", MetricType::kCounter,
                  "Control connections or frames rejected, by reason.",

@@ -26,9 +26,9 @@
 //   strata_coordinator_refused_changes_total
 //   strata_control_rejected_total{reason}   from `rejected` (ZAP, codec, ...)
 //   strata_coordinator_render_cpu_seconds_total{what}
-//                                           event-loop CPU spent making
-//                                           /metrics, the dashboard JSON and
-//                                           traces (observability's own cost)
+//                                           CPU spent making /metrics, the
+//                                           dashboard JSON and traces
+//                                           (observability's own cost)
 #pragma once
 
 #include <cstdint>

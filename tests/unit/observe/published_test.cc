@@ -64,5 +64,30 @@ TEST(PublishedTest, AStuckOwnerMakesReadersWaitABoundedTime) {
   EXPECT_EQ(*t, "old");
 }
 
+// A snapshot's renderer runs on the reader's thread, once per read: the
+// owner's loop never pays for (or waits on) writing the text.
+TEST(PublishedTest, ASnapshotIsRenderedByItsReader) {
+  FakeClock clock;
+  Published p(&clock);
+  std::atomic<int> renders{0};
+  std::thread::id rendered_on;
+  p.Publish([&] {
+    ++renders;
+    rendered_on = std::this_thread::get_id();
+    return std::string("lazy");
+  });
+  EXPECT_EQ(renders, 0);
+  std::string got;
+  std::thread::id reader_id;
+  std::thread reader([&] {
+    reader_id = std::this_thread::get_id();
+    got = *p.Get();
+  });
+  reader.join();
+  EXPECT_EQ(got, "lazy");
+  EXPECT_EQ(renders, 1);
+  EXPECT_EQ(rendered_on, reader_id);
+}
+
 }  // namespace
 }  // namespace strata::observe
