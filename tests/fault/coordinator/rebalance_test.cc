@@ -52,8 +52,11 @@ TEST(RebalanceTest, AJobWithoutAModelIsNotRebalanced) {
   const RunResult r = RunStrata(
       "run --nodes 2 --ranks-per-node 2 --max-restarts 2 "
       "--fault straggler=rebalance --fault restart_cost_s=0 "
-      "--inject slow:rank=3,factor=2,step=3 -- " +
-      TrainBinary() + " --model small --steps 40 --global-batch 8 --micro-batch 1");
+      // 3x in 20 ms slices (as strata-bench fault slows ranks): with four
+      // ranks time-sliced on two cores a coarser 2x was at times absorbed
+      // and nothing was found in 40 steps.
+      "--inject slow:rank=3,factor=3,step=3,period_ms=20 -- " +
+      TrainBinary() + " --model small --steps 60 --global-batch 8 --micro-batch 1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("straggler: rank 3 on node-1"), std::string::npos)
       << r.out;
