@@ -120,10 +120,12 @@ class CostModel {
   const ParamCount& params() const { return params_; }
 
  private:
-  // Evaluate runs these steps in order; each is documented in
-  // cost_model.cc next to the formulas it uses. The steps are declared
-  // inline so the compiler folds them back into Evaluate, which the search
-  // calls once per candidate; cost_model.cc, their only user, defines them.
+  // Evaluate runs these steps in order; each is documented next to the
+  // formulas it uses, in cost_model.cc (per candidate and stage) or
+  // layer_cost.cc (one layer: Layer and its helpers). The steps are
+  // declared inline so the compiler folds them back into their one caller
+  // in the file that defines them; the structures are in
+  // cost_model_parts.h.
   struct Shape;         // per-candidate quantities every step shares
   struct LayerCost;     // per micro-batch, per layer, on one GPU type
   struct StageClass;    // stages on equal links and GPUs, and their layers
