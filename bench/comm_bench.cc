@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ using comm::Algorithm;
 
 struct Row {
   std::string algo;
-  double seconds;
+  double seconds;   // median block: seconds per call
+  double vs_mpi;    // median over rounds of MPI's time / this time
 };
 
 int Relaunch(const std::string& self, const std::vector<int>& ranks,
@@ -112,39 +114,38 @@ int CommBench(int argc, char** argv) {
     std::printf("%12s  %-20s %10s %10s %10s\n", "bytes", "algo", "time_us",
                 "algbw", "busbw");
   }
+  // Each size runs kRounds rounds; a round times a block of iterations of
+  // every contender, starting with a different one each round. A contender's
+  // figure is its median block, its ratio the median of the per-round
+  // ratios MPI time / its time: a burst of load from outside slows the
+  // blocks of one round, not one contender's whole measurement, as it would
+  // if each ran all its iterations back to back.
+  constexpr int kRounds = 7;
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
     std::vector<float> buf(count, 1.0f);
-    // About 1 GiB moved per measurement, 20k iterations at most.
+    // About 1 GiB moved per size and contender, 20k iterations at most.
     const int iters = static_cast<int>(
         std::clamp<size_t>((size_t{1} << 30) / bytes, 4, 20000));
-    std::vector<Row> rows;
-    auto time_it = [&](const std::string& name, auto&& fn) {
-      for (int w = 0; w < std::max(2, iters / 10); ++w) fn();
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      for (int i = 0; i < iters; ++i) fn();
-      double dt = (MPI_Wtime() - t0) / iters, worst = 0;
-      MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      rows.push_back({name, worst});
-    };
-    time_it("mpi", [&] {
+    const int per_round = std::max(1, iters / kRounds);
+    std::vector<std::string> names = {"mpi"};
+    std::vector<std::function<void()>> fns = {[&] {
       MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count),
                     MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    });
+    }};
     for (Algorithm a :
          {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
       if (a == Algorithm::kRecursiveDoubling && bytes > (16u << 20)) continue;
       comm::OpOptions o;
       o.algorithm = a;
       o.synchronous = true;  // blocking, like MPI_Allreduce
-      const std::string name =
+      names.push_back(
           std::string("strata/") +
           (a == Algorithm::kAuto
                ? std::string("auto:") +
                      comm::AlgorithmName(group.ChooseAllReduce(bytes))
-               : comm::AlgorithmName(a));
-      time_it(name, [&] {
+               : comm::AlgorithmName(a)));
+      fns.push_back([&, o] {
         Status st = group
                         .AllReduce(buf.data(), count, comm::DataType::kF32,
                                    comm::ReduceOp::kSum, o)
@@ -152,8 +153,36 @@ int CommBench(int argc, char** argv) {
         if (!st.ok()) MPI_Abort(MPI_COMM_WORLD, 1);
       });
     }
+    const size_t k = fns.size();
+    for (auto& fn : fns) {  // warm-up: pages touched, rings and caches hot
+      for (int w = 0; w < std::max(2, per_round / 5); ++w) fn();
+    }
+    // times[c][round]: the slowest rank's mean seconds per call in the block.
+    std::vector<std::vector<double>> times(k);
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t j = 0; j < k; ++j) {
+        const size_t c = (round + j) % k;
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        for (int i = 0; i < per_round; ++i) fns[c]();
+        double dt = (MPI_Wtime() - t0) / per_round, worst = 0;
+        MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        times[c].push_back(worst);
+      }
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::vector<Row> rows;
+    for (size_t c = 0; c < k; ++c) {
+      std::vector<double> ratio;
+      for (int round = 0; round < kRounds; ++round) {
+        ratio.push_back(times[0][round] / times[c][round]);
+      }
+      rows.push_back({names[c], median(times[c]), median(ratio)});
+    }
     if (rank != 0) continue;
-    const double mpi = rows[0].seconds;
     for (const Row& r : rows) {
       const double algbw = bytes / r.seconds / 1e9;
       if (format == "json") {
@@ -164,11 +193,11 @@ int CommBench(int argc, char** argv) {
             "%.4f,"
             "\"speedup_vs_mpi\":%.3f}\n",
             r.algo.c_str(), r.algo == "mpi" ? "mpi" : transport.c_str(), size,
-            bytes, r.seconds * 1e6, algbw, algbw * bus, mpi / r.seconds);
+            bytes, r.seconds * 1e6, algbw, algbw * bus, r.vs_mpi);
       } else {
         std::printf("%12zu  %-20s %10.1f %10.3f %10.3f  x%.2f vs mpi\n", bytes,
                     r.algo.c_str(), r.seconds * 1e6, algbw, algbw * bus,
-                    mpi / r.seconds);
+                    r.vs_mpi);
       }
     }
     std::fflush(stdout);

@@ -97,7 +97,6 @@ TEST_P(CollectivesTest, MatchSerialReference) {
   RunRanks(n, [&](int r, Backend& g) {
     const std::vector<char> mine = Fill(type, r, count);
     const size_t b0 = algorithms::BlockBegin(count, n, r);
-    const size_t b1 = algorithms::BlockBegin(count, n, r + 1);
     std::vector<char> out(count * es);
     ASSERT_TRUE(g.AllGather(mine.data() + b0 * es, out.data(), count, type)
                     ->Wait()
