@@ -158,6 +158,7 @@ int FlightRecorder::AddGroup(const std::string& name) {
 
 FlightRecorder::Op FlightRecorder::Begin(int group, uint64_t seq,
                                          const char* op, uint64_t bytes) {
+  if (paused()) return Op{};
   auto* h = static_cast<Header*>(base_);
   const uint64_t n = h->next.fetch_add(1, std::memory_order_relaxed);
   Op out;

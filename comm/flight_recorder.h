@@ -101,8 +101,16 @@ class FlightRecorder {
     bool started_ = false;
   };
 
-  // Records that the caller entered operation `seq` of group `group`.
+  // Records that the caller entered operation `seq` of group `group`; an
+  // inactive Op (nothing written) while paused.
   Op Begin(int group, uint64_t seq, const char* op, uint64_t bytes);
+
+  // Paused, Begin writes nothing (a measuring knob: strata-bench observe
+  // compares steps with and without the recorder in one run). Thread-safe.
+  void SetPaused(bool paused) {
+    paused_.store(paused, std::memory_order_relaxed);
+  }
+  bool paused() const { return paused_.load(std::memory_order_relaxed); }
 
   const std::string& path() const { return path_; }
 
@@ -112,6 +120,7 @@ class FlightRecorder {
   void* base_;
   size_t len_;
   std::mutex groups_mu_;  // serializes AddGroup
+  std::atomic<bool> paused_{false};
 };
 
 // Reads the recorder at `path` without any help from its writer.

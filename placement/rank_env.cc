@@ -417,6 +417,8 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
   ASSIGN_OR_RETURN(e.flight_records, Int(env, kFlightRecorder, 0,
                                          kDefaultFlightRecords,
                                          kMaxFlightRecords));
+  ASSIGN_OR_RETURN(e.flight_recorder_ab, Int(env, kFlightRecorderAb, 0, 0,
+                                             kMaxFlightRecorderAb));
   if (e.store_uri.empty() && e.world_size > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         kStore,

@@ -66,6 +66,11 @@ inline constexpr char kCommBackend[] = "STRATA_COMM_BACKEND";
 inline constexpr char kFlightRecorder[] = "STRATA_FLIGHT_RECORDER";
 inline constexpr int kDefaultFlightRecords = 2048;
 inline constexpr int kMaxFlightRecords = 1 << 20;
+// A measuring knob (strata-bench observe): K > 0 pauses the flight recorder
+// in every other block of K steps (steps [K, 2K), [3K, 4K), ...), so one
+// run holds steps with and without it. 0 (default): always on.
+inline constexpr char kFlightRecorderAb[] = "STRATA_FLIGHT_RECORDER_AB";
+inline constexpr int kMaxFlightRecorderAb = 1 << 20;
 
 // Upper bounds of the sizes a rank environment may give. Sizes drive
 // allocation (a placement entry per rank, a shared-memory ring per ordered
@@ -101,6 +106,7 @@ struct RankEnv {
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES; empty: not set
   std::string comm_backend;     // STRATA_COMM_BACKEND; empty: default
   int flight_records = kDefaultFlightRecords;  // STRATA_FLIGHT_RECORDER
+  int flight_recorder_ab = 0;                  // STRATA_FLIGHT_RECORDER_AB
 
   bool operator==(const RankEnv&) const = default;
 };

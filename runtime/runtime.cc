@@ -169,6 +169,13 @@ void ReportStartFailure(const RankInfo& info, const std::string& reason) {
   if (store.ok()) PublishStartFailure(**store, info, reason);
 }
 
+bool Runtime::BeginStep(int64_t step) {
+  if (recorder_ == nullptr) return false;
+  const int k = info_.flight_recorder_ab;
+  if (k > 0) recorder_->SetPaused((step / k) % 2 == 1);
+  return !recorder_->paused();
+}
+
 Runtime::~Runtime() {
   // A clean end removes the flight recorder; after a crash it stays for the
   // worker (or a person) to read, and the worker removes it with the attempt.

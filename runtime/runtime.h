@@ -90,6 +90,10 @@ class Runtime {
   StatusOr<std::unique_ptr<checkpoint::Checkpointer>> NewCheckpointer(
       std::string uri = "", int keep_last = 3) const;
   StepTimer& timer() { return *timer_; }
+  // Called before each training step with the number of steps done. Applies
+  // STRATA_FLIGHT_RECORDER_AB (placement/rank_env.h): returns whether the
+  // flight recorder records this step (false without a recorder).
+  bool BeginStep(int64_t step);
 
  private:
   Runtime() = default;

@@ -230,7 +230,11 @@ int Run(const Flags& f) {
         threads);
     std::fflush(stdout);
   }
+  // With STRATA_FLIGHT_RECORDER_AB the step line says whether the flight
+  // recorder ran (strata-bench observe splits the steps by it).
+  const bool ab = info->flight_recorder_ab > 0;
   while ((*trainer)->step() < f.steps) {
+    const bool recording = (*rt)->BeginStep((*trainer)->step());
     auto r = (*trainer)->Step();
     if (!r.ok()) {
       (void)(*trainer)->Finish();  // the saves in flight are good states
@@ -260,9 +264,10 @@ int Run(const Flags& f) {
     (*rt)->timer().EndStep(r->step, r->tokens,
                            info->pp_rank == info->pp - 1 ? r->loss : NAN);
     if (printer) {
-      std::printf("step=%lld loss=%.8f tokens_per_s=%.1f step_s=%.4f\n",
+      std::printf("step=%lld loss=%.8f tokens_per_s=%.1f step_s=%.4f%s\n",
                   static_cast<long long>(r->step), r->loss,
-                  r->tokens / r->seconds, r->seconds);
+                  r->tokens / r->seconds, r->seconds,
+                  !ab ? "" : recording ? " recorder=on" : " recorder=off");
       std::fflush(stdout);
     }
   }

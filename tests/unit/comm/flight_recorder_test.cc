@@ -92,6 +92,28 @@ TEST_F(FlightRecorderTest, RecordsEveryOperationWithTimesAndPeers) {
   }
 }
 
+TEST_F(FlightRecorderTest, PausedRecordsNothingAndResumes) {
+  auto rec = FlightRecorder::Create(Path(0), "job-1", 0, 16);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  const int g = (*rec)->AddGroup("dp0");
+  (*rec)->Begin(g, 1, "all_reduce", 8).Finish(true);
+  (*rec)->SetPaused(true);
+  EXPECT_TRUE((*rec)->paused());
+  FlightRecorder::Op op = (*rec)->Begin(g, 2, "all_reduce", 8);
+  EXPECT_FALSE(op.active());
+  op.Started();  // an inactive Op ignores every call
+  op.Transfer(1, 8, 10);
+  op.Finish(true);
+  (*rec)->SetPaused(false);
+  (*rec)->Begin(g, 3, "broadcast", 4).Finish(true);
+  auto dump = ReadFlightRecorder(Path(0));
+  ASSERT_TRUE(dump.ok()) << dump.status();
+  EXPECT_EQ(dump->recorded, 2u);
+  ASSERT_EQ(dump->entries.size(), 2u);
+  EXPECT_EQ(dump->entries[0].seq, 1u);
+  EXPECT_EQ(dump->entries[1].seq, 3u);
+}
+
 TEST_F(FlightRecorderTest, AStuckOperationIsReadableFromOutside) {
   auto groups = Groups();
   std::vector<float> v(1024, 1.0f);

@@ -212,6 +212,21 @@ TEST(ParseRankEnvTest, StrataVariables) {
   EXPECT_EQ(e->node_addr, "10.0.0.2");
 }
 
+TEST(ParseRankEnvTest, FlightRecorderVariables) {
+  auto e = ParseRankEnv(
+      {{"STRATA_FLIGHT_RECORDER", "64"}, {"STRATA_FLIGHT_RECORDER_AB", "10"}});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->flight_records, 64);
+  EXPECT_EQ(e->flight_recorder_ab, 10);
+  EXPECT_EQ(ParseRankEnv({}).value().flight_recorder_ab, 0);  // always on
+  EXPECT_NE(ParseError({{"STRATA_FLIGHT_RECORDER_AB", "-1"}})
+                .find("STRATA_FLIGHT_RECORDER_AB"),
+            std::string::npos);
+  EXPECT_NE(ParseError({{"STRATA_FLIGHT_RECORDER_AB", "ten"}})
+                .find("STRATA_FLIGHT_RECORDER_AB"),
+            std::string::npos);
+}
+
 TEST(ParseRankEnvTest, TorchrunWithoutLocalSizesIsOneHost) {
   auto e = ParseRankEnv(
       {{"RANK", "2"}, {"WORLD_SIZE", "3"}, {"STRATA_STORE", "file:///s"}});
