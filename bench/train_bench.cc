@@ -307,7 +307,13 @@ std::optional<PeerRun> RunTorch(const std::string& dir, int ranks,
                                 int threads) {
   const std::string cmd = absl::StrCat(
       // OpenBLAS, under PyTorch too, starts one thread per CPU unless told.
+      // Debian's PyTorch runs its own ops on OpenMP and its GEMMs on
+      // OpenBLAS's pthreads: with 2 threads each, OpenMP's idle threads
+      // spin and take the cores from OpenBLAS's (1 rank, 2 threads: 300-370
+      // tokens/s, against 1,275-1,317 with passive waiting, measured here),
+      // so the peer waits passively, as a PyTorch user tuning it would.
       "OPENBLAS_NUM_THREADS=", threads, " OMP_NUM_THREADS=", threads,
+      " OMP_WAIT_POLICY=PASSIVE",
       " /usr/bin/python3 ", dir, "/torch_peer.py --dir ", dir, " --ranks ",
       ranks, " --threads ", threads, " --port ", 29500 + getpid() % 1000,
       " 2>", dir, "/torch.err");
