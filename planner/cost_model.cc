@@ -624,7 +624,7 @@ void CostModel::RecordStages(const Candidate& c, const Shape& sh,
 // overlaps the backward runs on the same cores) and the optimizer step.
 // Its bubble is not work: a rank waiting on a condition variable
 // (comm/inproc, the transport of strata-bench train) yields its core, so
-// with 4 ranks on 2 cores pp=4 measured 0.47-0.50 s and dp=4 0.48-0.50 s
+// with 4 ranks on 2 cores pp=4 measured 0.44-0.50 s and dp=4 0.45-0.50 s
 // on the project's 2-core VM (docs/planner.md "Calibration"), where the
 // 1F1B critical path alone would make pp=4 1.4x dp=4. A lower bound: a
 // simulation of 1F1B with the ranks sharing the cores fairly is within 6%
