@@ -8,8 +8,10 @@
 //     in-process transports on this machine) next to the planner's
 //     prediction for the same variant on the measured topology (this node's
 //     worker probe -> ClusterFromProbes, as the coordinator plans a CPU
-//     attempt); the error, and whether the planner's own pick was the
-//     fastest measured.
+//     attempt), and with --calibration also the calibrated prediction; per
+//     rank count, how many layouts are within 15% (goal: all) and how much
+//     slower the planner's pick measured than the fastest layout (goal:
+//     <= 5%).
 //  3. With --peer torch: tokens/s of strata and of the same model in plain
 //     PyTorch (bench/torch_peer.py: DDP over gloo for several ranks) on 1, 2
 //     and 4 ranks, the same threads per rank on both sides (strata-train's
@@ -145,12 +147,15 @@ int GemmPart(int steps, CalibrationIo* io) {
   return 0;
 }
 
+// The planner's predicted step time of (tp, pp, dp) on `ranks` ranks of
+// this node (as the coordinator plans a CPU attempt), with `cal` when set;
+// with `pick`, also the planner's own choice among all layouts.
 StatusOr<double> Predict(const control::WorkerInfo& node, int ranks, int tp,
-                         int pp, int dp, Plan* pick, const CalibrationIo& io) {
+                         int pp, int dp, const Calibration* cal, Plan* pick) {
   planner::PlanRequest req;
   ASSIGN_OR_RETURN(req.model, planner::LoadModel("strata-small"));
   req.cluster = coordinator::ClusterFromProbes({node}, ranks);
-  if (io.applied) *req.cluster.mutable_calibration() = *io.applied;
+  if (cal != nullptr) *req.cluster.mutable_calibration() = *cal;
   req.gpus = ranks;
   req.top_k = 1;
   req.job.set_global_batch(kBatch);
@@ -175,6 +180,48 @@ StatusOr<double> Predict(const control::WorkerInfo& node, int ranks, int tp,
   return fixed.plans(0).step_time_s();
 }
 
+std::string LayoutName(int tp, int pp, int dp) {
+  return absl::StrCat("tp=", tp, " pp=", pp, " dp=", dp);
+}
+
+// One way of predicting (uncalibrated, or with --calibration): its
+// predictions of the layouts of one rank count, and the summary against
+// the goals (every layout within 15%; the pick within 5% of the fastest
+// measured layout).
+struct Predictions {
+  const char* name;
+  const Calibration* cal;
+  std::string pick;
+  std::vector<double> predicted;  // per layout; < 0: failed
+};
+
+void Summarise(const Predictions& p, int ranks,
+               const std::vector<std::string>& layouts,
+               const std::vector<double>& measured) {
+  int within = 0, n = 0;
+  double worst = 0;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    if (p.predicted[i] < 0) continue;
+    const double e = p.predicted[i] / measured[i] - 1;
+    ++n;
+    within += std::fabs(e) <= 0.15 ? 1 : 0;
+    if (std::fabs(e) > std::fabs(worst)) worst = e;
+  }
+  const size_t fastest = static_cast<size_t>(
+      std::min_element(measured.begin(), measured.end()) - measured.begin());
+  const size_t picked = static_cast<size_t>(
+      std::find(layouts.begin(), layouts.end(), p.pick) - layouts.begin());
+  std::printf("  %d ranks, %s: %d of %d within 15%% (worst %+.0f%%); picks "
+              "%s", ranks, p.name, within, n, 100 * worst, p.pick.c_str());
+  if (picked < layouts.size()) {
+    std::printf(", measured %+.1f%% vs the fastest (%s; goal <= 5%%)\n",
+                100 * (measured[picked] / measured[fastest] - 1),
+                layouts[fastest].c_str());
+  } else {
+    std::printf(", a layout not measured\n");
+  }
+}
+
 int StepPart(int steps, CalibrationIo* io) {
   auto probe = probe::ProbeNode();
   if (!probe.ok()) return 1;
@@ -186,23 +233,30 @@ int StepPart(int steps, CalibrationIo* io) {
   io->runs.set_source(absl::StrCat(
       "strata-bench train, model small, ", probe->cpu_cores(),
       " cores, SGEMM ", static_cast<int>(probe->cpu_gflops()), " GFLOP/s"));
+  std::vector<Predictions> ways = {{"uncalibrated", nullptr, "", {}}};
   if (io->applied) {
+    ways.push_back({"calibrated", &*io->applied, "", {}});
     std::printf("calibration applied: %s\n", io->applied->source().c_str());
   }
   std::printf(
       "step time vs planner prediction, model small, batch %d, "
-      "micro-batch %d (probe: %d cores, SGEMM %.0f GFLOP/s, copy "
-      "%.1f GB/s)\n",
+      "micro-batch %d (probe: %d cores, SGEMM %.0f GFLOP/s at 512^3, size "
+      "curve half-dimension %.1f, copy %.1f GB/s, thread handoff %.0f us, "
+      "%.0f us on busy cores)\n",
       kBatch, kMicro, probe->cpu_cores(), probe->cpu_gflops(),
-      probe->copy_gbps());
-  std::printf("%5s %4s %4s %4s %12s %12s %8s\n", "ranks", "tp", "pp", "dp",
+      probe->gemm_half_dim(), probe->copy_gbps(),
+      1e6 * probe->handoff_latency_s(),
+      1e6 * probe->busy_handoff_latency_s());
+  std::printf("%5s %4s %4s %4s %12s %12s %8s", "ranks", "tp", "pp", "dp",
               "measured s", "predicted s", "error");
+  if (io->applied) std::printf(" %12s %8s", "calibrated s", "error");
+  std::printf("\n");
   for (int ranks : {2, 4}) {
     *io->runs.add_clusters() = coordinator::ClusterFromProbes({node}, ranks);
     io->runs.add_cluster_ranks(ranks);
-    Plan pick;
-    double best = 1e30;
-    std::string best_name, pick_name;
+    std::vector<std::string> layouts;
+    std::vector<double> measured;
+    for (Predictions& w : ways) w.predicted.clear();
     for (int tp = 1; tp <= ranks; tp *= 2) {
       for (int pp = 1; tp * pp <= ranks; pp *= 2) {
         const int dp = ranks / (tp * pp);
@@ -214,7 +268,8 @@ int StepPart(int steps, CalibrationIo* io) {
           return 1;
         }
         run.seconds.erase(run.seconds.begin());  // warm-up step
-        const double measured = Median(run.seconds);
+        measured.push_back(Median(run.seconds));
+        layouts.push_back(LayoutName(tp, pp, dp));
         StepMeasurement* sm = io->runs.add_steps();
         sm->set_model("strata-small");
         sm->set_tp(tp);
@@ -226,34 +281,34 @@ int StepPart(int steps, CalibrationIo* io) {
         sm->set_seq_length(64);
         for (double x : run.seconds) sm->add_step_s(x);
         io->runs.add_step_ranks(ranks);
-        auto predicted = Predict(node, ranks, tp, pp, dp,
-                                 pick_name.empty() ? &pick : nullptr, *io);
-        if (pick_name.empty()) {
-          pick_name = "tp=" + std::to_string(pick.tp()) +
-                      " pp=" + std::to_string(pick.pp()) +
-                      " dp=" + std::to_string(pick.dp());
+        std::printf("%5d %4d %4d %4d %12.3f", ranks, tp, pp, dp,
+                    measured.back());
+        for (Predictions& w : ways) {
+          Plan pick;
+          auto predicted = Predict(node, ranks, tp, pp, dp, w.cal,
+                                   w.pick.empty() ? &pick : nullptr);
+          if (w.pick.empty() && predicted.ok()) {
+            w.pick = LayoutName(pick.tp(), pick.pp(), pick.dp());
+          }
+          if (!predicted.ok()) {
+            w.predicted.push_back(-1);
+            std::printf(" %12s  (%s)", "-",
+                        predicted.status().ToString().c_str());
+            continue;
+          }
+          w.predicted.push_back(*predicted);
+          std::printf(" %12.3f %+7.0f%%", *predicted,
+                      100 * (*predicted / measured.back() - 1));
         }
-        const std::string name = "tp=" + std::to_string(tp) +
-                                 " pp=" + std::to_string(pp) +
-                                 " dp=" + std::to_string(dp);
-        if (measured < best) best = measured, best_name = name;
-        if (predicted.ok()) {
-          std::printf("%5d %4d %4d %4d %12.3f %12.3f %+7.0f%%\n", ranks, tp, pp,
-                      dp, measured, *predicted,
-                      100 * (*predicted - measured) / measured);
-        } else {
-          std::printf("%5d %4d %4d %4d %12.3f %12s  (%s)\n", ranks, tp, pp, dp,
-                      measured, "-", predicted.status().ToString().c_str());
-        }
+        std::printf("\n");
+        std::fflush(stdout);
       }
     }
-    std::printf("  %d ranks: planner picks %s; fastest measured %s%s\n", ranks,
-                pick_name.c_str(), best_name.c_str(),
-                pick_name == best_name ? " (the pick)" : "");
+    for (Predictions& w : ways) Summarise(w, ranks, layouts, measured);
+    for (Predictions& w : ways) w.pick.clear();
   }
   return 0;
 }
-
 
 // Writes what bench/torch_peer.py reads: the full model's initial weights
 // (strata's Init with the trainer's seed, every tensor in [in, out] layout),

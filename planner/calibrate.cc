@@ -22,12 +22,13 @@ namespace {
 
 // The fitted parameters, in log space: gemm_efficiency, gemm_half_dim,
 // memory_gbps, layer_overhead_s, intra_node_gbps, intra_node_latency_s,
-// node_load; each kept inside its bounds (ClusterRanges' calibration.*,
-// narrowed to physical values).
-constexpr int kParams = 7;
+// node_load, shared_core_latency_s; each kept inside its bounds
+// (ClusterRanges' calibration.*, narrowed to physical values).
+constexpr int kParams = 8;
 using Point = std::array<double, kParams>;
-constexpr double kLow[kParams] = {0.01, 1, 1e-3, 1e-9, 1e-3, 1e-7, 1e-3};
-constexpr double kHigh[kParams] = {1, 16384, 1e7, 0.1, 1e6, 0.1, 100};
+constexpr double kLow[kParams] = {0.01, 1e-3, 1e-3, 1e-9,
+                                  1e-3, 1e-7, 1e-3, 1e-7};
+constexpr double kHigh[kParams] = {1, 16384, 1e7, 0.1, 1e6, 0.1, 100, 0.1};
 
 double Bounded(const Point& x, int i) {
   return std::clamp(std::exp(x[i]), kLow[i], kHigh[i]);
@@ -47,6 +48,7 @@ Calibration FromPoint(const Point& x) {
   c.set_intra_node_gbps(Bounded(x, 4));
   c.set_intra_node_latency_s(Bounded(x, 5));
   c.set_node_load(Bounded(x, 6));
+  c.set_shared_core_latency_s(Bounded(x, 7));
   return c;
 }
 
@@ -130,6 +132,7 @@ void ApplyCalibration(ClusterSpec* c) {
     if (cal.gemm_efficiency() > 0) {
       gt->set_gemm_efficiency(cal.gemm_efficiency());
     }
+    if (cal.gemm_half_dim() > 0) gt->set_gemm_half_dim(cal.gemm_half_dim());
     if (cal.node_memory_gbps() > 0) {
       gt->set_hbm_gbps(cal.node_memory_gbps() / g);
     }
@@ -143,6 +146,13 @@ void ApplyCalibration(ClusterSpec* c) {
   if (cal.intra_node_gbps() > 0) {
     c->set_intra_node_gbps(cal.intra_node_gbps() / kNvlinkEfficiency);
   }
+  // CPU ranks that outnumber their cores wait for a core at every step.
+  const bool shared = c->cpu_cores_per_node() > 0 &&
+                      c->gpus_per_node() > c->cpu_cores_per_node();
+  const double latency = shared && cal.shared_core_latency_s() > 0
+                             ? cal.shared_core_latency_s()
+                             : cal.intra_node_latency_s();
+  if (latency > 0) c->set_intra_node_latency_s(latency);
   if (cal.inter_node_scale() > 0) {
     const double scale = cal.inter_node_scale();
     for (Nic& n : *c->mutable_nics()) n.set_gbps(n.gbps() * scale);
@@ -168,7 +178,8 @@ StatusOr<Calibration> CalibrationFromProbe(const control::NodeProbe& probe,
   // when they are CPU ranks too (below kCpuDevicePeakTflops).
   if (probe.gpu_details_size() == 0 && probe.copy_gbps() > 0 &&
       cluster.gpu().peak_bf16_tflops() < kCpuDevicePeakTflops) {
-    cal.set_node_memory_gbps(probe.copy_gbps());
+    cal.set_node_memory_gbps(probe.copy_gbps() *
+                             std::max(1, cluster.gpus_per_node()));
   }
   if (cal.inter_node_scale() == 0 && cal.node_memory_gbps() == 0) {
     return absl::InvalidArgumentError(
@@ -241,16 +252,28 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
     ASSIGN_OR_RETURN(double t, PredictMeasured(runs, i, Calibration()));
     before.push_back(t);
   }
-  // Start from the first cluster's own figures.
+  // Start from the first cluster's own figures (the latency of ranks that
+  // outnumber their cores: from the first cluster where they do).
   const ClusterSpec& c0 = runs.clusters(0);
+  double shared_latency = 1e-4;
+  for (const ClusterSpec& c : runs.clusters()) {
+    if (c.cpu_cores_per_node() > 0 &&
+        c.gpus_per_node() > c.cpu_cores_per_node() &&
+        c.intra_node_latency_s() > 0) {
+      shared_latency = c.intra_node_latency_s();
+      break;
+    }
+  }
   Point start = {
       std::log(std::max(0.05, c0.gpu().gemm_efficiency())),
-      std::log(kGemmHalfDim),
+      std::log(GemmHalfDim(c0.gpu())),
       std::log(std::max(1e-3, c0.gpu().hbm_gbps() * c0.gpus_per_node())),
       std::log(1e-6),
       std::log(std::max(1.0, c0.intra_node_gbps() * kNvlinkEfficiency)),
-      std::log(kNvlinkLatency),
-      std::log(0.1)};
+      std::log(c0.intra_node_latency_s() > 0 ? c0.intra_node_latency_s()
+                                             : kNvlinkLatency),
+      std::log(0.1),
+      std::log(shared_latency)};
   const double peak = runs.gemm_peak_tflops() * 1e12;
   auto objective = [&](const Point& x) {
     const Calibration cal = FromPoint(x);

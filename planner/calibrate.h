@@ -4,8 +4,10 @@
 // The fitted constants (Calibration, proto/topology.proto): the large-GEMM
 // efficiency and the GEMM size curve's half-saturation dimension (from the
 // GEMMs' measured rate by shape and the step times), the memory-bound
-// kernel rate, a fixed cost per layer per micro-batch, and the intra-node
-// collective bandwidth (from the step times of layouts that use TP and DP).
+// kernel rate, a fixed cost per layer per micro-batch, the intra-node
+// collective bandwidth and per-step latency (from the step times of layouts
+// that use TP, PP and DP), that latency again for CPU ranks that outnumber
+// their cores, and the node load.
 #pragma once
 
 #include <string>
@@ -36,12 +38,20 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
 // Devices below this peak are CPU ranks (a 2-socket server's cores reach a
 // few TFLOP/s of SGEMM; the smallest datacenter GPUs tens).
 inline constexpr double kCpuDevicePeakTflops = 5;
+// strata-train computes and communicates in fp32 (docs/train.md): every
+// activation and gradient byte the cost model sends between ranks (bf16)
+// is two bytes between CPU ranks, so their transfer rate is given to the
+// cost model halved. (Its optimizer bytes, 12 of state and master weights
+// per parameter, are what fp32 AdamW moves; memory-bound kernels on CPU
+// work on a layer's micro-batch in cache, so their rate is not halved.)
+inline constexpr double kCpuBytesPerModelByte = 2.0;
 
 // What a worker probe (`strata probe`, control.NodeProbe) measures of
 // `cluster`: the TCP bandwidth to a peer over the cluster's fastest single
 // NIC (inter_node_scale, when the probe measured a peer) and, for CPU-only
-// nodes of a cluster of CPU ranks, the node's memory copy rate
-// (node_memory_gbps). InvalidArgument when the probe measured neither.
+// nodes of a cluster of CPU ranks, the node's memory rate
+// (node_memory_gbps: each rank at the single-thread copy rate).
+// InvalidArgument when the probe measured neither.
 StatusOr<Calibration> CalibrationFromProbe(const control::NodeProbe& probe,
                                            const ClusterSpec& cluster);
 
@@ -50,11 +60,11 @@ StatusOr<double> PredictMeasured(const MeasuredRuns& runs, int i,
                                  const Calibration& cal);
 
 // Applies `cluster.calibration` to the fields the cost model reads: every
-// GPU type's gemm_efficiency and hbm_gbps (node_memory_gbps / devices per
-// node), and both rates by the node load (a calibration measures one device
-// type and stands for all of the cluster's), the intra-node rate (stored as the
-// effective rate: divided by the NVLink efficiency that the network model
-// multiplies back) and the NIC rates. gemm_half_dim and layer_overhead_s are
+// GPU type's gemm_efficiency, gemm_half_dim and hbm_gbps (node_memory_gbps /
+// devices per node), and both rates by the node load (a calibration measures
+// one device type and stands for all of the cluster's), the intra-node rate
+// (stored as the effective rate: divided by the NVLink efficiency that the
+// network model multiplies back) and the NIC rates. layer_overhead_s is
 // read by the cost model itself. No-op without one; idempotent (the NIC scale
 // is cleared once applied).
 void ApplyCalibration(ClusterSpec* cluster);

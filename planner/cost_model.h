@@ -20,8 +20,14 @@ namespace strata::planner {
 inline constexpr double kDefaultReserveGib = 4.0;
 // Half-saturation size of a GEMM dimension: a GEMM of M x N x K runs at
 // gemm_efficiency * prod(d / (d + kGemmHalfDim)) of peak, modelling tile
-// quantisation and low occupancy of small matrices (docs/planner.md).
+// quantisation and low occupancy of small matrices on GPUs
+// (docs/planner.md). The GPU default: a GpuType's gemm_half_dim (measured
+// by the worker probe for CPU ranks, or fitted by a calibration) replaces
+// it.
 inline constexpr double kGemmHalfDim = 128;
+inline double GemmHalfDim(const GpuType& gpu) {
+  return gpu.gemm_half_dim() > 0 ? gpu.gemm_half_dim() : kGemmHalfDim;
+}
 // Core attention (QK^T, AV batched GEMMs) runs at this fraction of the GEMM
 // efficiency (calibrated on Megatron SC'21 Table 1; docs/planner.md).
 inline constexpr double kAttentionEfficiency = 0.5;
@@ -89,6 +95,9 @@ struct Evaluation {
   // and before overlap; host memory and NVMe per node on the fullest node,
   // and whether they fit (`fits` is false when they do not).
   double offload_s = 0, offload_total_s = 0;
+  // CPU ranks sharing cores: what the busiest node adds to step_s
+  // (CostModel::ShareCores).
+  double core_sharing_s = 0;
   double cpu_gib_per_node = 0, nvme_gib_per_node = 0;
   bool host_fits = true;
 };
@@ -202,6 +211,10 @@ class CostModel {
                           const StageClasses& classes, Evaluation* out) const;
   inline void RecordMemory(const StageClass& k, const StageCost& sc, int stage,
                            Evaluation* out) const;
+  // CPU ranks (Network::cpu_cores_per_node > 0): raises out->step_s to the
+  // busiest node's work divided by its cores.
+  void ShareCores(const Candidate& c, const Shape& sh,
+                  const StageClasses& classes, Evaluation* out) const;
   static inline void RecordTime(const Shape& sh, const StageClass& k,
                                 const StageCost& sc, int stage, int layers,
                                 Evaluation* out);
@@ -213,10 +226,8 @@ class CostModel {
   double optimizer_bytes_;  // fp32 optimizer state per parameter
   double cpu_adam_params_per_s_;  // per node (HostSpec or the default)
   bool even_layers_;  // PlanConstraints.even_layers: l / p per stage
-  // Calibration (docs/planner.md "Calibration"): the GEMM size curve's
-  // half-saturation size (kGemmHalfDim unless fitted) and a fixed forward
-  // cost per layer per micro-batch (0 unless fitted).
-  double gemm_half_dim_;
+  // Calibration (docs/planner.md "Calibration"): a fixed forward cost per
+  // layer per micro-batch (0 unless fitted).
   double layer_overhead_s_;
   double reserve_bytes_;
   double mean_peak_tflops_ = 0;

@@ -13,7 +13,7 @@ using cost_internal::Exposed;
 using cost_internal::kGiB;
 
 double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
-  const double hd = gemm_half_dim_;
+  const double hd = GemmHalfDim(gpu);
   const double shape = (m / (m + hd)) * (n / (n + hd)) * (k / (k + hd));
   return 2 * m * n * k /
          (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() * shape);
@@ -26,8 +26,8 @@ double CostModel::Gemm(double m, double n, double k, const GpuType& gpu) const {
 double CostModel::Gemm8(double m, double n, double k,
                         const GpuType& gpu) const {
   if (!fp8_) return Gemm(m, n, k, gpu);
-  const double shape = (m / (m + kGemmHalfDim)) * (n / (n + kGemmHalfDim)) *
-                       (k / (k + kGemmHalfDim));
+  const double hd = GemmHalfDim(gpu);
+  const double shape = (m / (m + hd)) * (n / (n + hd)) * (k / (k + hd));
   const double eff = gpu.has_fp8_gemm_efficiency() ? gpu.fp8_gemm_efficiency()
                                                    : gpu.gemm_efficiency();
   return 2 * m * n * k / (gpu.peak_fp8_tflops() * 1e12 * eff * shape);

@@ -22,8 +22,8 @@ Network::Network(const ClusterSpec& cluster,
                  std::vector<topology::NodeInfo> nodes)
     : gpus_per_node_(cluster.gpus_per_node()),
       intra_gbps_(cluster.intra_node_gbps() * kNvlinkEfficiency),
-      intra_latency_s_(cluster.calibration().intra_node_latency_s() > 0
-                           ? cluster.calibration().intra_node_latency_s()
+      intra_latency_s_(cluster.intra_node_latency_s() > 0
+                           ? cluster.intra_node_latency_s()
                            : kNvlinkLatency),
       oversubscription_(std::max(1.0, cluster.network().oversubscription())),
       pod_oversubscription_(
@@ -33,7 +33,8 @@ Network::Network(const ClusterSpec& cluster,
       cluster_nodes_(cluster.num_nodes()),
       nodes_(std::move(nodes)),
       host_(cluster.host()),
-      calibration_(cluster.calibration()) {
+      calibration_(cluster.calibration()),
+      cpu_cores_per_node_(std::max(0, cluster.cpu_cores_per_node())) {
   homogeneous_ = true;
   identical_ = true;
   for (const auto& n : nodes_) {

@@ -51,6 +51,8 @@ class Network {
   // The nodes' host side (offload) and the cluster's calibration.
   const HostSpec& host() const { return host_; }
   const Calibration& calibration() const { return calibration_; }
+  // ClusterSpec.cpu_cores_per_node: the cores CPU ranks share; 0 for GPUs.
+  int cpu_cores_per_node() const { return cpu_cores_per_node_; }
   const std::vector<topology::NodeInfo>& nodes() const { return nodes_; }
 
   // Links of a group of `group_size` ranks, `members_per_node` of them per
@@ -89,7 +91,9 @@ class Network {
  private:
   int gpus_per_node_;
   double intra_gbps_;
-  double intra_latency_s_;  // kNvlinkLatency unless calibrated
+  // ClusterSpec.intra_node_latency_s (ApplyCalibration sets the fitted
+  // one), else kNvlinkLatency.
+  double intra_latency_s_;
   double oversubscription_;
   double pod_oversubscription_;
   int nodes_per_leaf_;
@@ -100,6 +104,7 @@ class Network {
   std::vector<topology::NodeInfo> nodes_;
   HostSpec host_;
   Calibration calibration_;
+  int cpu_cores_per_node_;
 };
 
 }  // namespace strata::planner

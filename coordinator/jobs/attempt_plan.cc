@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
 #include "placement/rank_env.h"
+#include "planner/calibrate.h"
 #include "planner/candidate.h"
 #include "planner/model.h"
 #include "planner/network.h"
@@ -35,6 +36,9 @@ ClusterSpec ClusterFromProbes(
   c.set_gpus_per_node(ranks_per_node);
   // The slowest node bounds a synchronous job, so take minima.
   double gflops = 0, copy_gbps = 0, memory = 0, nic_gbps = 0;
+  double half_dim = 0;  // the largest measured: the slowest size curve
+  int cores = 0;        // the fewest
+  double handoff_s = 0, busy_handoff_s = 0;  // the slowest
   int64_t gpu_memory = 0;
   std::string gpu_name;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -42,7 +46,16 @@ ClusterSpec ClusterFromProbes(
     auto take_min = [&](double v, double* acc) {
       if (v > 0) *acc = (i == 0 || *acc == 0) ? v : std::min(*acc, v);
     };
-    take_min(p.cpu_gflops(), &gflops);
+    // The size curve's large-matrix rate when the probe fitted one
+    // (gemm_peak_gflops), else the 512^3 rate of older workers.
+    take_min(p.gemm_peak_gflops() > 0 ? p.gemm_peak_gflops() : p.cpu_gflops(),
+             &gflops);
+    half_dim = std::max(half_dim, p.gemm_half_dim());
+    handoff_s = std::max(handoff_s, p.handoff_latency_s());
+    busy_handoff_s = std::max(busy_handoff_s, p.busy_handoff_latency_s());
+    if (p.cpu_cores() > 0) {
+      cores = cores == 0 ? p.cpu_cores() : std::min(cores, p.cpu_cores());
+    }
     take_min(p.copy_gbps(), &copy_gbps);
     take_min(static_cast<double>(p.memory_bytes()), &memory);
     double best_nic = 0;
@@ -63,19 +76,34 @@ ClusterSpec ClusterFromProbes(
     gpu->set_name("cpu-core");
     gpu->set_memory_gib(memory / ranks_per_node / (1ull << 30));
   }
-  // Peak per device in TFLOP/s; CPU: the measured single-thread SGEMM
-  // rate, shared when more ranks than cores run on a node.
-  double share = 1.0;
-  if (gpu_name.empty() && !nodes.empty() && nodes[0].probe().cpu_cores() > 0) {
-    share = std::min(1.0, static_cast<double>(nodes[0].probe().cpu_cores()) /
-                              ranks_per_node);
-  }
-  gpu->set_peak_bf16_tflops(std::max(gflops, 1.0) * share / 1000.0);
+  // Peak per device in TFLOP/s.
+  gpu->set_peak_bf16_tflops(std::max(gflops, 1.0) / 1000.0);
   gpu->set_gemm_efficiency(1.0);
-  // A node's memory bandwidth is shared by its CPU ranks.
-  gpu->set_hbm_gbps(std::max(copy_gbps, 1.0) /
-                    (gpu_name.empty() ? ranks_per_node : 1));
-  c.set_intra_node_gbps(std::max(copy_gbps, 1.0) * 8);
+  if (gpu_name.empty()) {
+    // A CPU rank runs at one core's measured rates: the SGEMM size curve,
+    // and memory-bound kernels and the optimizer at the copy rate. The
+    // ranks share the node's cores (cpu_cores_per_node): the cost model
+    // bounds a step by the node's work over its cores (docs/planner.md
+    // "Calibration").
+    gpu->set_gemm_half_dim(half_dim);
+    gpu->set_hbm_gbps(std::max(copy_gbps, 1.0));
+    // Transfers between ranks are copies through shared memory, of fp32
+    // tensors where the cost model counts bf16 bytes
+    // (kCpuBytesPerModelByte); the network model multiplies
+    // intra_node_gbps by the NVLink efficiency, undone here.
+    c.set_intra_node_gbps(std::max(copy_gbps, 1.0) /
+                          planner::kCpuBytesPerModelByte /
+                          planner::kNvlinkEfficiency);
+    c.set_cpu_cores_per_node(std::max(1, cores));
+    // A collective step or send waits for the peer thread to wake, and
+    // for a core when the ranks outnumber the cores.
+    c.set_intra_node_latency_s(ranks_per_node > c.cpu_cores_per_node()
+                                   ? busy_handoff_s
+                                   : handoff_s);
+  } else {
+    gpu->set_hbm_gbps(std::max(copy_gbps, 1.0));
+    c.set_intra_node_gbps(std::max(copy_gbps, 1.0) * 8);
+  }
   Nic* nic = c.add_nics();
   nic->set_count(1);
   nic->set_gbps(nic_gbps);

@@ -18,12 +18,16 @@ namespace strata::coordinator {
 int RanksPerNode(const JobSpec& spec, const control::NodeProbe& probe);
 
 // The cluster as probed: one "device" per rank. For CPU-only nodes a device
-// is one core at the measured single-thread SGEMM rate (gemm_efficiency 1: the
-// rate is already achieved, not peak; divided among the ranks when they
-// outnumber the cores) with node memory / ranks and the
-// measured copy bandwidth / ranks (the ranks share the memory); NICs as
-// found in sysfs (10 Gb/s Ethernet when the
-// speed is unknown, e.g. veth/loopback simulated nodes). A node named in
+// is one core at its measured single-thread rates: the SGEMM size curve
+// (gemm_peak_gflops and gemm_half_dim; gemm_efficiency 1: the rate is
+// already achieved, not peak) and the copy rate for memory-bound kernels and
+// intra-node transfers (halved: strata-train moves fp32 where the cost model
+// counts bf16 bytes) and the probed thread handoff as the latency of a
+// collective step (on a busy node when the ranks outnumber the cores), with node memory / ranks; cpu_cores_per_node is the
+// probed cores, which the node's ranks share (the cost model bounds a step
+// by the node's work over its cores). NICs as found in sysfs (10 Gb/s
+// Ethernet when the speed is unknown, e.g. veth/loopback simulated nodes).
+// A node named in
 // `node_speed` (node name -> speed relative to its probe, in (0, 1]: what
 // a fault policy `rebalance` measured) gets a NodeOverride with its
 // device's FLOP rate and memory bandwidth scaled by it, so the planner's

@@ -6,13 +6,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "topology/probe/gemm_curve.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -42,23 +47,98 @@ double MeasureCopyGbps() {
   return best;
 }
 
-// Single-thread SGEMM rate (OpenBLAS, 512^3, best of 3), GFLOP/s: what a
-// CPU rank's matrix multiplies reach, used as the "device" rate of CPU-only
-// nodes. (A hand-written FMA loop measured 19 GFLOP/s here where OpenBLAS
-// reaches ~110, which made the planner's CPU predictions 2-5x slow.)
-double MeasureCpuGflops() {
-  constexpr int kN = 512;
-  std::vector<float> a(kN * kN, 0.5f), b(kN * kN, 0.25f), c(kN * kN, 0.0f);
-  openblas_set_num_threads(1);
+// Single-thread SGEMM rate (OpenBLAS) of a d x d x d GEMM, GFLOP/s: calls
+// repeated for at least 2e8 FLOPs (~2 ms here), best of 3 such timings, so
+// a short preemption on a shared machine does not count. What a CPU rank's
+// matrix multiplies reach, used as the "device" rate of CPU-only nodes. (A
+// hand-written FMA loop measured 19 GFLOP/s here where OpenBLAS reaches
+// ~110, which made the planner's CPU predictions 2-5x slow.)
+double MeasureSgemmGflops(int d) {
+  std::vector<float> a(d * d, 0.5f), b(d * d, 0.25f), c(d * d, 0.0f);
+  const double flops = 2.0 * d * d * d;
+  const int calls = std::max(1, static_cast<int>(2e8 / flops));
   double best = 0;
   for (int i = 0; i < 3; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f,
-                a.data(), kN, b.data(), kN, 0.0f, c.data(), kN);
+    for (int j = 0; j < calls; ++j) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d, d, d, 1.0f,
+                  a.data(), d, b.data(), d, 0.0f, c.data(), d);
+    }
     double s = Seconds(std::chrono::steady_clock::now() - t0).count();
-    if (s > 0) best = std::max(best, 2.0 * kN * kN * kN / s / 1e9);
+    if (s > 0) best = std::max(best, calls * flops / s / 1e9);
   }
   return best;
+}
+
+// cpu_gflops (512^3) and the size curve the planner's GEMM model uses
+// (gemm_curve.h), fitted to cubes from 16 to 512: on this project's 2-core
+// AMD EPYC VM OpenBLAS runs 16^3 at ~0.8 and 32^3-256^3 at 1.0-1.15 of its
+// 512^3 rate, a half-dimension of 0.9-1.7 where GPUs have ~128 (measured
+// 2026-11-26, docs/planner.md "Calibration").
+void MeasureCpuGemm(control::NodeProbe* probe) {
+  openblas_set_num_threads(1);
+  std::vector<GemmRate> rates;
+  for (int d : {16, 32, 64, 128, 256, 512}) {
+    rates.push_back({d, MeasureSgemmGflops(d)});
+  }
+  probe->set_cpu_gflops(rates.back().gflops);
+  auto curve = FitGemmCurve(rates);
+  if (curve.ok()) {
+    probe->set_gemm_half_dim(curve->half_dim);
+    probe->set_gemm_peak_gflops(curve->peak_gflops);
+  }
+}
+
+// One-way handoff between two threads through a mutex and a condition
+// variable, seconds: `round_trips` round trips, best of `reps` such
+// timings (a preemption on a shared machine lengthens one, not all). What
+// one step of a collective or a pipeline send between CPU ranks waits for
+// when the receiver sleeps (comm/inproc wakes receivers this way).
+double MeasureHandoffSeconds(int round_trips, int reps) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int turn = 0;  // even: the main thread's, odd: the peer's
+  std::thread peer([&] {
+    for (int i = 0; i < reps * round_trips; ++i) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return turn % 2 == 1; });
+      ++turn;
+      cv.notify_one();
+    }
+  });
+  double best = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < round_trips; ++i) {
+      std::unique_lock<std::mutex> lock(mu);
+      ++turn;
+      cv.notify_one();
+      cv.wait(lock, [&] { return turn % 2 == 0; });
+    }
+    double s = Seconds(std::chrono::steady_clock::now() - t0).count() /
+               (2.0 * round_trips);
+    if (rep == 0 || s < best) best = s;
+  }
+  peer.join();
+  return best;
+}
+
+// The handoff while `cores` threads keep every core busy, as computing
+// ranks do when they outnumber the cores: the woken thread waits for the
+// scheduler to give it a core. 50 round trips (they take ~ms each).
+double MeasureBusyHandoffSeconds(int cores) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < cores; ++i) {
+    busy.emplace_back([&stop] {
+      volatile double x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001;
+    });
+  }
+  const double s = MeasureHandoffSeconds(50, 1);
+  stop = true;
+  for (std::thread& t : busy) t.join();
+  return s;
 }
 
 // NVML through dlopen so the worker runs where the driver is absent.
@@ -152,7 +232,9 @@ StatusOr<control::NodeProbe> ProbeNode() {
   }
   ProbeGpus(&probe);
   probe.set_copy_gbps(MeasureCopyGbps());
-  probe.set_cpu_gflops(MeasureCpuGflops());
+  MeasureCpuGemm(&probe);
+  probe.set_handoff_latency_s(MeasureHandoffSeconds(500, 3));
+  probe.set_busy_handoff_latency_s(MeasureBusyHandoffSeconds(probe.cpu_cores()));
   return probe;
 }
 

@@ -16,7 +16,8 @@ namespace strata::planner {
 namespace {
 
 // A CPU node as the coordinator describes it (ClusterFromProbes): one
-// "device" per rank at its measured SGEMM rate, gemm_efficiency 1.
+// "device" per rank at its measured SGEMM rate, gemm_efficiency 1, on two
+// cores the ranks share.
 ClusterSpec CpuCluster(int ranks) {
   ClusterSpec c;
   c.set_name("probed");
@@ -28,6 +29,7 @@ ClusterSpec CpuCluster(int ranks) {
   c.mutable_gpu()->set_gemm_efficiency(1);
   c.mutable_gpu()->set_hbm_gbps(8);
   c.set_intra_node_gbps(64);
+  c.set_cpu_cores_per_node(2);
   Nic* nic = c.add_nics();
   nic->set_count(1);
   nic->set_gbps(10);
@@ -126,11 +128,11 @@ TEST(CalibrateTest, AWorkerProbeCalibratesNicsAndCpuMemory) {
   auto cal = CalibrationFromProbe(probe, cluster);
   ASSERT_TRUE(cal.ok()) << cal.status();
   EXPECT_DOUBLE_EQ(cal->inter_node_scale(), 0.4);
-  EXPECT_DOUBLE_EQ(cal->node_memory_gbps(), 6);
+  EXPECT_DOUBLE_EQ(cal->node_memory_gbps(), 12);  // 2 ranks at 6 GB/s
   *cluster.mutable_calibration() = *cal;
   ApplyCalibration(&cluster);
   EXPECT_DOUBLE_EQ(cluster.nics(0).gbps(), 4);
-  EXPECT_DOUBLE_EQ(cluster.gpu().hbm_gbps(), 3);  // 6 GB/s over 2 ranks
+  EXPECT_DOUBLE_EQ(cluster.gpu().hbm_gbps(), 6);  // each at the copy rate
   ApplyCalibration(&cluster);                     // idempotent
   EXPECT_DOUBLE_EQ(cluster.nics(0).gbps(), 4);
   // A GPU node without a peer measurement: nothing a probe can say.
@@ -138,6 +140,20 @@ TEST(CalibrateTest, AWorkerProbeCalibratesNicsAndCpuMemory) {
   probe.add_gpu_details()->set_name("H100");
   EXPECT_EQ(CalibrationFromProbe(probe, cluster).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CalibrateTest, RanksOutnumberingCoresTakeTheSharedCoreLatency) {
+  Calibration cal;
+  cal.set_intra_node_latency_s(2e-5);
+  cal.set_shared_core_latency_s(3e-4);
+  cal.set_gemm_half_dim(2);
+  for (int ranks : {2, 4}) {  // on two cores
+    ClusterSpec c = CpuCluster(ranks);
+    *c.mutable_calibration() = cal;
+    ApplyCalibration(&c);
+    EXPECT_DOUBLE_EQ(c.intra_node_latency_s(), ranks > 2 ? 3e-4 : 2e-5);
+    EXPECT_DOUBLE_EQ(c.gpu().gemm_half_dim(), 2);
+  }
 }
 
 TEST(CalibrateTest, StoredPerClusterAndAppliedByThePlanner) {

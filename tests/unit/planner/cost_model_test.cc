@@ -181,5 +181,85 @@ TEST_F(CostModelTest, HierarchicalDataParallelTimeUsesEachGpusNicShare) {
               1e-12);
 }
 
+// CPU ranks (ClusterSpec.cpu_cores_per_node): the step is at least the
+// node's work over its cores. strata-small on 4 ranks of one node.
+class CpuCostModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = *LoadModel("strata-small");
+    job_.set_global_batch(16);
+    job_.set_seq_length(64);
+    job_.mutable_constraints()->set_even_layers(true);
+    cluster_.set_name("cpu");
+    cluster_.set_gpus_per_node(4);
+    cluster_.mutable_gpu()->set_name("cpu-core");
+    cluster_.mutable_gpu()->set_peak_bf16_tflops(0.1);
+    cluster_.mutable_gpu()->set_gemm_efficiency(1);
+    cluster_.mutable_gpu()->set_gemm_half_dim(1);
+    cluster_.mutable_gpu()->set_hbm_gbps(8);
+    cluster_.mutable_gpu()->set_memory_gib(4);
+    cluster_.set_intra_node_gbps(6);
+    Nic* nic = cluster_.add_nics();
+    nic->set_count(1);
+    nic->set_gbps(10);
+    nic->set_type(Nic::ethernet);
+  }
+
+  Evaluation Eval(const Candidate& c, int cores) {
+    cluster_.set_cpu_cores_per_node(cores);
+    auto nodes = topology::SelectNodes(cluster_, 1);
+    EXPECT_TRUE(nodes.ok());
+    Network net(cluster_, *nodes);
+    CostModel cost(model_, job_, net);
+    Evaluation e;
+    cost.Evaluate(c, &e);
+    EXPECT_TRUE(e.valid);
+    return e;
+  }
+
+  ModelSpec model_;
+  ClusterSpec cluster_;
+  JobSpec job_;
+};
+
+TEST_F(CpuCostModelTest, RanksSharingCoresTakeTurns) {
+  Candidate c;
+  c.pp = 4;
+  c.micro_batch = 2;
+  c.num_microbatches = 8;
+  const Evaluation gpus = Eval(c, 0);  // every rank its own processor
+  EXPECT_EQ(gpus.core_sharing_s, 0);
+  EXPECT_GT(gpus.bubble_s, 0);
+  // Four ranks on two cores: the pipeline's bubble is idle time the other
+  // ranks use, so the step is the four stages' work over two cores (their
+  // compute and optimizer step, plus the pipeline sends).
+  const Evaluation two = Eval(c, 2);
+  double work = 0;
+  for (double s : two.stage_compute_s) work += s;
+  EXPECT_GT(two.core_sharing_s, 0);
+  EXPECT_NEAR(two.step_s, gpus.step_s + two.core_sharing_s, 1e-12);
+  EXPECT_GT(two.step_s, work / 2);
+  EXPECT_LT(two.step_s, 1.02 * work / 2);
+  // One core per rank: the critical path of the 1F1B schedule bounds it.
+  const Evaluation four = Eval(c, 4);
+  EXPECT_EQ(four.core_sharing_s, 0);
+  EXPECT_DOUBLE_EQ(four.step_s, gpus.step_s);
+}
+
+TEST_F(CpuCostModelTest, DataParallelTrafficRunsOnTheSameCores) {
+  // dp=4 on four cores: the gradient all-reduce overlaps the backward on
+  // GPUs, but CPU ranks copy and reduce it themselves, so it adds to the
+  // node's work (a lower bound of the step).
+  Candidate c;
+  c.dp = 4;
+  c.micro_batch = 2;
+  c.num_microbatches = 2;
+  const Evaluation gpus = Eval(c, 0);
+  const Evaluation four = Eval(c, 4);
+  EXPECT_GT(gpus.dp_comm_total_s, gpus.dp_comm_s);  // partly hidden
+  EXPECT_NEAR(four.step_s,
+              gpus.step_s + gpus.dp_comm_total_s - gpus.dp_comm_s, 1e-9);
+}
+
 }  // namespace
 }  // namespace strata::planner
