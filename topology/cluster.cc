@@ -62,6 +62,8 @@ absl::Span<const FieldRange> ClusterRanges() {
       {prefix "gpu.hbm_gbps", 0, 1000000, true, "GB/s"},              \
       {prefix "gpu.peak_fp8_tflops", 0, 100000, false,                \
        "dense FP8 TFLOP/s; absent or 0: no FP8"},                     \
+      {prefix "gpu.gemm_half_dim", 0, 100000, false,                  \
+       "GEMM half-saturation size; absent or 0: 128"},                \
   {                                                                   \
     prefix "gpu.fp8_gemm_efficiency", 0, 1, true,                     \
         "fraction of FP8 peak; absent: gemm_efficiency"               \
@@ -70,6 +72,10 @@ absl::Span<const FieldRange> ClusterRanges() {
       STRATA_GPU_RANGES(""),
       {"gpus_per_node", 1, kMaxGpusPerNode, false, "GPUs (or CPU ranks)"},
       {"intra_node_gbps", 0, 1000000, true, "GB/s per GPU, one direction"},
+      {"intra_node_latency_s", 0, 1, false,
+       "intra-node collective step latency, s; absent or 0: NVLink's"},
+      {"cpu_cores_per_node", 0, 1 << 20, false,
+       "cores a node's CPU ranks share; absent or 0: GPUs"},
       {"nics", 0, 64, false, "NIC groups per node"},
       {"nics.count", 1, 1024, false, "NICs of the group"},
       {"nics.gbps", 0, 1000000, true, "Gb/s per NIC"},
@@ -117,6 +123,9 @@ absl::Span<const FieldRange> ClusterRanges() {
        "fitted competing work per node, in devices; 0: none"},
       {"calibration.intra_node_latency_s", 0, 1, false,
        "fitted intra-node collective step latency, s; 0: 5e-6"},
+      {"calibration.shared_core_latency_s", 0, 1, false,
+       "fitted step latency when CPU ranks outnumber cores, s; 0: the "
+       "intra-node one"},
   };
 #undef STRATA_GPU_RANGES
   return kRanges;
