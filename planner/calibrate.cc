@@ -122,6 +122,11 @@ Point Minimise(const std::function<double(const Point&)>& f, Point start,
 
 }  // namespace
 
+bool RanksOutnumberCores(const ClusterSpec& cluster) {
+  return cluster.cpu_cores_per_node() > 0 &&
+         cluster.gpus_per_node() > cluster.cpu_cores_per_node();
+}
+
 void ApplyCalibration(ClusterSpec* c) {
   if (!c->has_calibration()) return;
   const Calibration& cal = c->calibration();
@@ -147,9 +152,8 @@ void ApplyCalibration(ClusterSpec* c) {
     c->set_intra_node_gbps(cal.intra_node_gbps() / kNvlinkEfficiency);
   }
   // CPU ranks that outnumber their cores wait for a core at every step.
-  const bool shared = c->cpu_cores_per_node() > 0 &&
-                      c->gpus_per_node() > c->cpu_cores_per_node();
-  const double latency = shared && cal.shared_core_latency_s() > 0
+  const double latency = RanksOutnumberCores(*c) &&
+                                 cal.shared_core_latency_s() > 0
                              ? cal.shared_core_latency_s()
                              : cal.intra_node_latency_s();
   if (latency > 0) c->set_intra_node_latency_s(latency);
@@ -257,9 +261,7 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
   const ClusterSpec& c0 = runs.clusters(0);
   double shared_latency = 1e-4;
   for (const ClusterSpec& c : runs.clusters()) {
-    if (c.cpu_cores_per_node() > 0 &&
-        c.gpus_per_node() > c.cpu_cores_per_node() &&
-        c.intra_node_latency_s() > 0) {
+    if (RanksOutnumberCores(c) && c.intra_node_latency_s() > 0) {
       shared_latency = c.intra_node_latency_s();
       break;
     }

@@ -69,6 +69,11 @@ StatusOr<double> PredictMeasured(const MeasuredRuns& runs, int i,
 // is cleared once applied).
 void ApplyCalibration(ClusterSpec* cluster);
 
+// CPU ranks that outnumber their node's cores (cpu_cores_per_node > 0 and
+// below gpus_per_node): a woken rank waits for a core at every step, so
+// the shared-core latency applies instead of the intra-node one.
+bool RanksOutnumberCores(const ClusterSpec& cluster);
+
 // Where the fit of cluster `cluster_arg` (a file path or a preset/probed
 // name) is stored: "<file>.calibration.json" next to a cluster file, else
 // "$STRATA_CALIBRATION_DIR/<name>.json", default

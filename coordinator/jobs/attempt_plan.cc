@@ -97,7 +97,7 @@ ClusterSpec ClusterFromProbes(
     c.set_cpu_cores_per_node(std::max(1, cores));
     // A collective step or send waits for the peer thread to wake, and
     // for a core when the ranks outnumber the cores.
-    c.set_intra_node_latency_s(ranks_per_node > c.cpu_cores_per_node()
+    c.set_intra_node_latency_s(planner::RanksOutnumberCores(c)
                                    ? busy_handoff_s
                                    : handoff_s);
   } else {
