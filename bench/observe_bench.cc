@@ -18,11 +18,18 @@
 // of a block's start from the output, a few hundred ms late), as are the
 // first --warmup steps of the run. Per run it prints the median and the
 // mean step time of the on steps over those of the off steps, and the
-// median over pairs of adjacent blocks (on block b, off block b+1) of their
-// medians' ratio.
-// Blocks a few seconds apart see the same machine, so the drift of a
-// shared 2-core VM (several % between runs minutes apart) cancels. The
-// summary prints the worst run, as the project reports benchmarks.
+// median over the blocks of each block's median against the mean of its two
+// neighbours' (on over off: an on block's ratio is its median over theirs,
+// an off block's is theirs over its own). Blocks a few seconds apart see
+// the same machine, and a block between two of the other kind cancels a
+// drift that is linear over the three (a shared 2-core VM drifts several %
+// between runs minutes apart, and within a run too). The summary prints
+// the worst run, as the project reports benchmarks.
+//
+// A trace's own cost is measured apart: the on steps that ran while a trace
+// request was in flight against the on steps that did not, times the
+// overlapped steps per trace, gives the step time one trace costs; over
+// --trace-every that is its share of the run.
 //
 // It also adds the costs up directly (the "accounted" column):
 //  in the ranks    flight-recorder records per step (from the collected
@@ -45,6 +52,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -67,7 +75,7 @@ namespace fs = std::filesystem;
 
 struct Options {
   int runs = 3;
-  int steps = 480;
+  int steps = 1440;
   int block = 10;
   int settle = 2;
   int warmup = 5;
@@ -83,7 +91,8 @@ struct Run {
   int steps = 0;
   double on_s = 0, off_s = 0;  // median step time, on and off steps
   double mean_ratio = 0;       // mean on step / mean off step
-  std::vector<double> block_ratios;  // on block b / off block b+1 medians
+  std::vector<double> block_ratios;  // each block against its neighbours
+  double trace_cost_s = 0;  // step time one trace costs (see the header)
   int polls = 0, poll_failures = 0, traces = 0;
   double max_poll_ms = 0;
   double wall_s = 0;
@@ -265,6 +274,8 @@ Run RunOnce(const Options& o, const std::string& name) {
   std::string pending;     // output read but not yet a whole line
   std::string last_trace;  // the newest trace collected
   int done = 0;         // steps the job has printed
+  std::map<int, double> printed_at;  // step -> s into the run it was read
+  std::vector<std::pair<double, double>> requests;  // traces: start, end
   // Bounded: strata run ends the job itself (steps are finite); the loop
   // gives up after 30 minutes and kills the run.
   for (;;) {
@@ -286,6 +297,7 @@ Run RunOnce(const Options& o, const std::string& name) {
       if (cut != std::string::npos) {
         for (const StepLine& l : StepLines(pending.substr(0, cut + 1))) {
           done = std::max(done, l.step);
+          printed_at.try_emplace(l.step, t);
         }
         pending.erase(0, cut + 1);
       }
@@ -300,6 +312,8 @@ Run RunOnce(const Options& o, const std::string& name) {
     if (on_block && o.trace_every > 0 && t >= next_trace) {
       next_trace = t + o.trace_every;
       auto res = cli.Get("/api/trace.json?job=job-1");
+      requests.emplace_back(
+          t, std::chrono::duration<double>(Clock::now() - t0).count());
       if (res && res->status == 200) {
         ++r.traces;
         last_trace = std::move(res->body);  // parsed after the run
@@ -313,7 +327,24 @@ Run RunOnce(const Options& o, const std::string& name) {
   // Step times by block, leaving out the run's warm-up and each block's
   // first --settle steps.
   std::vector<std::vector<double>> blocks((o.steps + o.block - 1) / o.block);
-  std::vector<double> on, off;
+  std::vector<double> on, off, traced, clean;
+  // A step ran from (read - its seconds) to when its line was read, which
+  // is up to one poll (20 ms) plus the pipe's delay late.
+  constexpr double kReadLateS = 0.05;
+  std::set<size_t> hit;  // requests that overlapped a counted on step
+  auto overlaps_trace = [&](const StepLine& l) {
+    auto at = printed_at.find(l.step);
+    if (at == printed_at.end()) return false;
+    const double begin = at->second - l.seconds - kReadLateS, end = at->second;
+    bool any = false;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].first < end && requests[i].second > begin) {
+        hit.insert(i);
+        any = true;
+      }
+    }
+    return any;
+  };
   for (const StepLine& l : StepLines(ReadFile(out_path))) {
     ++r.steps;
     const int index = l.step - 1;  // step=N is the N-th step
@@ -326,6 +357,7 @@ Run RunOnce(const Options& o, const std::string& name) {
     }
     blocks[b].push_back(l.seconds);
     (l.on ? on : off).push_back(l.seconds);
+    if (l.on) (overlaps_trace(l) ? traced : clean).push_back(l.seconds);
   }
   r.on_s = Median(on);
   r.off_s = Median(off);
@@ -335,9 +367,16 @@ Run RunOnce(const Options& o, const std::string& name) {
     return v.empty() ? 0 : sum / v.size();
   };
   if (!off.empty()) r.mean_ratio = mean(on) / mean(off);
-  for (size_t b = 0; b + 1 < blocks.size(); b += 2) {
-    if (blocks[b].empty() || blocks[b + 1].empty()) continue;
-    r.block_ratios.push_back(Median(blocks[b]) / Median(blocks[b + 1]));
+  for (size_t b = 1; b + 1 < blocks.size(); ++b) {
+    if (blocks[b - 1].empty() || blocks[b].empty() || blocks[b + 1].empty())
+      continue;
+    const double self = Median(blocks[b]);
+    const double around = (Median(blocks[b - 1]) + Median(blocks[b + 1])) / 2;
+    r.block_ratios.push_back(b % 2 == 0 ? self / around : around / self);
+  }
+  if (!traced.empty() && !clean.empty()) {
+    r.trace_cost_s = (mean(traced) - mean(clean)) * traced.size() /
+                     static_cast<double>(hit.size());
   }
   r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
          r.steps == o.steps && !on.empty() && !off.empty();
@@ -391,10 +430,11 @@ int ObserveMain(int argc, char** argv) {
       "  on blocks: flight recorder, /metrics + dashboard every %.1f s, "
       "trace every %.1f s; off blocks: recorder paused, nothing polled\n",
       o.scrape_every, o.trace_every);
-  std::printf("  %-4s %10s %10s %8s %8s %12s %6s %6s %7s %9s %8s\n", "run",
-              "on s", "off s", "on/off", "means", "block pairs", "polls",
-              "traces", "max ms", "rec/step", "acct %");
-  std::vector<double> ratios, mean_ratios, pair_ratios, accounted;
+  std::printf("  %-4s %10s %10s %8s %8s %12s %6s %6s %7s %9s %8s %15s\n",
+              "run", "on s", "off s", "on/off", "means", "blocks", "polls",
+              "traces", "max ms", "rec/step", "acct %", "ms/trace (%)");
+  std::vector<double> ratios, mean_ratios, pair_ratios, accounted,
+      trace_shares;
   const double record_s = RecordSeconds(o.work);
   for (int i = 0; i < o.runs; ++i) {
     const Run r = RunOnce(o, absl::StrCat("run", i));
@@ -408,13 +448,17 @@ int ObserveMain(int argc, char** argv) {
     const double outside =
         r.render_at_s > 0 ? r.render_cpu_s / r.render_at_s / o.ranks : 0;
     accounted.push_back(in_ranks + outside);
+    // One trace every --trace-every s of the run's wall time.
+    if (o.trace_every > 0) trace_shares.push_back(r.trace_cost_s / o.trace_every);
     std::printf(
         "  %-4d %10.4f %10.4f %8.4f %8.4f %6.4f (%2zu) %6d %6d %7.1f %9.1f "
-        "%8.3f\n",
+        "%8.3f %7.1f (%5.2f)\n",
         i, r.on_s, r.off_s, ratios.back(), mean_ratios.back(),
         pair_ratios.back(),
         r.block_ratios.size(), r.polls - r.poll_failures, r.traces,
-        r.max_poll_ms, ops_per_step, 100 * accounted.back());
+        r.max_poll_ms, ops_per_step, 100 * accounted.back(),
+        1000 * r.trace_cost_s,
+        trace_shares.empty() ? 0.0 : 100 * trace_shares.back());
     std::fflush(stdout);
   }
   std::printf(
@@ -424,11 +468,18 @@ int ObserveMain(int argc, char** argv) {
       record_s * 1e9,
       100 * *std::max_element(accounted.begin(), accounted.end()), o.ranks);
   std::printf(
-      "  on/off, worst run: median steps %.4f, mean steps %.4f, block pairs "
-      "%.4f   (goal <= 1.010)\n",
+      "  on/off, worst run: median steps %.4f, mean steps %.4f, blocks vs "
+      "neighbours %.4f   (goal <= 1.010)\n",
       *std::max_element(ratios.begin(), ratios.end()),
       *std::max_element(mean_ratios.begin(), mean_ratios.end()),
       *std::max_element(pair_ratios.begin(), pair_ratios.end()));
+  if (!trace_shares.empty()) {
+    std::printf(
+        "  a trace's own cost, worst run: %.2f%% of step time at one trace "
+        "every %.1f s (on steps overlapping a request vs not)\n",
+        100 * *std::max_element(trace_shares.begin(), trace_shares.end()),
+        o.trace_every);
+  }
   return 0;
 }
 
