@@ -49,9 +49,10 @@ double FillDrainIdleCoreSeconds(absl::Span<const double> stage_mb_s,
 // yields its core to another rank, so only the bubble no other rank of
 // the node can fill (the fill and drain, when fewer ranks have work than
 // there are cores) adds to the step. With every rank on one node and equal
-// stages this is the step time of a simulation of 1F1B with the ranks
-// sharing the cores fairly, exactly (docs/planner.md); the scheduler's
-// handoffs (intra_node_latency_s) and cache sharing cost more.
+// stages, the larger of this bound and the 1F1B critical path is exactly
+// the step time of a simulation of 1F1B with the ranks sharing the cores
+// fairly (core_sharing_test); the scheduler's handoffs
+// (intra_node_latency_s) and cache sharing cost more.
 void CostModel::ShareCores(const Candidate& c, const Shape& sh,
                            const StageClasses& classes,
                            Evaluation* out) const {
