@@ -31,7 +31,8 @@ std::vector<std::pair<std::string, double>> TimeTerms(const Plan& p) {
           {"TP comm", b.tp_comm_s()},    {"CP comm", b.cp_comm_s()},
           {"PP p2p", b.pp_comm_s()},     {"bubble", b.bubble_s()},
           {"DP comm", b.dp_comm_s()},    {"optimizer", b.optimizer_s()},
-          {"all-to-all", b.a2a_comm_s()}, {"offload", b.offload_s()}};
+          {"all-to-all", b.a2a_comm_s()}, {"offload", b.offload_s()},
+          {"core sharing", b.core_sharing_s()}};
 }
 
 std::string Ranges(const std::vector<int>& sorted) {
@@ -61,6 +62,15 @@ void Explain(const Plan& p, const Plan& best, bool is_best, std::string* out) {
         "              MoE all-to-all (ep=%d, etp=%d) %.3f s, not overlapped; "
         "%.0f%% of its bytes leave the node\n",
         p.ep(), p.etp(), b.a2a_comm_s(), 100 * b.a2a_inter_node_fraction());
+  }
+  if (b.core_sharing_s() > 0) {
+    // CPU ranks that outnumber their cores (docs/planner.md "Calibration").
+    absl::StrAppendFormat(
+        out,
+        "              core sharing %.3f s: the busiest node's work over its "
+        "cores exceeds the slowest stage; %.3f s of it is cores idle in the "
+        "1F1B fill and drain\n",
+        b.core_sharing_s(), b.fill_drain_s());
   }
   if (b.dp_comm_total_s() > 0) {
     absl::StrAppendFormat(out,

@@ -611,57 +611,8 @@ void CostModel::RecordStages(const Candidate& c, const Shape& sh,
       RecordTime(sh, cl, sc, g.first, g.layers, out);
     }
   }
-  out->core_sharing_s = 0;
+  out->core_sharing_s = out->fill_drain_s = 0;
   if (net_.cpu_cores_per_node() > 0) ShareCores(c, sh, classes, out);
-}
-
-// CPU ranks share their node's cores (ClusterSpec.cpu_cores_per_node), so
-// a step takes at least the work of a node's ranks divided by its cores,
-// whatever the critical path. A rank's work is its step without the
-// waits: the micro-batches (m x mb_s: compute, and TP and pipeline
-// transfers, which on shared memory are copies the ranks make
-// themselves), all of its data-parallel traffic (the reduction that
-// overlaps the backward runs on the same cores) and the optimizer step.
-// Its bubble is not work: a rank waiting on a condition variable
-// (comm/inproc, the transport of strata-bench train) yields its core, so
-// with 4 ranks on 2 cores pp=4 measured 0.44-0.50 s and dp=4 0.45-0.50 s
-// on the project's 2-core VM (docs/planner.md "Calibration"), where the
-// 1F1B critical path alone would make pp=4 1.4x dp=4. A lower bound: a
-// simulation of 1F1B with the ranks sharing the cores fairly is within 6%
-// of it for strata-bench train's layouts, and the scheduler's handoffs
-// (intra_node_latency_s) and cache sharing cost more.
-void CostModel::ShareCores(const Candidate& c, const Shape& sh,
-                           const StageClasses& classes,
-                           Evaluation* out) const {
-  const int gpn = net_.gpus_per_node();
-  const double cores = net_.cpu_cores_per_node();
-  std::vector<double> node_work(net_.nodes().size(), 0.0);
-  for (int i = 0; i < sh.p; ++i) {
-    const int k = layout_->stage_class[i];
-    const StageClass& cl = classes.at[k];
-    const std::vector<int>& at = layout_->positions[k];
-    const int index = static_cast<int>(
-        std::lower_bound(at.begin(), at.end(), i) - at.begin());
-    const int layers = cl.layers - (index < cl.trimmed ? 1 : 0);
-    const StageCost sc = CostOfStage(c, sh, cl, i, layers);
-    const double work = sh.m * sc.mb_s + sc.dp_total_s + sc.optimizer_s +
-                        sc.offload_total_s;
-    // The stage's ranks i S .. (i + 1) S - 1, node by node.
-    for (int64_t r = i * sh.stage_ranks; r < (i + 1) * sh.stage_ranks;) {
-      const int64_t node = r / gpn;
-      const int64_t end = std::min((node + 1) * gpn, (i + 1) * sh.stage_ranks);
-      if (node < static_cast<int64_t>(node_work.size())) {
-        node_work[node] += work * static_cast<double>(end - r);
-      }
-      r = end;
-    }
-  }
-  const double busiest =
-      *std::max_element(node_work.begin(), node_work.end()) / cores;
-  if (busiest > out->step_s) {
-    out->core_sharing_s = busiest - out->step_s;
-    out->step_s = busiest;
-  }
 }
 
 void CostModel::StageLayers(const Candidate& c, const Shape& sh,

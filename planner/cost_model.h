@@ -96,8 +96,9 @@ struct Evaluation {
   // and whether they fit (`fits` is false when they do not).
   double offload_s = 0, offload_total_s = 0;
   // CPU ranks sharing cores: what the busiest node adds to step_s
-  // (CostModel::ShareCores).
-  double core_sharing_s = 0;
+  // (CostModel::ShareCores), and of that, its cores' idle time in the 1F1B
+  // fill and drain over its cores (FillDrainIdleCoreSeconds).
+  double core_sharing_s = 0, fill_drain_s = 0;
   double cpu_gib_per_node = 0, nvme_gib_per_node = 0;
   bool host_fits = true;
 };
@@ -212,7 +213,8 @@ class CostModel {
   inline void RecordMemory(const StageClass& k, const StageCost& sc, int stage,
                            Evaluation* out) const;
   // CPU ranks (Network::cpu_cores_per_node > 0): raises out->step_s to the
-  // busiest node's work divided by its cores.
+  // busiest node's work plus its fill-and-drain idle, divided by its cores
+  // (core_sharing.cc).
   void ShareCores(const Candidate& c, const Shape& sh,
                   const StageClasses& classes, Evaluation* out) const;
   static inline void RecordTime(const Shape& sh, const StageClass& k,

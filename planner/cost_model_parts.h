@@ -1,6 +1,7 @@
 // CostModel's private parts shared by its source files (cost_model.cc: the
 // per-candidate and per-stage steps; layer_cost.cc: one layer's time and
-// memory). Not a public header: only those two include it.
+// memory; core_sharing.cc: CPU ranks sharing cores). Not a public header:
+// only those three include it.
 #pragma once
 
 #include <algorithm>

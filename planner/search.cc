@@ -279,6 +279,7 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   b->set_cpu_memory_gib_per_node(e.cpu_gib_per_node);
   b->set_nvme_gib_per_node(e.nvme_gib_per_node);
   b->set_core_sharing_s(e.core_sharing_s);
+  b->set_fill_drain_s(e.fill_drain_s);
   plan.set_offload(c.offload);
   for (int l : e.layers) plan.add_layers_per_stage(l);
   for (double t : e.stage_compute_s) plan.add_stage_compute_s(t);

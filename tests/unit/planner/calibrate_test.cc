@@ -156,6 +156,57 @@ TEST(CalibrateTest, RanksOutnumberingCoresTakeTheSharedCoreLatency) {
   }
 }
 
+// strata-bench train's 4-rank layouts on this machine as the worker probe
+// describes it (2 cores; the SGEMM size curve's peak, 110 GFLOP/s), with
+// the fit docs/planner.md "Measured on this machine" reports (fitted on
+// run A). pp=4 leaves a core idle while its pipeline fills and drains;
+// pp=2 dp=2 keeps both busy (a stage's two ranks) and is the pick, as
+// measured. Without that idle time pp=4 would win.
+TEST(CalibrateTest, FourRanksOnTwoCoresPickTwoStagesOfTwo) {
+  PlanRequest req;
+  req.model = *LoadModel("strata-small");
+  req.cluster = CpuCluster(4);
+  req.cluster.mutable_gpu()->set_peak_bf16_tflops(0.110);
+  Calibration* fit = req.cluster.mutable_calibration();
+  fit->set_gemm_efficiency(0.838);
+  fit->set_gemm_half_dim(0.133);
+  fit->set_node_memory_gbps(34.4);
+  fit->set_layer_overhead_s(274e-6);
+  fit->set_intra_node_gbps(1e6);
+  fit->set_intra_node_latency_s(25.9e-6);
+  fit->set_shared_core_latency_s(1e-7);
+  fit->set_node_load(0.001);
+  req.gpus = 4;
+  req.top_k = 1;
+  req.job.set_global_batch(16);
+  req.job.set_seq_length(64);
+  PlanConstraints* k = req.job.mutable_constraints();
+  k->set_cp(1);
+  k->set_vpp(1);
+  k->set_micro_batch(2);
+  k->set_zero_stage(0);
+  k->set_recompute(Recompute::none);
+  k->set_sequence_parallel(false);
+  k->set_even_layers(true);
+  auto pick = PlanJob(req);
+  ASSERT_TRUE(pick.ok()) << pick.status();
+  const Plan& best = pick->plans(0);
+  EXPECT_EQ(best.tp(), 1);
+  EXPECT_EQ(best.pp(), 2);
+  EXPECT_EQ(best.dp(), 2);
+  EXPECT_EQ(best.breakdown().fill_drain_s(), 0);
+  k->set_tp(1);
+  k->set_pp(4);
+  k->set_dp(1);
+  auto four = PlanJob(req);
+  ASSERT_TRUE(four.ok()) << four.status();
+  const Plan& pp4 = four->plans(0);
+  EXPECT_GT(pp4.step_time_s(), best.step_time_s());
+  EXPECT_GT(pp4.breakdown().fill_drain_s(), 0);
+  EXPECT_LT(pp4.step_time_s() - pp4.breakdown().fill_drain_s(),
+            best.step_time_s());
+}
+
 TEST(CalibrateTest, StoredPerClusterAndAppliedByThePlanner) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / "strata_calibrate_test")

@@ -232,18 +232,48 @@ TEST_F(CpuCostModelTest, RanksSharingCoresTakeTurns) {
   EXPECT_GT(gpus.bubble_s, 0);
   // Four ranks on two cores: the pipeline's bubble is idle time the other
   // ranks use, so the step is the four stages' work over two cores (their
-  // compute and optimizer step, plus the pipeline sends).
+  // compute and optimizer step, plus the pipeline sends), plus what the
+  // cores idle while the pipeline fills and drains: one core, for one
+  // micro-batch of stage 0 (first forward, last backward) and one of stage
+  // 3 (first backward, last forward), ~2/32 of the work of 8 micro-batches
+  // on 4 stages.
   const Evaluation two = Eval(c, 2);
   double work = 0;
   for (double s : two.stage_compute_s) work += s;
-  EXPECT_GT(two.core_sharing_s, 0);
+  EXPECT_GT(two.core_sharing_s, two.fill_drain_s);
   EXPECT_NEAR(two.step_s, gpus.step_s + two.core_sharing_s, 1e-12);
-  EXPECT_GT(two.step_s, work / 2);
-  EXPECT_LT(two.step_s, 1.02 * work / 2);
+  EXPECT_NEAR(two.fill_drain_s / (work / 2), 2.0 / 32, 0.25 * 2.0 / 32);
+  EXPECT_GT(two.step_s, work / 2 + two.fill_drain_s);
+  EXPECT_LT(two.step_s, 1.02 * work / 2 + two.fill_drain_s);
   // One core per rank: the critical path of the 1F1B schedule bounds it.
   const Evaluation four = Eval(c, 4);
   EXPECT_EQ(four.core_sharing_s, 0);
+  EXPECT_EQ(four.fill_drain_s, 0);
   EXPECT_DOUBLE_EQ(four.step_s, gpus.step_s);
+}
+
+TEST_F(CpuCostModelTest, FillAndDrainIdleOnlyWhenAWaveLeavesCoresFree) {
+  // 4 ranks on 2 cores. pp=2 dp=2: a stage's two ranks keep both cores
+  // busy whenever any wave is there; pp=4: a wave at an end stage keeps
+  // one rank busy.
+  Candidate two_by_two;
+  two_by_two.pp = 2;
+  two_by_two.dp = 2;
+  two_by_two.micro_batch = 2;
+  two_by_two.num_microbatches = 4;
+  EXPECT_EQ(Eval(two_by_two, 2).fill_drain_s, 0);
+  Candidate four;
+  four.pp = 4;
+  four.micro_batch = 2;
+  four.num_microbatches = 8;
+  EXPECT_GT(Eval(four, 2).fill_drain_s, 0);
+  Candidate data;  // no pipeline, no fill
+  data.dp = 4;
+  data.micro_batch = 2;
+  data.num_microbatches = 2;
+  EXPECT_EQ(Eval(data, 2).fill_drain_s, 0);
+  // GPUs: not a CPU cluster, nothing shared.
+  EXPECT_EQ(Eval(four, 0).fill_drain_s, 0);
 }
 
 TEST_F(CpuCostModelTest, DataParallelTrafficRunsOnTheSameCores) {
