@@ -26,8 +26,8 @@
 // between runs minutes apart, and within a run too). The summary prints
 // the worst run, as the project reports benchmarks.
 //
-// A trace's own cost is measured apart: the on steps that ran while a trace
-// request was in flight against the on steps that did not, times the
+// A trace's own cost is measured apart: the median on step that ran while a
+// trace request was in flight against the median of the other on steps, times the
 // overlapped steps per trace, gives the step time one trace costs; over
 // --trace-every that is its share of the run.
 //
@@ -374,8 +374,10 @@ Run RunOnce(const Options& o, const std::string& name) {
     const double around = (Median(blocks[b - 1]) + Median(blocks[b + 1])) / 2;
     r.block_ratios.push_back(b % 2 == 0 ? self / around : around / self);
   }
+  // Medians: a slow spell of the machine that happens to cover a few
+  // requests would move the means by more than a trace costs.
   if (!traced.empty() && !clean.empty()) {
-    r.trace_cost_s = (mean(traced) - mean(clean)) * traced.size() /
+    r.trace_cost_s = (Median(traced) - Median(clean)) * traced.size() /
                      static_cast<double>(hit.size());
   }
   r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&

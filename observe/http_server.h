@@ -10,6 +10,8 @@
 //   decoded query parameters.
 // - Listening on a non-loopback address requires a token; with a token every
 //   request must carry it (`Authorization: Bearer T` or `?token=T`), else 401.
+// - Replies are gzip-compressed when the client accepts gzip, and sent as
+//   they are otherwise: never brotli (see the .cc for why).
 // - Handlers run on the server's own threads (`threads`, default 2): they
 //   must be thread-safe with respect to the owner's state — the coordinator
 //   hands them snapshots it published, never its live state.

@@ -4,6 +4,8 @@
 #include <httplib.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -55,6 +57,38 @@ TEST(HttpServerTest, ServesRoutesAndRefusesEverythingElse) {
   r = c.Get("/metrics");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+// Prometheus asks for gzip and gets it; a client that also accepts brotli
+// gets gzip too, and one that accepts only brotli gets the plain text.
+TEST(HttpServerTest, CompressesWithGzipOnly) {
+  auto server = HttpServer::Start(
+      {}, {{"/metrics", [](const HttpRequest&) {
+              HttpResponse out;
+              out.body = std::string(100000, 'a');
+              return out;
+            }}});
+  ASSERT_TRUE(server.ok()) << server.status();
+  httplib::Client c("127.0.0.1", (*server)->port());
+  c.set_decompress(false);
+  for (const auto& [accept, want] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"gzip", "gzip"},
+           {"br, gzip, deflate", "gzip"},
+           {"br", ""},
+           {"", ""}}) {
+    httplib::Headers h;
+    if (!accept.empty()) h.emplace("Accept-Encoding", accept);
+    auto r = c.Get("/metrics", h);
+    ASSERT_TRUE(r) << accept;
+    EXPECT_EQ(r->status, 200) << accept;
+    EXPECT_EQ(r->get_header_value("Content-Encoding"), want) << accept;
+    if (want.empty()) {
+      EXPECT_EQ(r->body.size(), 100000u) << accept;
+    } else {
+      EXPECT_LT(r->body.size(), 1000u) << accept;
+    }
+  }
 }
 
 TEST(HttpServerTest, ATokenIsRequiredOffLoopbackAndChecked) {
