@@ -26,10 +26,10 @@
 // between runs minutes apart, and within a run too). The summary prints
 // the worst run, as the project reports benchmarks.
 //
-// A trace's own cost is measured apart: the median on step that ran while a
-// trace request was in flight against the median of the other on steps, times the
-// overlapped steps per trace, gives the step time one trace costs; over
-// --trace-every that is its share of the run.
+// A trace's own cost is measured apart: the median on step that ran while
+// a trace request was in flight against the median of the other on steps,
+// times the overlapped steps per trace, gives the step time one trace
+// costs; over --trace-every that is its share of the run.
 //
 // It also adds the costs up directly (the "accounted" column):
 //  in the ranks    flight-recorder records per step (from the collected
@@ -451,7 +451,8 @@ int ObserveMain(int argc, char** argv) {
         r.render_at_s > 0 ? r.render_cpu_s / r.render_at_s / o.ranks : 0;
     accounted.push_back(in_ranks + outside);
     // One trace every --trace-every s of the run's wall time.
-    if (o.trace_every > 0) trace_shares.push_back(r.trace_cost_s / o.trace_every);
+    if (o.trace_every > 0)
+      trace_shares.push_back(r.trace_cost_s / o.trace_every);
     std::printf(
         "  %-4d %10.4f %10.4f %8.4f %8.4f %6.4f (%2zu) %6d %6d %7.1f %9.1f "
         "%8.3f %7.1f (%5.2f)\n",
