@@ -67,6 +67,7 @@
 #include "bench/registry.h"
 #include "bench/sibling.h"
 #include "comm/flight_recorder.h"
+#include "placement/rank_env.h"
 
 namespace strata::bench {
 namespace {
@@ -302,9 +303,8 @@ Run RunOnce(const Options& o, const std::string& name) {
         pending.erase(0, cut + 1);
       }
     }
-    // The step running now is number done + 1, in block done / K; even
-    // blocks record (Runtime::BeginStep's rule).
-    const bool on_block = (done / o.block) % 2 == 0;
+    // The step running now is number done + 1.
+    const bool on_block = placement::FlightRecorderRecords(done, o.block);
     if (on_block && o.scrape_every > 0 && t >= next_scrape) {
       next_scrape = t + o.scrape_every;
       Scrape(cli, t, &r);
@@ -350,7 +350,7 @@ Run RunOnce(const Options& o, const std::string& name) {
     const int index = l.step - 1;  // step=N is the N-th step
     const int b = index / o.block;
     if (l.step <= o.warmup || index % o.block < o.settle) continue;
-    if (l.on != (b % 2 == 0)) {
+    if (l.on != placement::FlightRecorderRecords(index, o.block)) {
       std::fprintf(stderr, "  %s: step %d ran recorder=%s in block %d\n",
                    name.c_str(), l.step, l.on ? "on" : "off", b);
       return r;
@@ -372,7 +372,8 @@ Run RunOnce(const Options& o, const std::string& name) {
       continue;
     const double self = Median(blocks[b]);
     const double around = (Median(blocks[b - 1]) + Median(blocks[b + 1])) / 2;
-    r.block_ratios.push_back(b % 2 == 0 ? self / around : around / self);
+    const bool on = placement::FlightRecorderRecords(b * o.block, o.block);
+    r.block_ratios.push_back(on ? self / around : around / self);
   }
   // Medians: a slow spell of the machine that happens to cover a few
   // requests would move the means by more than a trace costs.

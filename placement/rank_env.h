@@ -12,6 +12,7 @@
 // comm::BuildPlanGroups groups by.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,6 +72,12 @@ inline constexpr int kMaxFlightRecords = 1 << 20;
 // run holds steps with and without it. 0 (default): always on.
 inline constexpr char kFlightRecorderAb[] = "STRATA_FLIGHT_RECORDER_AB";
 inline constexpr int kMaxFlightRecorderAb = 1 << 20;
+// The rule of STRATA_FLIGHT_RECORDER_AB=k: whether the recorder records the
+// step that follows `steps_done` steps (the runtime applies it, strata-bench
+// observe follows it).
+inline bool FlightRecorderRecords(int64_t steps_done, int k) {
+  return k <= 0 || (steps_done / k) % 2 == 0;
+}
 
 // Upper bounds of the sizes a rank environment may give. Sizes drive
 // allocation (a placement entry per rank, a shared-memory ring per ordered

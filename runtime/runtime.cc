@@ -172,7 +172,7 @@ void ReportStartFailure(const RankInfo& info, const std::string& reason) {
 bool Runtime::BeginStep(int64_t step) {
   if (recorder_ == nullptr) return false;
   const int k = info_.flight_recorder_ab;
-  if (k > 0) recorder_->SetPaused((step / k) % 2 == 1);
+  if (k > 0) recorder_->SetPaused(!placement::FlightRecorderRecords(step, k));
   return !recorder_->paused();
 }
 

@@ -219,6 +219,12 @@ TEST(ParseRankEnvTest, FlightRecorderVariables) {
   EXPECT_EQ(e->flight_records, 64);
   EXPECT_EQ(e->flight_recorder_ab, 10);
   EXPECT_EQ(ParseRankEnv({}).value().flight_recorder_ab, 0);  // always on
+  // k = 10: steps 0-9 record, 10-19 do not, 20 records; k = 0 always.
+  EXPECT_TRUE(FlightRecorderRecords(9, 10));
+  EXPECT_FALSE(FlightRecorderRecords(10, 10));
+  EXPECT_FALSE(FlightRecorderRecords(19, 10));
+  EXPECT_TRUE(FlightRecorderRecords(20, 10));
+  EXPECT_TRUE(FlightRecorderRecords(15, 0));
   EXPECT_NE(ParseError({{"STRATA_FLIGHT_RECORDER_AB", "-1"}})
                 .find("STRATA_FLIGHT_RECORDER_AB"),
             std::string::npos);
