@@ -222,7 +222,7 @@ void Summarise(const Predictions& p, int ranks,
   }
 }
 
-int StepPart(int steps, CalibrationIo* io) {
+int StepPart(int steps, int rounds, CalibrationIo* io) {
   auto probe = probe::ProbeNode();
   if (!probe.ok()) return 1;
   control::WorkerInfo node;
@@ -254,55 +254,75 @@ int StepPart(int steps, CalibrationIo* io) {
   for (int ranks : {2, 4}) {
     *io->runs.add_clusters() = coordinator::ClusterFromProbes({node}, ranks);
     io->runs.add_cluster_ranks(ranks);
-    std::vector<std::string> layouts;
-    std::vector<double> measured;
-    for (Predictions& w : ways) w.predicted.clear();
+    struct Layout {
+      int tp, pp, dp;
+      std::vector<double> seconds;  // every measured step, all rounds
+    };
+    std::vector<Layout> runs;
     for (int tp = 1; tp <= ranks; tp *= 2) {
       for (int pp = 1; tp * pp <= ranks; pp *= 2) {
-        const int dp = ranks / (tp * pp);
+        runs.push_back({tp, pp, ranks / (tp * pp), {}});
+      }
+    }
+    // Interleaved rounds: this VM's speed drifts by 10-40% over a minute
+    // (docs/planner.md "Measured on this machine"), so each round runs
+    // every layout once, starting one later each round, and a layout's
+    // figure is the median of its steps over all rounds: a slow spell
+    // lands on every layout instead of on the one that ran through it.
+    for (int round = 0; round < rounds; ++round) {
+      for (size_t i = 0; i < runs.size(); ++i) {
+        Layout& l = runs[(i + round) % runs.size()];
         train::ThreadRun run =
-            train::RunThreads(Small(), tp, pp, dp, steps + 1);
+            train::RunThreads(Small(), l.tp, l.pp, l.dp, steps + 1);
         if (!run.status.ok()) {
           std::fprintf(stderr, "run failed: %s\n",
                        run.status.ToString().c_str());
           return 1;
         }
-        run.seconds.erase(run.seconds.begin());  // warm-up step
-        measured.push_back(Median(run.seconds));
-        layouts.push_back(LayoutName(tp, pp, dp));
-        StepMeasurement* sm = io->runs.add_steps();
-        sm->set_model("strata-small");
-        sm->set_tp(tp);
-        sm->set_pp(pp);
-        sm->set_dp(dp);
-        sm->set_cp(1);
-        sm->set_micro_batch(kMicro);
-        sm->set_global_batch(kBatch);
-        sm->set_seq_length(64);
-        for (double x : run.seconds) sm->add_step_s(x);
-        io->runs.add_step_ranks(ranks);
-        std::printf("%5d %4d %4d %4d %12.3f", ranks, tp, pp, dp,
-                    measured.back());
-        for (Predictions& w : ways) {
-          Plan pick;
-          auto predicted = Predict(node, ranks, tp, pp, dp, w.cal,
-                                   w.pick.empty() ? &pick : nullptr);
-          if (w.pick.empty() && predicted.ok()) {
-            w.pick = LayoutName(pick.tp(), pick.pp(), pick.dp());
-          }
-          if (!predicted.ok()) {
-            w.predicted.push_back(-1);
-            std::printf(" %12s  (%s)", "-",
-                        predicted.status().ToString().c_str());
-            continue;
-          }
-          w.predicted.push_back(*predicted);
-          std::printf(" %12.3f %+7.0f%%", *predicted,
-                      100 * (*predicted / measured.back() - 1));
-        }
-        std::printf("\n");
-        std::fflush(stdout);
+        // The first step is warm-up (first touch of every buffer).
+        l.seconds.insert(l.seconds.end(), run.seconds.begin() + 1,
+                         run.seconds.end());
       }
+    }
+    std::vector<std::string> layouts;
+    std::vector<double> measured;
+    for (Predictions& w : ways) w.predicted.clear();
+    for (const Layout& l : runs) {
+      const int tp = l.tp, pp = l.pp, dp = l.dp;
+      measured.push_back(Median(l.seconds));
+      layouts.push_back(LayoutName(tp, pp, dp));
+      StepMeasurement* sm = io->runs.add_steps();
+      sm->set_model("strata-small");
+      sm->set_tp(tp);
+      sm->set_pp(pp);
+      sm->set_dp(dp);
+      sm->set_cp(1);
+      sm->set_micro_batch(kMicro);
+      sm->set_global_batch(kBatch);
+      sm->set_seq_length(64);
+      for (double x : l.seconds) sm->add_step_s(x);
+      io->runs.add_step_ranks(ranks);
+      std::printf("%5d %4d %4d %4d %12.3f", ranks, tp, pp, dp,
+                  measured.back());
+      for (Predictions& w : ways) {
+        Plan pick;
+        auto predicted = Predict(node, ranks, tp, pp, dp, w.cal,
+                                 w.pick.empty() ? &pick : nullptr);
+        if (w.pick.empty() && predicted.ok()) {
+          w.pick = LayoutName(pick.tp(), pick.pp(), pick.dp());
+        }
+        if (!predicted.ok()) {
+          w.predicted.push_back(-1);
+          std::printf(" %12s  (%s)", "-",
+                      predicted.status().ToString().c_str());
+          continue;
+        }
+        w.predicted.push_back(*predicted);
+        std::printf(" %12.3f %+7.0f%%", *predicted,
+                    100 * (*predicted / measured.back() - 1));
+      }
+      std::printf("\n");
+      std::fflush(stdout);
     }
     for (Predictions& w : ways) Summarise(w, ranks, layouts, measured);
     for (Predictions& w : ways) w.pick.clear();
@@ -490,6 +510,7 @@ int TorchPart(int steps, const std::vector<int>& rank_counts, int threads) {
 int TrainBench(int argc, char** argv) {
   CLI::App app{"strata-bench train: trainer GEMMs and step times vs planner"};
   int steps = 3;
+  int rounds = 3;
   std::string peer;
   std::vector<int> peer_ranks = {1, 2, 4};
   int threads = 0;
@@ -502,6 +523,10 @@ int TrainBench(int argc, char** argv) {
                  "--calibrate writes it)");
   app.add_option("--steps", steps, "measured steps per run")
       ->check(CLI::Range(1, 1000));
+  app.add_option("--rounds", rounds,
+                 "step times: rounds over every layout, interleaved; each "
+                 "layout runs --steps measured steps per round")
+      ->check(CLI::Range(1, 100));
   app.add_option("--peer", peer,
                  "also run the same model in this framework and print the "
                  "tokens/s ratio")
@@ -526,7 +551,7 @@ int TrainBench(int argc, char** argv) {
   }
   openblas_set_num_threads(1);
   if (int rc = GemmPart(steps, &io); rc != 0) return rc;
-  const int rc = StepPart(steps, &io);
+  const int rc = StepPart(steps, rounds, &io);
   if (rc == 0 && !measurements.empty()) {
     std::ofstream(measurements) << MessageToJson(io.runs, true) << "\n";
     std::printf("measurements written to %s\n", measurements.c_str());

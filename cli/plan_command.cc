@@ -236,8 +236,10 @@ bool CalibrateFromProbe(const PlanArgs& args) {
 
 void RunCalibrate(const PlanArgs& args) {
   if (CalibrateFromProbe(args)) return;
-  // Several files (repeated bench runs) are fitted together.
+  // Several files (repeated bench runs) are fitted together, at the median
+  // of their device peaks (each run's probe; the first run's clusters).
   MeasuredRuns runs;
+  std::vector<double> peaks;
   for (const std::string& file : args.calibrate) {
     MeasuredRuns one;
     if (Status st = LoadConfigFile(file, &one, {}, 16 << 20); !st.ok()) {
@@ -246,10 +248,8 @@ void RunCalibrate(const PlanArgs& args) {
     if (one.clusters_size() == 0) {
       Fail(kExitBadInput, file + ": field 'clusters' is empty");
     }
-    if (runs.clusters_size() == 0) {
-      runs.set_gemm_peak_tflops(one.gemm_peak_tflops());
-      runs.set_source(one.source());
-    }
+    if (runs.clusters_size() == 0) runs.set_source(one.source());
+    if (one.gemm_peak_tflops() > 0) peaks.push_back(one.gemm_peak_tflops());
     for (int i = 0; i < one.clusters_size(); ++i) {
       const int ranks = i < one.cluster_ranks_size() ? one.cluster_ranks(i) : 0;
       if (std::find(runs.cluster_ranks().begin(), runs.cluster_ranks().end(),
@@ -263,6 +263,10 @@ void RunCalibrate(const PlanArgs& args) {
       runs.add_step_ranks(i < one.step_ranks_size() ? one.step_ranks(i) : 0);
     }
     for (const GemmMeasurement& g : one.gemms()) *runs.add_gemms() = g;
+  }
+  if (!peaks.empty()) {
+    std::sort(peaks.begin(), peaks.end());
+    runs.set_gemm_peak_tflops(peaks[peaks.size() / 2]);
   }
   if (args.calibrate.size() > 1) {
     runs.set_source(

@@ -133,6 +133,12 @@ void ApplyCalibration(ClusterSpec* c) {
   // Competing work: g devices of a node share it with node_load more.
   const double g = std::max(1, c->gpus_per_node());
   const double share = cal.node_load() > 0 ? g / (g + cal.node_load()) : 1.0;
+  // The fitted peak replaces the main device type's; every type keeps its
+  // ratio to it (mixed clusters).
+  const double peak_scale =
+      cal.gemm_peak_tflops() > 0 && c->gpu().peak_bf16_tflops() > 0
+          ? cal.gemm_peak_tflops() / c->gpu().peak_bf16_tflops()
+          : 1.0;
   auto gpu = [&](GpuType* gt) {
     if (cal.gemm_efficiency() > 0) {
       gt->set_gemm_efficiency(cal.gemm_efficiency());
@@ -141,7 +147,8 @@ void ApplyCalibration(ClusterSpec* c) {
     if (cal.node_memory_gbps() > 0) {
       gt->set_hbm_gbps(cal.node_memory_gbps() / g);
     }
-    gt->set_peak_bf16_tflops(gt->peak_bf16_tflops() * share);
+    gt->set_peak_bf16_tflops(gt->peak_bf16_tflops() * peak_scale * share);
+    gt->set_peak_fp8_tflops(gt->peak_fp8_tflops() * peak_scale);
     gt->set_hbm_gbps(gt->hbm_gbps() * share);
   };
   gpu(c->mutable_gpu());
@@ -167,6 +174,7 @@ void ApplyCalibration(ClusterSpec* c) {
     c->mutable_calibration()->clear_inter_node_scale();
   }
   c->mutable_calibration()->clear_node_load();  // likewise
+  c->mutable_calibration()->clear_gemm_peak_tflops();
 }
 
 StatusOr<Calibration> CalibrationFromProbe(const control::NodeProbe& probe,
@@ -277,8 +285,15 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
       std::log(0.1),
       std::log(shared_latency)};
   const double peak = runs.gemm_peak_tflops() * 1e12;
+  // The fit stands for the runs' device peak (the median of several runs'
+  // probes, RunCalibrate), not for whatever a later probe measures.
+  auto calibration = [&](const Point& x) {
+    Calibration cal = FromPoint(x);
+    cal.set_gemm_peak_tflops(runs.gemm_peak_tflops());
+    return cal;
+  };
   auto objective = [&](const Point& x) {
-    const Calibration cal = FromPoint(x);
+    const Calibration cal = calibration(x);
     double sum = 0;
     for (int i = 0; i < runs.steps_size(); ++i) {
       auto t = PredictMeasured(runs, i, cal);
@@ -312,7 +327,7 @@ StatusOr<Calibration> FitCalibration(const MeasuredRuns& runs,
   for (int round = 0; round < 3; ++round) {
     best = Minimise(objective, best, 300);
   }
-  Calibration cal = FromPoint(best);
+  Calibration cal = calibration(best);
   std::vector<double> after;
   double e0 = 0, e1 = 0;
   for (int i = 0; i < runs.steps_size(); ++i) {

@@ -126,6 +126,8 @@ absl::Span<const FieldRange> ClusterRanges() {
       {"calibration.shared_core_latency_s", 0, 1, false,
        "fitted step latency when CPU ranks outnumber cores, s; 0: the "
        "intra-node one"},
+      {"calibration.gemm_peak_tflops", 0, 100000, false,
+       "device peak the fit stands for, TFLOP/s; 0: the cluster's"},
   };
 #undef STRATA_GPU_RANGES
   return kRanges;

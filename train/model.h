@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "train/huge_pages.h"
+
 #include "common/status.h"
 
 namespace strata::train {
@@ -81,7 +83,7 @@ class StageParams {
   float* W(int shard) { return w.data() + shards[shard].start; }
   float* G(int shard) { return g.data() + shards[shard].start; }
 
-  std::vector<float> w, g;  // weights and gradients, flat
+  HugeFloats w, g;  // weights and gradients, flat (huge pages)
   std::vector<ParamShard> shards;
   std::vector<LayerParams> layers;  // this stage's blocks, in order
   int first_layer = 0;

@@ -32,6 +32,7 @@
 #include "common/status.h"
 #include "train/adamw.h"
 #include "train/data.h"
+#include "train/huge_pages.h"
 #include "train/model.h"
 
 namespace strata::train {
@@ -150,9 +151,9 @@ class Trainer {
   bool first_, last_;
   int micro_batches_ = 0;
   // Adam moments: the whole local shard, or this rank's ZeRO-1 partition.
-  std::vector<float> m_, v_;
+  HugeFloats m_, v_;
   size_t shard_begin_ = 0, shard_size_ = 0, padded_ = 0;
-  std::vector<float> grad_shard_;
+  HugeFloats grad_shard_;
   // ZeRO-1: the whole local shard's moments, gathered for a checkpoint.
   std::vector<float> gathered_m_, gathered_v_;
   // The optimizer's runs of this rank's range (adamw.h).

@@ -107,6 +107,38 @@ TEST(CalibrateTest, FitRecoversTheMeasuredStepTimes) {
   EXPECT_EQ(cal->samples(), 9 + 5);
 }
 
+// The fit stands for the peak of the runs it fitted: applied on a cluster
+// whose probe measured another peak, the prediction does not move with it;
+// a second type keeps its ratio to the main one; applying twice is once.
+TEST(CalibrateTest, TheFittedPeakReplacesTheProbedOne) {
+  const MeasuredRuns runs = Synthetic();
+  auto cal = FitCalibration(runs);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_DOUBLE_EQ(cal->gemm_peak_tflops(), 0.06);
+  const double at_fit = *PredictMeasured(runs, 4, *cal);
+  MeasuredRuns faster_probe = runs;
+  for (ClusterSpec& c : *faster_probe.mutable_clusters()) {
+    c.mutable_gpu()->set_peak_bf16_tflops(0.072);  // a probe 20% high
+  }
+  EXPECT_NEAR(*PredictMeasured(faster_probe, 4, *cal) / at_fit, 1.0, 1e-9);
+  Calibration unpinned = *cal;
+  unpinned.clear_gemm_peak_tflops();
+  EXPECT_LT(*PredictMeasured(faster_probe, 4, unpinned) / at_fit, 0.97);
+
+  ClusterSpec c = CpuCluster(4);
+  c.mutable_gpu()->set_peak_bf16_tflops(0.072);
+  NodeOverride* o = c.add_overrides();
+  o->mutable_gpu()->set_peak_bf16_tflops(0.036);  // half the main type
+  Calibration pin;
+  pin.set_gemm_peak_tflops(0.06);
+  *c.mutable_calibration() = pin;
+  ApplyCalibration(&c);
+  EXPECT_DOUBLE_EQ(c.gpu().peak_bf16_tflops(), 0.06);
+  EXPECT_DOUBLE_EQ(c.overrides(0).gpu().peak_bf16_tflops(), 0.03);
+  ApplyCalibration(&c);
+  EXPECT_DOUBLE_EQ(c.gpu().peak_bf16_tflops(), 0.06);
+}
+
 TEST(CalibrateTest, BadMeasurementsAreInvalidArgument) {
   MeasuredRuns runs = Synthetic();
   runs.mutable_steps(3)->clear_step_s();

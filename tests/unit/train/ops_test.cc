@@ -9,6 +9,7 @@
 #include <functional>
 #include <cstdlib>
 #include <random>
+#include <span>
 
 #include "train/adamw.h"
 #include "train/block.h"
@@ -28,7 +29,7 @@ std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
 }
 
 // Checks d(sum(w .* f(x)))/dx[i] == analytic[i] for a sample of i.
-void CheckGradient(std::vector<float>& x, const std::vector<float>& analytic,
+void CheckGradient(std::span<float> x, std::span<const float> analytic,
                    const std::function<double()>& loss, const char* what) {
   ASSERT_EQ(x.size(), analytic.size());
   const float h = 1e-2f;
