@@ -23,9 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "train/huge_pages.h"
-
 #include "common/status.h"
+#include "train/huge_pages.h"
 
 namespace strata::train {
 
