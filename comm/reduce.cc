@@ -1,20 +1,44 @@
-// Reduction kernels. Plain loops over contiguous arrays that the compiler
-// vectorises (-O2 + restrict-free simple bodies); 16-bit floats go through
-// fp32 per element.
+// Reduction kernels: element-wise loops over non-overlapping arrays (acc
+// and in never alias: callers reduce a received buffer or a ring slot into
+// their own), built with -O3 so GCC vectorizes them (comm/CMakeLists.txt;
+// at -O2 its very-cheap cost model left them scalar, one element per
+// instruction, because the pointers might overlap). f32 and f64 sums, the
+// reductions gradients use, are STRATA_KERNELs: AVX-512 or AVX2 where the
+// CPU has it. Element-wise, so the result is bit-identical to the scalar
+// loop. 16-bit floats go through fp32 per element.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "comm/types.h"
+#include "common/kernel.h"
 
 namespace strata::comm {
 namespace {
 
+STRATA_KERNEL
+void SumF32(float* __restrict acc, const float* __restrict in, size_t n) {
+  for (size_t i = 0; i < n; ++i) acc[i] += in[i];
+}
+
+STRATA_KERNEL
+void SumF64(double* __restrict acc, const double* __restrict in, size_t n) {
+  for (size_t i = 0; i < n; ++i) acc[i] += in[i];
+}
+
 template <typename T>
-void ReduceTyped(T* acc, const T* in, size_t n, ReduceOp op) {
+void ReduceTyped(T* __restrict acc, const T* __restrict in, size_t n,
+                 ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      for (size_t i = 0; i < n; ++i) acc[i] += in[i];
+      if constexpr (std::is_same_v<T, float>) {
+        SumF32(acc, in, n);
+      } else if constexpr (std::is_same_v<T, double>) {
+        SumF64(acc, in, n);
+      } else {
+        for (size_t i = 0; i < n; ++i) acc[i] += in[i];
+      }
       break;
     case ReduceOp::kMax:
       for (size_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], in[i]);

@@ -1,37 +1,21 @@
 // Building blocks of the trainer's element-wise kernels: a float exp that
-// vectorizes, and the attribute that compiles a kernel three times, for
-// AVX-512 (x86-64-v4), for AVX2+FMA (x86-64-v3) and for the baseline ISA,
-// picking one at load time.
+// vectorizes, and (from common/kernel.h) the attribute that compiles a
+// kernel for AVX-512, AVX2+FMA and the baseline ISA, picking one at load
+// time.
 //
 // Kernels are plain loops written so that GCC's -O3 vectorizer takes them
 // (fixed-width lane accumulators instead of serial float sums, no libm
 // calls inside loops); train/CMakeLists.txt builds these files with -O3
-// -fno-trapping-math -fno-math-errno. STRATA_KERNEL uses GCC's
-// target_clones (function multi-versioning: an ifunc resolver asks the CPU
-// once), so the binary runs on any x86-64 and uses AVX-512 or AVX2/FMA
-// where present (AVX-512 took GeLU from 3.0% to 1.3% of a one-thread
-// `small` step on this AMD EPYC, docs/train.md);
-// elsewhere (other compilers, other architectures) it is empty and the
-// loops are compiled for the baseline ISA only.
+// -fno-trapping-math -fno-math-errno. The AVX-512 clone took GeLU from
+// 3.0% to 1.3% of a one-thread `small` step on this AMD EPYC
+// (docs/train.md).
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define STRATA_KERNEL    \
-  __attribute__((target_clones( \
-      "arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STRATA_KERNEL
-#endif
-// Helpers of kernels: inlined into each clone, so they take its ISA.
-#if defined(__GNUC__)
-#define STRATA_INLINE [[gnu::always_inline]] inline
-#else
-#define STRATA_INLINE inline
-#endif
+#include "common/kernel.h"
 
 namespace strata::train {
 
