@@ -26,7 +26,8 @@ const char* ReduceOpName(ReduceOp op);
 
 // acc[i] = acc[i] (op) in[i] for i < count. kAvg reduces like kSum; the
 // caller divides once at the end (Scale). f16/bf16 are accumulated in fp32
-// per element and rounded to nearest even on store.
+// per element and rounded to nearest even on store. `acc` and `in` must not
+// overlap (the kernels are vectorized on that promise, reduce.cc).
 void ReduceInto(void* acc, const void* in, size_t count, DataType t,
                 ReduceOp op);
 
