@@ -184,6 +184,39 @@ std::string LayoutName(int tp, int pp, int dp) {
   return absl::StrCat("tp=", tp, " pp=", pp, " dp=", dp);
 }
 
+// A (tp, pp, dp) of `ranks` ranks.
+struct Layout {
+  int tp, pp, dp;
+};
+
+// Every layout of `ranks` ranks (powers of two), in the order the bench
+// prints them.
+std::vector<Layout> Layouts(int ranks) {
+  std::vector<Layout> out;
+  for (int tp = 1; tp <= ranks; tp *= 2) {
+    for (int pp = 1; tp * pp <= ranks; pp *= 2) {
+      out.push_back({tp, pp, ranks / (tp * pp)});
+    }
+  }
+  return out;
+}
+
+// Runs `l` for a warm-up step (first touch of every buffer) and `steps`
+// measured ones, appending their seconds to `out` (and the first step's
+// loss to `first_loss` when given); false, with a message, if it failed.
+bool MeasureSteps(const train::TrainOptions& o, const Layout& l, int steps,
+                  std::vector<double>* out, double* first_loss = nullptr) {
+  train::ThreadRun run = train::RunThreads(o, l.tp, l.pp, l.dp, steps + 1);
+  if (!run.status.ok()) {
+    std::fprintf(stderr, "strata run failed: %s\n",
+                 run.status.ToString().c_str());
+    return false;
+  }
+  if (first_loss != nullptr) *first_loss = run.losses.front();
+  out->insert(out->end(), run.seconds.begin() + 1, run.seconds.end());
+  return true;
+}
+
 // One way of predicting (uncalibrated, or with --calibration): its
 // predictions of the layouts of one rank count, and the summary against
 // the goals (every layout within 15%; the pick within 5% of the fastest
@@ -254,16 +287,9 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
   for (int ranks : {2, 4}) {
     *io->runs.add_clusters() = coordinator::ClusterFromProbes({node}, ranks);
     io->runs.add_cluster_ranks(ranks);
-    struct Layout {
-      int tp, pp, dp;
-      std::vector<double> seconds;  // every measured step, all rounds
-    };
-    std::vector<Layout> runs;
-    for (int tp = 1; tp <= ranks; tp *= 2) {
-      for (int pp = 1; tp * pp <= ranks; pp *= 2) {
-        runs.push_back({tp, pp, ranks / (tp * pp), {}});
-      }
-    }
+    const std::vector<Layout> runs = Layouts(ranks);
+    // Every measured step of runs[i], all rounds.
+    std::vector<std::vector<double>> seconds(runs.size());
     // Interleaved rounds: this VM's speed drifts by 10-40% over a minute
     // (docs/planner.md "Measured on this machine"), so each round runs
     // every layout once, starting one later each round, and a layout's
@@ -271,25 +297,16 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
     // lands on every layout instead of on the one that ran through it.
     for (int round = 0; round < rounds; ++round) {
       for (size_t i = 0; i < runs.size(); ++i) {
-        Layout& l = runs[(i + round) % runs.size()];
-        train::ThreadRun run =
-            train::RunThreads(Small(), l.tp, l.pp, l.dp, steps + 1);
-        if (!run.status.ok()) {
-          std::fprintf(stderr, "run failed: %s\n",
-                       run.status.ToString().c_str());
-          return 1;
-        }
-        // The first step is warm-up (first touch of every buffer).
-        l.seconds.insert(l.seconds.end(), run.seconds.begin() + 1,
-                         run.seconds.end());
+        const size_t j = (i + round) % runs.size();
+        if (!MeasureSteps(Small(), runs[j], steps, &seconds[j])) return 1;
       }
     }
     std::vector<std::string> layouts;
     std::vector<double> measured;
     for (Predictions& w : ways) w.predicted.clear();
-    for (const Layout& l : runs) {
-      const int tp = l.tp, pp = l.pp, dp = l.dp;
-      measured.push_back(Median(l.seconds));
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const int tp = runs[i].tp, pp = runs[i].pp, dp = runs[i].dp;
+      measured.push_back(Median(seconds[i]));
       layouts.push_back(LayoutName(tp, pp, dp));
       StepMeasurement* sm = io->runs.add_steps();
       sm->set_model("strata-small");
@@ -300,7 +317,7 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
       sm->set_micro_batch(kMicro);
       sm->set_global_batch(kBatch);
       sm->set_seq_length(64);
-      for (double x : l.seconds) sm->add_step_s(x);
+      for (double x : seconds[i]) sm->add_step_s(x);
       io->runs.add_step_ranks(ranks);
       std::printf("%5d %4d %4d %4d %12.3f", ranks, tp, pp, dp,
                   measured.back());
@@ -459,30 +476,17 @@ int TorchPart(int steps, int rounds, const std::vector<int>& rank_counts,
     const int per_rank = Threads(threads, ranks);
     openblas_set_num_threads(per_rank);
     // Strata's best layout: one pass over every layout.
-    double best = 1e30, first_loss = 0;
-    int best_tp = 1, best_pp = 1, best_dp = ranks;
-    for (int tp = 1; tp <= ranks; tp *= 2) {
-      for (int pp = 1; tp * pp <= ranks; pp *= 2) {
-        const int dp = ranks / (tp * pp);
-        train::ThreadRun run = train::RunThreads(o, tp, pp, dp, steps + 1);
-        if (!run.status.ok()) {
-          std::fprintf(stderr, "strata run failed: %s\n",
-                       run.status.ToString().c_str());
-          return 1;
-        }
-        first_loss = run.losses.front();
-        run.seconds.erase(run.seconds.begin());  // warm-up step
-        const double m = Median(run.seconds);
-        if (m < best) {
-          best = m;
-          best_tp = tp;
-          best_pp = pp;
-          best_dp = dp;
-        }
+    double best_s = 1e30, first_loss = 0;
+    Layout best{1, 1, ranks};
+    for (const Layout& l : Layouts(ranks)) {
+      std::vector<double> pass;
+      if (!MeasureSteps(o, l, steps, &pass, &first_loss)) return 1;
+      if (Median(pass) < best_s) {
+        best_s = Median(pass);
+        best = l;
       }
     }
-    const std::string best_name =
-        absl::StrCat("tp=", best_tp, " pp=", best_pp, " dp=", best_dp);
+    const std::string best_name = LayoutName(best.tp, best.pp, best.dp);
     // Then that layout and the peer in interleaved rounds (which goes first
     // alternates), each side's figure the median of its steps over all
     // rounds: the machine's drift lands on both, and strata's figure is not
@@ -493,15 +497,7 @@ int TorchPart(int steps, int rounds, const std::vector<int>& rank_counts,
     for (int round = 0; round < rounds && !peer_failed; ++round) {
       for (int side = 0; side < 2; ++side) {
         if ((side + round) % 2 == 0) {
-          train::ThreadRun run =
-              train::RunThreads(o, best_tp, best_pp, best_dp, steps + 1);
-          if (!run.status.ok()) {
-            std::fprintf(stderr, "strata run failed: %s\n",
-                         run.status.ToString().c_str());
-            return 1;
-          }
-          strata_s.insert(strata_s.end(), run.seconds.begin() + 1,
-                          run.seconds.end());
+          if (!MeasureSteps(o, best, steps, &strata_s)) return 1;
           continue;
         }
         torch = RunTorch(dir, ranks, per_rank);

@@ -79,8 +79,9 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   // with both). A client accepting br (curl --compressed, cpp-httplib's own
   // client) then costs the server a slow brotli pass of every reply: 261 ms
   // for a 314 KB exposition of 4,096 workers here, against 1.9 ms for zlib
-  // at its default level 6. Only gzip is offered: Prometheus asks for it. The Request is cpp-httplib's own non-const object; its handlers
-  // see it const.
+  // at its default level 6. Only gzip is offered: Prometheus asks for it.
+  // The Request is cpp-httplib's own non-const object; its handlers see it
+  // const.
   srv.set_pre_routing_handler([](const httplib::Request& req,
                                  httplib::Response&) {
     auto& headers = const_cast<httplib::Request&>(req).headers;
