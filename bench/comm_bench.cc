@@ -133,9 +133,10 @@ int CommBench(int argc, char** argv) {
       MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count),
                     MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }};
-    for (Algorithm a :
-         {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+    for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing,
+                        Algorithm::kRecursiveDoubling, Algorithm::kShared}) {
       if (a == Algorithm::kRecursiveDoubling && bytes > (16u << 20)) continue;
+      if (a == Algorithm::kShared && transport != "shm") continue;
       comm::OpOptions o;
       o.algorithm = a;
       o.synchronous = true;  // blocking, like MPI_Allreduce

@@ -20,7 +20,13 @@
 
 namespace strata::comm {
 
-enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kHierarchical };
+enum class Algorithm {
+  kAuto,
+  kRing,
+  kRecursiveDoubling,
+  kHierarchical,
+  kShared,  // through memory all ranks map (Transport::SharedAllReduce)
+};
 const char* AlgorithmName(Algorithm a);
 
 struct OpOptions {

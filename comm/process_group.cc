@@ -18,6 +18,8 @@ const char* AlgorithmName(Algorithm a) {
       return "recursive_doubling";
     case Algorithm::kHierarchical:
       return "hierarchical";
+    case Algorithm::kShared:
+      return "shared";
   }
   return "?";
 }
@@ -184,6 +186,13 @@ ProcessGroup::~ProcessGroup() {
 }
 
 Algorithm ProcessGroup::ChooseAllReduce(size_t bytes) const {
+  // Through shared slots every chunk costs two barriers, where the ring's
+  // 2(n-1) steps each wait for a neighbour; on 2 ranks the ring's two steps
+  // move less and win from 16 KiB (docs/comm.md).
+  if (transport_->shares_memory() &&
+      (size() > 2 || bytes <= options_.small_message_bytes)) {
+    return Algorithm::kShared;
+  }
   if (bytes <= options_.small_message_bytes)
     return Algorithm::kRecursiveDoubling;
   if (hierarchical_ok_) return Algorithm::kHierarchical;
@@ -278,6 +287,9 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
                     case Algorithm::kHierarchical:
                       RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
                           t, options_.node_of, buf, count, type, op, d));
+                      break;
+                    case Algorithm::kShared:
+                      RETURN_IF_ERROR(t.SharedAllReduce(buf, count, type, op, d));
                       break;
                     default:
                       RETURN_IF_ERROR(algorithms::RingAllReduce(t, buf, count,

@@ -27,7 +27,10 @@ struct GroupOptions {
   std::vector<int> node_of;
   // Tuner thresholds: all-reduces up to this size use recursive doubling
   // (latency-bound); larger ones the ring, or the hierarchical algorithm
-  // when the group spans several nodes with equal ranks per node.
+  // when the group spans several nodes with equal ranks per node. On a
+  // transport whose ranks share memory (shm) the shared algorithm replaces
+  // recursive doubling, and for 3 or more ranks the ring too (measured,
+  // docs/comm.md "Through shared slots").
   size_t small_message_bytes = 8 * 1024;
   // Flight recorder (flight_recorder.h) every operation of the group is
   // written to under `name` ("world", "tp0", "dp1", ...); null records

@@ -45,4 +45,16 @@ Status RecordingTransport::SendRecvReduce(int send_peer, const void* send,
   return st;
 }
 
+Status RecordingTransport::SharedAllReduce(void* buf, size_t count,
+                                           DataType type, ReduceOp op,
+                                           Deadline deadline) {
+  const int64_t t0 = current_ ? WallNowNs() : 0;
+  Status st = base_->SharedAllReduce(buf, count, type, op, deadline);
+  const size_t bytes = count * ElementSize(type);
+  for (int p = 0; p < size(); ++p) {
+    if (p != rank()) Record(p, bytes, -1, 0, t0, st);
+  }
+  return st;
+}
+
 }  // namespace strata::comm

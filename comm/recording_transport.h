@@ -45,6 +45,10 @@ class RecordingTransport final : public Transport {
   Status SendRecvReduce(int send_peer, const void* send, size_t send_bytes,
                         int recv_peer, void* acc, size_t count, DataType type,
                         ReduceOp op, Deadline deadline) override;
+  // Recorded as one transfer of the buffer's bytes with every other rank.
+  Status SharedAllReduce(void* buf, size_t count, DataType type, ReduceOp op,
+                         Deadline deadline) override;
+  bool shares_memory() const override { return base_->shares_memory(); }
   void Abort() override { base_->Abort(); }
 
  private:

@@ -59,6 +59,16 @@ class Transport {
     return SendRecv(-1, nullptr, 0, peer, data, bytes, deadline);
   }
 
+  // All-reduce of `buf` among every rank of this transport through memory
+  // they all map (shm: each rank copies its chunk into a shared slot, reduces
+  // its share of every slot, then copies the others' shares; two barriers a
+  // chunk instead of the ring's 2(n-1) dependent steps). Same calling rules
+  // as the algorithms (algorithms.h); every rank gets the same bits.
+  // Unimplemented where the ranks share no memory (shares_memory() false).
+  virtual Status SharedAllReduce(void* buf, size_t count, DataType type,
+                                 ReduceOp op, Deadline deadline);
+  virtual bool shares_memory() const { return false; }
+
   virtual void Abort() = 0;
 
   // Counters of the transport's network connections (one per peer and

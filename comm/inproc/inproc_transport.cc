@@ -122,6 +122,12 @@ Status Transport::SendRecvReduce(int send_peer, const void* send,
   return absl::OkStatus();
 }
 
+Status Transport::SharedAllReduce(void*, size_t, DataType, ReduceOp,
+                                  Deadline) {
+  return absl::UnimplementedError(absl::StrCat(
+      "the ", name(), " transport has no memory shared by all its ranks"));
+}
+
 Status SubTransport::SendRecvReduce(int send_peer, const void* send,
                                     size_t send_bytes, int recv_peer, void* acc,
                                     size_t count, DataType type, ReduceOp op,

@@ -21,6 +21,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "comm/algorithms/algorithms.h"
 #include "comm/shm/doorbell.h"
 
 namespace strata::comm {
@@ -36,7 +38,8 @@ struct alignas(kLine) Cursor {
 };
 
 // Segment layout: an abort flag and `size` pids (HeaderBytes), then `size`
-// Doorbells, then size*size RingHeaders, then the ring data.
+// Doorbells, then size*size RingHeaders, then the ring data, then `size`
+// barrier arrival counters and 2*size shared all-reduce slots.
 //
 // Ordering protocol of a ring (single producer, single consumer; the
 // counters only grow, a position is counter & (ring_bytes - 1)):
@@ -96,10 +99,12 @@ size_t HeaderBytes(int size) {
 
 class ShmTransport final : public Transport {
  public:
-  ShmTransport(int rank, int size, size_t ring_bytes, void* base, size_t len)
+  ShmTransport(int rank, int size, size_t ring_bytes, size_t slot_bytes,
+               void* base, size_t len)
       : rank_(rank),
         size_(size),
         ring_bytes_(ring_bytes),
+        slot_bytes_(slot_bytes),
         base_(base),
         len_(len) {
     char* p = static_cast<char*>(base);
@@ -110,6 +115,8 @@ class ShmTransport final : public Transport {
     rings_ = reinterpret_cast<RingHeader*>(p + HeaderBytes(size) +
                                            sizeof(Doorbell) * size);
     data_ = reinterpret_cast<char*>(rings_ + size * size);
+    arrive_ = reinterpret_cast<Cursor*>(data_ + ring_bytes * size * size);
+    slots_ = reinterpret_cast<char*>(arrive_ + size);
     spin_ns_ = SpinBudgetNs();
     // With more ranks than cores a spinning rank may hold the core the rank
     // it waits for needs: it yields between polls instead.
@@ -203,9 +210,7 @@ class ShmTransport final : public Transport {
     char* out_data = to_send ? RingData(rank_, send_peer) : nullptr;
     char* in_data = to_recv ? RingData(recv_peer, rank_) : nullptr;
     const uint64_t mask = ring_bytes_ - 1;
-    int polls = 0;
-    int64_t wait_start = 0, spun_until = 0;  // of the current wait
-    bool slept = false;                      // in the current wait
+    Waiter w;
     while (to_send > 0 || to_recv > 0) {
       bool progress = false;
       if (to_send > 0) {
@@ -242,80 +247,32 @@ class ShmTransport final : public Transport {
         }
       }
       if (progress) {
-        polls = 0;
-        if (wait_start != 0) {
-          // A wait that ended by spinning.
-          if (!slept) ++stats_.by_spin;
-          stats_.spin_ns += spun_until - wait_start;
-          wait_start = 0;
-          slept = false;
-        }
+        Progressed(w);
         continue;
       }
-      // Phase 1: spin while the peer is likely mid-copy (bounded by
-      // spin_ns_); phase 2: sleep on this rank's doorbell until a peer moves
-      // a counter, at most kNapMs at a time.
-      if (++polls < kPollsPerCheck) {
-        CpuRelax();
-        continue;
-      }
-      polls = 0;
-      const int64_t now = shm::MonotonicNs();
-      if (wait_start == 0) {
-        wait_start = now;
-        ++stats_.waits;
-      }
-      if (!slept) spun_until = now;
-      if (!slept && now - wait_start < spin_ns_) {
-        if (yield_) {
-          sched_yield();
-          ++stats_.yields;
-        }
-        continue;
-      }
-      if (aborted_->load(std::memory_order_acquire)) {
-        return absl::AbortedError("shm transport aborted");
-      }
-      const int peer = to_recv > 0 ? recv_peer : send_peer;
-      if (SteadyClock::now() >= deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "rank ", rank_, ": timed out ",
-            to_recv > 0 ? "receiving from" : "sending to", " rank ", peer));
-      }
-      for (int p : {send_peer, recv_peer}) {
-        const int pid = p >= 0 ? pids_[p].load() : 0;
-        if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-          return absl::UnavailableError(absl::StrCat(
-              "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
-        }
-      }
-      slept = true;
-      Doorbell& bell = bells_[rank_];
-      bell.sleeping.store(1, std::memory_order_seq_cst);
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      const uint32_t seq = bell.seq.load(std::memory_order_acquire);
-      const bool can_send =
-          to_send > 0 &&
-          out->head.value.load(std::memory_order_relaxed) -
-                  out->tail.value.load(std::memory_order_acquire) <
-              ring_bytes_;
-      const bool can_recv =
-          to_recv > 0 && in->head.value.load(std::memory_order_acquire) !=
-                             in->tail.value.load(std::memory_order_relaxed);
-      if (!can_send && !can_recv) {
-        ++stats_.sleeps;
-        const int64_t t0 = shm::MonotonicNs();
-        const bool rung = shm::SleepOn(bell, seq, kNapMs);
-        const int64_t t1 = shm::MonotonicNs();
-        stats_.sleep_ns += t1 - t0;
-        if (rung) {
-          ++stats_.rung;
-          stats_.AddWake(t1 - bell.rung_ns.load(std::memory_order_relaxed));
-        } else {
-          ++stats_.naps;
-        }
-      }
-      bell.sleeping.store(0, std::memory_order_relaxed);
+      RETURN_IF_ERROR(Idle(
+          w,
+          [&] {
+            return (to_send > 0 &&
+                    out->head.value.load(std::memory_order_relaxed) -
+                            out->tail.value.load(std::memory_order_acquire) <
+                        ring_bytes_) ||
+                   (to_recv > 0 &&
+                    in->head.value.load(std::memory_order_acquire) !=
+                        in->tail.value.load(std::memory_order_relaxed));
+          },
+          [&] {
+            std::vector<int> peers;
+            for (int p : {send_peer, recv_peer}) {
+              if (p >= 0) peers.push_back(p);
+            }
+            return peers;
+          },
+          [&] {
+            return to_recv > 0 ? absl::StrCat("receiving from rank ", recv_peer)
+                               : absl::StrCat("sending to rank ", send_peer);
+          },
+          deadline));
     }
     if (aborted_->load(std::memory_order_acquire)) {
       return absl::AbortedError("shm transport aborted");
@@ -323,14 +280,195 @@ class ShmTransport final : public Transport {
     return absl::OkStatus();
   }
 
+  bool shares_memory() const override { return true; }
+
+  // Chunks of at most slot_bytes_: copy in, barrier, reduce this rank's
+  // share of every slot into `buf` and publish it in this rank's slot,
+  // barrier, copy the other shares out. Up to kOneShotBytes every rank
+  // instead reduces every slot whole, in rank order (one barrier; every rank
+  // computes the same bits). A chunk's slots alternate between two buffers:
+  // a rank writes buffer b again two chunks later, after a barrier that
+  // every rank enters only once it has finished reading the chunk before.
+  Status SharedAllReduce(void* buf, size_t count, DataType type, ReduceOp op,
+                         Deadline deadline) override {
+    if (size_ == 1) return absl::OkStatus();
+    const size_t es = ElementSize(type);
+    const size_t per_chunk = slot_bytes_ / es;
+    char* data = static_cast<char*>(buf);
+    for (size_t done = 0; done < count;) {
+      const size_t m = std::min(per_chunk, count - done);
+      char* in = data + done * es;
+      const int b = static_cast<int>(chunks_ & 1);
+      ++chunks_;
+      std::memcpy(Slot(rank_, b), in, m * es);
+      if (m * es <= kOneShotBytes) {
+        RETURN_IF_ERROR(Barrier(deadline));
+        std::memcpy(in, Slot(0, b), m * es);
+        for (int p = 1; p < size_; ++p) ReduceInto(in, Slot(p, b), m, type, op);
+      } else {
+        RETURN_IF_ERROR(Barrier(deadline));
+        const size_t lo = algorithms::BlockBegin(m, size_, rank_),
+                     hi = algorithms::BlockBegin(m, size_, rank_ + 1);
+        for (int i = 1; i < size_; ++i) {  // staggered: not all on one slot
+          const int p = (rank_ + i) % size_;
+          ReduceInto(in + lo * es, Slot(p, b) + lo * es, hi - lo, type, op);
+        }
+        std::memcpy(Slot(rank_, b) + lo * es, in + lo * es, (hi - lo) * es);
+        RETURN_IF_ERROR(Barrier(deadline));
+        for (int i = 1; i < size_; ++i) {
+          const int p = (rank_ + i) % size_;
+          const size_t plo = algorithms::BlockBegin(m, size_, p),
+                       phi = algorithms::BlockBegin(m, size_, p + 1);
+          std::memcpy(in + plo * es, Slot(p, b) + plo * es, (phi - plo) * es);
+        }
+      }
+      done += m;
+    }
+    return absl::OkStatus();
+  }
+
  private:
+  // Up to this many bytes a shared all-reduce chunk is reduced whole by
+  // every rank (one barrier; n reads of it per rank).
+  static constexpr size_t kOneShotBytes = 16 << 10;
+
+  // One wait of the calling rank (Exchange or Barrier), for its statistics.
+  struct Waiter {
+    int polls = 0;
+    int64_t start = 0, spun_until = 0;
+    bool slept = false;
+  };
+
+  // Ends the current wait, if any: something moved.
+  void Progressed(Waiter& w) {
+    w.polls = 0;
+    if (w.start == 0) return;
+    if (!w.slept) ++stats_.by_spin;  // a wait that ended by spinning
+    stats_.spin_ns += w.spun_until - w.start;
+    w = Waiter{};
+  }
+
+  // Called when nothing moved. Phase 1: spin while the peer is likely
+  // mid-copy (bounded by spin_ns_, yielding when ranks outnumber cores);
+  // phase 2: sleep on this rank's doorbell until a peer rings it, at most
+  // kNapMs at a time. `ready()` re-checks after announcing the sleep (the
+  // doorbell's handshake, doorbell.h); `peers()` names the ranks waited for
+  // (each is checked for liveness); `describe()` says what the rank waits
+  // for, for the timeout message. Returns OK to poll again, or why the wait
+  // cannot go on.
+  template <typename Ready, typename Peers, typename Describe>
+  Status Idle(Waiter& w, Ready&& ready, Peers&& peers, Describe&& describe,
+              Deadline deadline) {
+    if (++w.polls < kPollsPerCheck) {
+      CpuRelax();
+      return absl::OkStatus();
+    }
+    w.polls = 0;
+    const int64_t now = shm::MonotonicNs();
+    if (w.start == 0) {
+      w.start = now;
+      ++stats_.waits;
+    }
+    if (!w.slept) w.spun_until = now;
+    if (!w.slept && now - w.start < spin_ns_) {
+      if (yield_) {
+        sched_yield();
+        ++stats_.yields;
+      }
+      return absl::OkStatus();
+    }
+    if (aborted_->load(std::memory_order_acquire)) {
+      return absl::AbortedError("shm transport aborted");
+    }
+    if (SteadyClock::now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, ": timed out ", describe()));
+    }
+    for (int p : peers()) {
+      const int pid = pids_[p].load();
+      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+        return absl::UnavailableError(absl::StrCat(
+            "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
+      }
+    }
+    w.slept = true;
+    Doorbell& bell = bells_[rank_];
+    bell.sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const uint32_t seq = bell.seq.load(std::memory_order_acquire);
+    if (!ready()) {
+      ++stats_.sleeps;
+      const int64_t t0 = shm::MonotonicNs();
+      const bool rung = shm::SleepOn(bell, seq, kNapMs);
+      const int64_t t1 = shm::MonotonicNs();
+      stats_.sleep_ns += t1 - t0;
+      if (rung) {
+        ++stats_.rung;
+        stats_.AddWake(t1 - bell.rung_ns.load(std::memory_order_relaxed));
+      } else {
+        ++stats_.naps;
+      }
+    }
+    bell.sleeping.store(0, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+
+  // Every rank's arrival counter reaches this rank's next count. A rank
+  // stores its own count (release) and rings the others; a waiter's
+  // acquire load of a peer's count makes that peer's slot writes before it
+  // visible.
+  Status Barrier(Deadline deadline) {
+    const uint64_t target = ++arrivals_;
+    arrive_[rank_].value.store(target, std::memory_order_release);
+    for (int p = 0; p < size_; ++p) {
+      if (p != rank_) stats_.rings += shm::Ring(bells_[p]);
+    }
+    auto all_arrived = [&] {
+      for (int p = 0; p < size_; ++p) {
+        if (arrive_[p].value.load(std::memory_order_acquire) < target) {
+          return false;
+        }
+      }
+      return true;
+    };
+    auto late = [&] {
+      std::vector<int> ranks;
+      for (int p = 0; p < size_; ++p) {
+        if (arrive_[p].value.load(std::memory_order_acquire) < target) {
+          ranks.push_back(p);
+        }
+      }
+      return ranks;
+    };
+    Waiter w;
+    while (!all_arrived()) {
+      RETURN_IF_ERROR(Idle(w, all_arrived, late,
+                           [&] {
+                             return absl::StrCat(
+                                 "in a shared all-reduce waiting for rank(s) ",
+                                 absl::StrJoin(late(), ", "));
+                           },
+                           deadline));
+    }
+    Progressed(w);
+    if (aborted_->load(std::memory_order_acquire)) {
+      return absl::AbortedError("shm transport aborted");
+    }
+    return absl::OkStatus();
+  }
+
   RingHeader& Ring(int from, int to) { return rings_[from * size_ + to]; }
   char* RingData(int from, int to) {
     return data_ + (static_cast<size_t>(from) * size_ + to) * ring_bytes_;
   }
+  // Rank r's slot in buffer b (0 or 1) of the shared all-reduce.
+  char* Slot(int r, int b) {
+    return slots_ + (static_cast<size_t>(b) * size_ + r) * slot_bytes_;
+  }
 
   int rank_, size_;
   size_t ring_bytes_;
+  size_t slot_bytes_;
   void* base_;
   size_t len_;
   std::atomic<uint32_t>* aborted_;
@@ -338,6 +476,10 @@ class ShmTransport final : public Transport {
   Doorbell* bells_;
   RingHeader* rings_;
   char* data_;
+  Cursor* arrive_;        // barriers each rank has entered
+  char* slots_;           // 2 x size shared all-reduce slots
+  uint64_t arrivals_ = 0;  // this rank's barriers so far
+  uint64_t chunks_ = 0;    // shared all-reduce chunks so far (buffer parity)
   int64_t spin_ns_;      // spin budget of a wait
   bool yield_;           // sched_yield while spinning (ranks > cores)
   bool print_stats_;     // STRATA_SHM_STATS: print stats_ when destroyed
@@ -357,17 +499,32 @@ size_t DefaultShmRingBytes(int size) {
   return ring;
 }
 
+size_t DefaultShmSlotBytes(int size) {
+  constexpr size_t kSlotBudget = size_t{16} << 20;
+  constexpr size_t kMin = 256 << 10, kMax = 2 << 20;
+  return std::clamp<size_t>(kSlotBudget / (2 * std::max(size, 1)), kMin, kMax);
+}
+
 StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
     std::shared_ptr<Store> store, int rank, int size,
     const ShmOptions& options) {
   ShmOptions opts = options;
   if (opts.ring_bytes == 0) opts.ring_bytes = DefaultShmRingBytes(size);
+  if (opts.slot_bytes == 0) opts.slot_bytes = DefaultShmSlotBytes(size);
   if (rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad shm rank ", rank, " of ", size));
   }
-  if (opts.ring_bytes == 0 || (opts.ring_bytes & (opts.ring_bytes - 1)) != 0) {
-    return absl::InvalidArgumentError("shm ring_bytes must be a power of two");
+  if (opts.ring_bytes < kLine ||
+      (opts.ring_bytes & (opts.ring_bytes - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shm ring_bytes must be a power of two of at least ",
+                     kLine, ", not ", opts.ring_bytes));
+  }
+  if (opts.slot_bytes % kLine != 0 || opts.slot_bytes > (size_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shm slot_bytes must be a multiple of ", kLine, " up to 1 GiB, not ",
+        opts.slot_bytes));
   }
   // Every rank checks (they share /dev/shm), so none waits for a segment
   // that will never come. Writing past what tmpfs can hold raises SIGBUS
@@ -379,14 +536,16 @@ StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
   }
   const size_t pairs = static_cast<size_t>(size) * size;
   const size_t len = HeaderBytes(size) + sizeof(Doorbell) * size +
-                     sizeof(RingHeader) * pairs + opts.ring_bytes * pairs;
+                     sizeof(RingHeader) * pairs + opts.ring_bytes * pairs +
+                     sizeof(Cursor) * size + 2 * opts.slot_bytes * size;
   if (struct statvfs fs; statvfs("/dev/shm", &fs) == 0) {
     const double free_bytes = static_cast<double>(fs.f_bavail) * fs.f_frsize;
     if (static_cast<double>(len) > free_bytes) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "shm transport: %d ranks on this node need a %.1f MiB segment "
-          "(a %zu KiB ring per ordered pair) but /dev/shm has %.1f MiB free",
-          size, len / 1048576.0, opts.ring_bytes >> 10,
+          "(a %zu KiB ring per ordered pair, two %zu KiB slots per rank) but "
+          "/dev/shm has %.1f MiB free",
+          size, len / 1048576.0, opts.ring_bytes >> 10, opts.slot_bytes >> 10,
           free_bytes / 1048576.0));
     }
   }
@@ -412,8 +571,8 @@ StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
   void* base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED) return ErrnoToStatus(errno, "mmap " + name);
-  auto t =
-      std::make_unique<ShmTransport>(rank, size, opts.ring_bytes, base, len);
+  auto t = std::make_unique<ShmTransport>(rank, size, opts.ring_bytes,
+                                          opts.slot_bytes, base, len);
   t->pids()[rank].store(getpid());
   RETURN_IF_ERROR(store->Set(absl::StrCat("shm/attached/", rank), "1"));
   std::vector<std::string> keys;

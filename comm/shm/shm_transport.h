@@ -27,6 +27,10 @@ struct ShmOptions {
   // Bytes of the ring of each ordered pair of ranks; a power of two, or 0
   // for DefaultShmRingBytes(size).
   size_t ring_bytes = 0;
+  // Bytes of each of a rank's two shared all-reduce slots (the chunk of
+  // Transport::SharedAllReduce); a multiple of 64, or 0 for
+  // DefaultShmSlotBytes(size).
+  size_t slot_bytes = 0;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
 };
 
@@ -36,6 +40,11 @@ struct ShmOptions {
 // sends while its peer is off the CPU instead of stopping every 512 KiB
 // until both run at once (measured on a loaded 2-core VM, docs/comm.md).
 size_t DefaultShmRingBytes(int size);
+
+// The default slot: 16 MiB over the 2*size slots, between 256 KiB and
+// 2 MiB (2 MiB for 2-4 ranks): a 1 MiB all-reduce is one chunk, and the
+// slots of 4 ranks stay within this VM's 32 MiB L3 beside the rings.
+size_t DefaultShmSlotBytes(int size);
 
 StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
     std::shared_ptr<Store> store, int rank, int size, const ShmOptions& opts);

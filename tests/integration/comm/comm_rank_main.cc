@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   std::vector<Algorithm> algos = {Algorithm::kRing,
                                   Algorithm::kRecursiveDoubling};
   if (kind == "hybrid") algos.push_back(Algorithm::kHierarchical);
+  if (kind == "shm") algos.push_back(Algorithm::kShared);
   for (size_t count :
        {size_t{0}, size_t{1}, size_t{7}, size_t{4099}, size_t{(1 << 20) + 5}}) {
     for (Algorithm a : algos) {

@@ -220,6 +220,19 @@ TEST(TunerTest, SmallMessagesUseRecursiveDoublingLargeOnesTheTopology) {
   EXPECT_EQ(h.ChooseAllReduce(64 << 20), Algorithm::kHierarchical);
 }
 
+TEST(TunerTest, TheSharedAlgorithmNeedsATransportWhoseRanksShareMemory) {
+  auto t = NewInProcessTransports(1);
+  ProcessGroup g(std::move(t[0]), GroupOptions{});
+  std::vector<float> buf(4, 1.f);
+  OpOptions o;
+  o.algorithm = Algorithm::kShared;
+  Status st =
+      g.AllReduce(buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum, o)
+          ->Wait();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  EXPECT_NE(st.message().find("no memory shared"), std::string::npos) << st;
+}
+
 TEST(FaultTest, MissingPeerGivesDeadlineExceededNamingIt) {
   auto t = NewInProcessTransports(2);
   GroupOptions o;

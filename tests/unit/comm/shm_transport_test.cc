@@ -12,13 +12,13 @@
 namespace strata::comm {
 namespace {
 
-std::vector<std::unique_ptr<Transport>> Pair() {
+std::vector<std::unique_ptr<Transport>> Group(int n, ShmOptions o = {}) {
   auto store = NewInMemoryStore();
-  std::vector<std::unique_ptr<Transport>> out(2);
+  std::vector<std::unique_ptr<Transport>> out(n);
   std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      auto t = ConnectShmTransport(store, r, 2, ShmOptions{});
+      auto t = ConnectShmTransport(store, r, n, o);
       ASSERT_TRUE(t.ok()) << t.status();
       out[r] = std::move(*t);
     });
@@ -26,6 +26,8 @@ std::vector<std::unique_ptr<Transport>> Pair() {
   for (auto& t : threads) t.join();
   return out;
 }
+
+std::vector<std::unique_ptr<Transport>> Pair() { return Group(2); }
 
 double ThreadCpuSeconds() {
   timespec ts;
@@ -102,6 +104,51 @@ TEST(ShmTransportTest, StreamsLargerThanTheRingBothWays) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(in[0], out[1]);
   EXPECT_EQ(in[1], out[0]);
+}
+
+TEST(ShmTransportTest, SharedAllReduceGivesEveryRankTheSameSum) {
+  // 64 KiB slots: sizes that are one one-shot chunk (up to 16 KiB), one
+  // two-barrier chunk, and several chunks whose last is one-shot or not,
+  // one after another so the slots' two buffers alternate across calls.
+  ShmOptions o;
+  o.slot_bytes = 64 << 10;
+  constexpr int kRanks = 4;
+  auto t = Group(kRanks, o);
+  for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{5000},
+                       size_t{16400}, size_t{40000}, size_t{3}}) {
+    std::vector<std::vector<float>> buf(kRanks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r) {
+      buf[r].resize(count);
+      for (size_t i = 0; i < count; ++i) buf[r][i] = r * 1000.f + i % 977;
+      threads.emplace_back([&, r] {
+        Status st = t[r]->SharedAllReduce(buf[r].data(), count, DataType::kF32,
+                                          ReduceOp::kSum,
+                                          In(std::chrono::seconds(30)));
+        EXPECT_TRUE(st.ok()) << st;
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int r = 0; r < kRanks; ++r) {
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(buf[r][i], 6000.f + 4.f * (i % 977))
+            << "rank " << r << " count " << count << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(ShmTransportTest, SharedAllReduceNamesTheRanksThatNeverCame) {
+  auto t = Group(3);
+  std::vector<double> buf(100, 1.0);
+  const auto t0 = SteadyClock::now();
+  Status st = t[0]->SharedAllReduce(buf.data(), buf.size(), DataType::kF64,
+                                    ReduceOp::kMax,
+                                    In(std::chrono::milliseconds(200)));
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(2));
+  ASSERT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_NE(st.message().find("waiting for rank(s) 1, 2"), std::string::npos)
+      << st;
 }
 
 TEST(ShmTransportTest, ASegmentLargerThanDevShmIsRefusedUpFront) {
