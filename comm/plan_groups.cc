@@ -24,6 +24,11 @@ class SharedSubTransport final : public Transport {
                         Deadline d) override {
     return view_.SendRecvReduce(sp, s, sb, rp, acc, count, t, op, d);
   }
+  Status SharedAllReduce(void* buf, size_t count, DataType t, ReduceOp op,
+                         Deadline d) override {
+    return view_.SharedAllReduce(buf, count, t, op, d);
+  }
+  bool shares_memory() const override { return view_.shares_memory(); }
   void Abort() override { view_.Abort(); }
 
  private:

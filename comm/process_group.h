@@ -29,9 +29,11 @@ struct GroupOptions {
   // (latency-bound); larger ones the ring, or the hierarchical algorithm
   // when the group spans several nodes with equal ranks per node. On a
   // transport whose ranks share memory (shm) the shared algorithm replaces
-  // recursive doubling, and for 3 or more ranks the ring too (measured,
-  // docs/comm.md "Through shared slots").
+  // recursive doubling, for 3 or more ranks the ring too, and for 2 ranks
+  // the ring from shared_two_rank_min_bytes up (measured, docs/comm.md
+  // "Through shared slots").
   size_t small_message_bytes = 8 * 1024;
+  size_t shared_two_rank_min_bytes = size_t{32} << 20;
   // Flight recorder (flight_recorder.h) every operation of the group is
   // written to under `name` ("world", "tp0", "dp1", ...); null records
   // nothing. `world_ranks[i]` is the world rank of group rank i, so the

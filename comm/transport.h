@@ -93,12 +93,22 @@ class SubTransport final : public Transport {
   Status SendRecvReduce(int send_peer, const void* send, size_t send_bytes,
                         int recv_peer, void* acc, size_t count, DataType type,
                         ReduceOp op, Deadline deadline) override;
+  // Only a view of all of `base`'s ranks in their order shares its memory:
+  // the base's shared all-reduce is a collective of all its ranks. (Plan
+  // groups put every pair of ranks in at most one group, so at most one of
+  // them is such a view; plan_groups.h.)
+  Status SharedAllReduce(void* buf, size_t count, DataType type, ReduceOp op,
+                         Deadline deadline) override;
+  bool shares_memory() const override {
+    return whole_ && base_->shares_memory();
+  }
   void Abort() override { base_->Abort(); }
 
  private:
   Transport* base_;
   std::vector<int> members_;
   int rank_ = -1;
+  bool whole_ = false;  // members_ is 0, 1, ..., base_->size() - 1
 };
 
 // Ranks as threads of one process: `size` transports sharing in-memory

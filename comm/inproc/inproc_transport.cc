@@ -104,8 +104,10 @@ std::vector<std::unique_ptr<Transport>> NewInProcessTransports(int size) {
 
 SubTransport::SubTransport(Transport* base, std::vector<int> members)
     : base_(base), members_(std::move(members)) {
+  whole_ = static_cast<int>(members_.size()) == base_->size();
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i] == base_->rank()) rank_ = static_cast<int>(i);
+    whole_ &= members_[i] == static_cast<int>(i);
   }
 }
 
@@ -126,6 +128,16 @@ Status Transport::SharedAllReduce(void*, size_t, DataType, ReduceOp,
                                   Deadline) {
   return absl::UnimplementedError(absl::StrCat(
       "the ", name(), " transport has no memory shared by all its ranks"));
+}
+
+Status SubTransport::SharedAllReduce(void* buf, size_t count, DataType type,
+                                     ReduceOp op, Deadline deadline) {
+  if (!whole_) {
+    return absl::UnimplementedError(absl::StrCat(
+        "a group of ", size(), " of the ", base_->size(), " ranks of the ",
+        name(), " transport: only a group of all of them shares its memory"));
+  }
+  return base_->SharedAllReduce(buf, count, type, op, deadline);
 }
 
 Status SubTransport::SendRecvReduce(int send_peer, const void* send,

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "comm/process_group.h"
 #include "gtest/gtest.h"
 
 namespace strata::comm {
@@ -149,6 +150,54 @@ TEST(ShmTransportTest, SharedAllReduceNamesTheRanksThatNeverCame) {
   ASSERT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   EXPECT_NE(st.message().find("waiting for rank(s) 1, 2"), std::string::npos)
       << st;
+}
+
+TEST(ShmTransportTest, OnlyAViewOfEveryRankSharesTheSlots) {
+  auto t = Group(3);
+  std::vector<std::unique_ptr<SubTransport>> whole, part;
+  for (int r = 0; r < 3; ++r) {
+    whole.push_back(std::make_unique<SubTransport>(t[r].get(),
+                                                   std::vector<int>{0, 1, 2}));
+  }
+  part.push_back(
+      std::make_unique<SubTransport>(t[0].get(), std::vector<int>{0, 2}));
+  part.push_back(
+      std::make_unique<SubTransport>(t[0].get(), std::vector<int>{1, 0, 2}));
+  EXPECT_TRUE(whole[0]->shares_memory());
+  for (auto& p : part) {
+    EXPECT_FALSE(p->shares_memory());
+    float x = 1;
+    Status st = p->SharedAllReduce(&x, 1, DataType::kF32, ReduceOp::kSum,
+                                   In(std::chrono::seconds(1)));
+    EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  }
+  std::vector<float> buf(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      buf[r] = static_cast<float>(r + 1);
+      EXPECT_TRUE(whole[r]
+                      ->SharedAllReduce(&buf[r], 1, DataType::kF32,
+                                        ReduceOp::kSum,
+                                        In(std::chrono::seconds(30)))
+                      .ok());
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(buf, (std::vector<float>{6, 6, 6}));
+}
+
+TEST(ShmTransportTest, TheTunerPicksSharedSlotsWhereTheyWereFaster) {
+  auto four = Group(4);
+  ProcessGroup g4(std::move(four[0]), GroupOptions{});
+  for (size_t bytes : {size_t{1} << 10, size_t{1} << 20, size_t{256} << 20}) {
+    EXPECT_EQ(g4.ChooseAllReduce(bytes), Algorithm::kShared) << bytes;
+  }
+  auto two = Group(2);
+  ProcessGroup g2(std::move(two[0]), GroupOptions{});
+  EXPECT_EQ(g2.ChooseAllReduce(1 << 10), Algorithm::kShared);
+  EXPECT_EQ(g2.ChooseAllReduce(1 << 20), Algorithm::kRing);
+  EXPECT_EQ(g2.ChooseAllReduce(64 << 20), Algorithm::kShared);
 }
 
 TEST(ShmTransportTest, ASegmentLargerThanDevShmIsRefusedUpFront) {
