@@ -124,9 +124,12 @@ int CommBench(int argc, char** argv) {
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
     std::vector<float> buf(count, 1.0f);
-    // About 1 GiB moved per size and contender, 20k iterations at most.
+    // About 1 GiB moved per size and contender, 100k iterations at most:
+    // at 1 KiB a round's block is then ~14k calls, 7-10 ms, several
+    // scheduler ticks (4 ms), so one preemption cannot double a block (with
+    // 20k iterations a block lasted ~1.5 ms).
     const int iters = static_cast<int>(
-        std::clamp<size_t>((size_t{1} << 30) / bytes, 4, 20000));
+        std::clamp<size_t>((size_t{1} << 30) / bytes, 4, 100000));
     const int per_round = std::max(1, iters / kRounds);
     std::vector<std::string> names = {"mpi"};
     std::vector<std::function<void()>> fns = {[&] {

@@ -188,7 +188,7 @@ ProcessGroup::~ProcessGroup() {
 Algorithm ProcessGroup::ChooseAllReduce(size_t bytes) const {
   // Through shared slots every chunk costs two barriers, where the ring's
   // 2(n-1) steps each wait for a neighbour; on 2 ranks the ring's two steps
-  // win from 16 KiB to 256 KiB and tie up to 16 MiB (docs/comm.md).
+  // win from 16 KiB to 256 KiB and tie at 1-4 MiB (docs/comm.md).
   if (transport_->shares_memory() &&
       (size() > 2 || bytes <= options_.small_message_bytes ||
        bytes >= options_.shared_two_rank_min_bytes)) {

@@ -33,7 +33,7 @@ struct GroupOptions {
   // the ring from shared_two_rank_min_bytes up (measured, docs/comm.md
   // "Through shared slots").
   size_t small_message_bytes = 8 * 1024;
-  size_t shared_two_rank_min_bytes = size_t{32} << 20;
+  size_t shared_two_rank_min_bytes = size_t{16} << 20;
   // Flight recorder (flight_recorder.h) every operation of the group is
   // written to under `name` ("world", "tp0", "dp1", ...); null records
   // nothing. `world_ranks[i]` is the world rank of group rank i, so the

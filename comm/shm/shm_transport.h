@@ -1,12 +1,15 @@
 // Shared-memory transport for ranks on one node: one POSIX shared-memory
 // segment holds a single-producer/single-consumer byte ring per ordered pair
-// of ranks; no sockets on the data path. Rank 0 creates the segment and
-// publishes its name in the store; it is unlinked as soon as every rank has
-// mapped it, so nothing leaks if ranks die.
+// of ranks, and two slots per rank for the all-reduce of every rank through
+// shared memory (Transport::SharedAllReduce); no sockets on the data path.
+// Rank 0 creates the segment and publishes its name in the store; it is
+// unlinked as soon as every rank has mapped it, so nothing leaks if ranks
+// die.
 //
-// Waiting: a rank that cannot move data spins briefly (not at all when the
-// node has fewer cores than ranks), then sleeps on a futex in the segment
-// until a peer moves a ring counter, so waiting ranks leave the cores to the
+// Waiting: a rank that cannot move data (or waits in a shared all-reduce's
+// barrier) spins briefly (yielding between polls when the node has fewer
+// cores than ranks), then sleeps on a futex in the segment until a peer
+// moves a ring or barrier counter, so waiting ranks leave the cores to the
 // ranks they wait for.
 //
 // Liveness: a waiting rank checks its peer's pid (kill(pid, 0)) at least
