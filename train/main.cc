@@ -157,7 +157,10 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
 int Run(const Flags& f) {
   auto cfg = strata::train::ModelPreset(f.model);
   if (!cfg.ok()) return FailStart(2, std::string(cfg.status().message()));
-  auto info = strata::ReadRankEnv({.tp = f.tp, .pp = f.pp});
+  strata::RuntimeOptions env;
+  env.tp = f.tp;
+  env.pp = f.pp;
+  auto info = strata::ReadRankEnv(env);
   if (!info.ok()) return FailStart(2, std::string(info.status().message()));
   const std::string uri = f.ckpt.empty() ? info->ckpt_uri : f.ckpt;
   auto stage_layers = StageLayers(f, *info, cfg->layers);
@@ -170,7 +173,10 @@ int Run(const Flags& f) {
   // BLAS threads from the CPUs this node's ranks share (train/threads.h).
   const int threads = strata::train::ThreadsPerRank(info->local_world_size);
   openblas_set_num_threads(threads);
-  auto rt = strata::Runtime::FromEnv({.tp = info->tp, .pp = info->pp});
+  strata::RuntimeOptions ro;
+  ro.tp = info->tp;
+  ro.pp = info->pp;
+  auto rt = strata::Runtime::FromEnv(ro);
   if (!rt.ok()) {
     return Fail(absl::IsInvalidArgument(rt.status()) ? 2 : 1,
                 rt.status().ToString());

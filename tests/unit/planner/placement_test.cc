@@ -43,10 +43,18 @@ void CheckConsistent(const strata::Plan& plan, int gpus_per_node) {
       const RankPlacement& a = by_rank[g.ranks(0)];
       const RankPlacement& b = by_rank[r];
       // Members differ only in the group's own coordinate.
-      if (g.kind() != "tp") EXPECT_EQ(a.tp_rank(), b.tp_rank());
-      if (g.kind() != "cp") EXPECT_EQ(a.cp_rank(), b.cp_rank());
-      if (g.kind() != "dp") EXPECT_EQ(a.dp_rank(), b.dp_rank());
-      if (g.kind() != "pp") EXPECT_EQ(a.pp_rank(), b.pp_rank());
+      if (g.kind() != "tp") {
+        EXPECT_EQ(a.tp_rank(), b.tp_rank());
+      }
+      if (g.kind() != "cp") {
+        EXPECT_EQ(a.cp_rank(), b.cp_rank());
+      }
+      if (g.kind() != "dp") {
+        EXPECT_EQ(a.dp_rank(), b.dp_rank());
+      }
+      if (g.kind() != "pp") {
+        EXPECT_EQ(a.pp_rank(), b.pp_rank());
+      }
     }
   }
   for (const char* kind : {"tp", "cp", "dp", "pp"}) {
@@ -104,8 +112,9 @@ TEST(PlacementTest, HeteroClusterStagesNeverMixNicTypes) {
       // Half the GPUs are on each fabric, so both types carry stages.
       EXPECT_EQ(stage_types.size(), 2u) << model << " " << gpus;
       for (const Group& g : best.placement().groups()) {
-        if (g.kind() == "dp" || g.kind() == "tp")
+        if (g.kind() == "dp" || g.kind() == "tp") {
           EXPECT_NE(g.nic_type(), "mixed");
+        }
       }
     }
   }

@@ -34,7 +34,9 @@ TEST(SearchTest, TopKIsSortedAndEveryPlanFitsAndUsesAllGpus) {
     EXPECT_GT(p.mfu(), 0.1);
     EXPECT_LT(p.mfu(), 0.8);
     EXPECT_NEAR(p.tokens_per_s(), 256.0 * 8192 / p.step_time_s(), 1e-6);
-    if (i > 0) EXPECT_GE(p.step_time_s(), report->plans(i - 1).step_time_s());
+    if (i > 0) {
+      EXPECT_GE(p.step_time_s(), report->plans(i - 1).step_time_s());
+    }
   }
   EXPECT_TRUE(report->plans(0).has_placement());
   EXPECT_FALSE(report->plans(1).has_placement());

@@ -58,7 +58,9 @@ TEST(ClusterTest, HeterogeneousSelectionKeepsProportionsAndGroupsClasses) {
   std::map<Nic::Type, int> count;
   for (size_t i = 0; i < nodes->size(); ++i) {
     ++count[(*nodes)[i].nic_type];
-    if (i > 0) EXPECT_GE((*nodes)[i].node_class, (*nodes)[i - 1].node_class);
+    if (i > 0) {
+      EXPECT_GE((*nodes)[i].node_class, (*nodes)[i - 1].node_class);
+    }
   }
   EXPECT_EQ(count[Nic::ib], 4);
   EXPECT_EQ(count[Nic::roce], 4);

@@ -111,17 +111,21 @@ TEST(EquivalenceTest, UnevenStageLayersMatchToo) {
 
 TEST(EquivalenceTest, ImpossibleSplitsAreRejected) {
   TrainOptions o = Tiny();
-  Parallel p{3, 1, 1};
+  Parallel p;
+  p.tp = 3;
   EXPECT_EQ(ValidateSplit(o.model, p, 8, 1).code(),
             absl::StatusCode::kInvalidArgument);
-  p = {1, 3, 1};
+  p = Parallel();
+  p.pp = 3;
   EXPECT_NE(ValidateSplit(o.model, p, 8, 1).message().find("layers"),
             std::string::npos);
-  p = {1, 1, 3};
+  p = Parallel();
+  p.dp = 3;
   EXPECT_NE(ValidateSplit(o.model, p, 8, 1).message().find("global-batch"),
             std::string::npos);
   for (std::vector<int> bad : {std::vector<int>{8, 0}, {4, 3}, {3, 3, 2}}) {
-    p = {1, 2, 1};
+    p = Parallel();
+    p.pp = 2;
     p.stage_layers = bad;
     EXPECT_NE(ValidateSplit(o.model, p, 8, 1).message().find("layers per stage"),
               std::string::npos);
