@@ -43,17 +43,15 @@ void CheckConsistent(const strata::Plan& plan, int gpus_per_node) {
       const RankPlacement& a = by_rank[g.ranks(0)];
       const RankPlacement& b = by_rank[r];
       // Members differ only in the group's own coordinate.
-      if (g.kind() != "tp") {
-        EXPECT_EQ(a.tp_rank(), b.tp_rank());
-      }
-      if (g.kind() != "cp") {
-        EXPECT_EQ(a.cp_rank(), b.cp_rank());
-      }
-      if (g.kind() != "dp") {
-        EXPECT_EQ(a.dp_rank(), b.dp_rank());
-      }
-      if (g.kind() != "pp") {
-        EXPECT_EQ(a.pp_rank(), b.pp_rank());
+      const std::map<std::string, std::pair<int, int>> coords = {
+          {"tp", {a.tp_rank(), b.tp_rank()}},
+          {"cp", {a.cp_rank(), b.cp_rank()}},
+          {"dp", {a.dp_rank(), b.dp_rank()}},
+          {"pp", {a.pp_rank(), b.pp_rank()}}};
+      for (const auto& [kind, ab] : coords) {
+        if (kind != g.kind()) {
+          EXPECT_EQ(ab.first, ab.second) << kind << " of rank " << r;
+        }
       }
     }
   }
