@@ -27,8 +27,8 @@ using comm::Algorithm;
 
 struct Row {
   std::string algo;
-  double seconds;   // median block: seconds per call
-  double vs_mpi;    // median over rounds of MPI's time / this time
+  double seconds;  // median block: seconds per call
+  double vs_mpi;   // median over rounds of MPI's time / this time
 };
 
 int Relaunch(const std::string& self, const std::vector<int>& ranks,

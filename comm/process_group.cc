@@ -277,28 +277,29 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,
   Algorithm algo = opts.algorithm == Algorithm::kAuto
                        ? ChooseAllReduce(count * ElementSize(type))
                        : opts.algorithm;
-  return Submit("all_reduce", count * ElementSize(type), opts,
-                [=, this](Deadline d) -> Status {
-                  Transport& t = *transport_;
-                  switch (algo) {
-                    case Algorithm::kRecursiveDoubling:
-                      RETURN_IF_ERROR(algorithms::RecursiveDoublingAllReduce(
-                          t, buf, count, type, op, d));
-                      break;
-                    case Algorithm::kHierarchical:
-                      RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
-                          t, options_.node_of, buf, count, type, op, d));
-                      break;
-                    case Algorithm::kShared:
-                      RETURN_IF_ERROR(t.SharedAllReduce(buf, count, type, op, d));
-                      break;
-                    default:
-                      RETURN_IF_ERROR(algorithms::RingAllReduce(t, buf, count,
-                                                                type, op, d));
-                  }
-                  if (op == ReduceOp::kAvg) Divide(buf, count, type, size());
-                  return absl::OkStatus();
-                });
+  return Submit(
+      "all_reduce", count * ElementSize(type), opts,
+      [=, this](Deadline d) -> Status {
+        Transport& t = *transport_;
+        switch (algo) {
+          case Algorithm::kRecursiveDoubling:
+            RETURN_IF_ERROR(algorithms::RecursiveDoublingAllReduce(
+                t, buf, count, type, op, d));
+            break;
+          case Algorithm::kHierarchical:
+            RETURN_IF_ERROR(algorithms::HierarchicalAllReduce(
+                t, options_.node_of, buf, count, type, op, d));
+            break;
+          case Algorithm::kShared:
+            RETURN_IF_ERROR(t.SharedAllReduce(buf, count, type, op, d));
+            break;
+          default:
+            RETURN_IF_ERROR(
+                algorithms::RingAllReduce(t, buf, count, type, op, d));
+        }
+        if (op == ReduceOp::kAvg) Divide(buf, count, type, size());
+        return absl::OkStatus();
+      });
 }
 
 std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,

@@ -1,7 +1,7 @@
 // strata-train: the reference trainer. Trains the GPT of
 // train/model.h with the parallelism from the flags or the environment
-// (Runtime::FromEnv), prints `step=N loss=X tokens_per_s=Y step_s=S` once per step
-// from the rank of the last stage with tp and dp rank 0, checkpoints every
+// (Runtime::FromEnv), prints `step=N loss=X tokens_per_s=Y step_s=S` once per
+// step from the rank of the last stage with tp and dp rank 0, checkpoints every
 // --ckpt-every steps and resumes (--resume) under any parallelism.
 // Everything that can be checked is checked before the rendezvous: flags,
 // the data file, that the checkpoint location is writable; a rank that
@@ -18,11 +18,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/location.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "proto/plan.pb.h"
 #include "runtime/runtime.h"
-#include "checkpoint/location.h"
 #include "train/threads.h"
 #include "train/trainer.h"
 
@@ -146,11 +146,11 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
                info.tp, " x pp ", info.pp, ") = ", info.dp);
   }
   if (info.cp != 1) return bad("strata-train does not implement cp > 1");
-  RETURN_IF_ERROR(strata::train::ValidateSplit(
-      cfg,
-      {info.tp, info.pp, info.dp, info.tp_rank, info.pp_rank, info.dp_rank,
-       stage_layers},
-      f.batch, f.micro));
+  RETURN_IF_ERROR(
+      strata::train::ValidateSplit(cfg,
+                                   {info.tp, info.pp, info.dp, info.tp_rank,
+                                    info.pp_rank, info.dp_rank, stage_layers},
+                                   f.batch, f.micro));
   return strata::train::DataSource::Check(f.data, cfg.vocab, cfg.seq);
 }
 
@@ -183,8 +183,8 @@ int Run(const Flags& f) {
   }
   strata::train::TrainOptions o;
   o.model = *cfg;
-  o.par = {info->tp,      info->pp,      info->dp,
-           info->tp_rank, info->pp_rank, info->dp_rank, *stage_layers};
+  o.par = {info->tp,      info->pp,      info->dp,     info->tp_rank,
+           info->pp_rank, info->dp_rank, *stage_layers};
   o.global_batch = f.batch;
   o.micro_batch = f.micro;
   o.zero1 = f.zero == 1;
@@ -228,11 +228,10 @@ int Run(const Flags& f) {
         f.model.c_str(),
         static_cast<long long>(strata::train::ParameterCount(*cfg)), info->tp,
         info->pp, info->dp, f.zero, f.batch,
-        stage_layers->empty()
-            ? ""
-            : absl::StrCat(" layers_per_stage=",
-                           absl::StrJoin(*stage_layers, ","))
-                  .c_str(),
+        stage_layers->empty() ? ""
+                              : absl::StrCat(" layers_per_stage=",
+                                             absl::StrJoin(*stage_layers, ","))
+                                    .c_str(),
         threads);
     std::fflush(stdout);
   }
@@ -273,7 +272,9 @@ int Run(const Flags& f) {
       std::printf("step=%lld loss=%.8f tokens_per_s=%.1f step_s=%.4f%s\n",
                   static_cast<long long>(r->step), r->loss,
                   r->tokens / r->seconds, r->seconds,
-                  !ab ? "" : recording ? " recorder=on" : " recorder=off");
+                  !ab         ? ""
+                  : recording ? " recorder=on"
+                              : " recorder=off");
       std::fflush(stdout);
     }
   }
@@ -317,8 +318,7 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt", f.ckpt, "checkpoint URI (default: STRATA_CKPT_URI)");
   app.add_option("--ckpt-every", f.ckpt_every, "checkpoint every K steps")
       ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--decoder-first-pipeline-num-layers",
-                 f.first_stage_layers,
+  app.add_option("--decoder-first-pipeline-num-layers", f.first_stage_layers,
                  "layers on the first pipeline stage (uneven split; default: "
                  "STRATA_PLAN's layers_per_stage, else layers / pp)")
       ->check(CLI::Range(1, 1 << 16));

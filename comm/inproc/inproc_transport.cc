@@ -124,8 +124,7 @@ Status Transport::SendRecvReduce(int send_peer, const void* send,
   return absl::OkStatus();
 }
 
-Status Transport::SharedAllReduce(void*, size_t, DataType, ReduceOp,
-                                  Deadline) {
+Status Transport::SharedAllReduce(void*, size_t, DataType, ReduceOp, Deadline) {
   return absl::UnimplementedError(absl::StrCat(
       "the ", name(), " transport has no memory shared by all its ranks"));
 }

@@ -1,13 +1,12 @@
 #include "comm/shm/shm_transport.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -387,8 +386,8 @@ class ShmTransport final : public Transport {
     for (int p : peers()) {
       const int pid = pids_[p].load();
       if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-        return absl::UnavailableError(absl::StrCat(
-            "rank ", rank_, ": rank ", p, " (pid ", pid, ") exited"));
+        return absl::UnavailableError(absl::StrCat("rank ", rank_, ": rank ", p,
+                                                   " (pid ", pid, ") exited"));
       }
     }
     w.slept = true;
@@ -442,13 +441,13 @@ class ShmTransport final : public Transport {
     };
     Waiter w;
     while (!all_arrived()) {
-      RETURN_IF_ERROR(Idle(w, all_arrived, late,
-                           [&] {
-                             return absl::StrCat(
-                                 "in a shared all-reduce waiting for rank(s) ",
-                                 absl::StrJoin(late(), ", "));
-                           },
-                           deadline));
+      RETURN_IF_ERROR(Idle(
+          w, all_arrived, late,
+          [&] {
+            return absl::StrCat("in a shared all-reduce waiting for rank(s) ",
+                                absl::StrJoin(late(), ", "));
+          },
+          deadline));
     }
     Progressed(w);
     if (aborted_->load(std::memory_order_acquire)) {
@@ -476,14 +475,14 @@ class ShmTransport final : public Transport {
   Doorbell* bells_;
   RingHeader* rings_;
   char* data_;
-  Cursor* arrive_;        // barriers each rank has entered
-  char* slots_;           // 2 x size shared all-reduce slots
+  Cursor* arrive_;         // barriers each rank has entered
+  char* slots_;            // 2 x size shared all-reduce slots
   uint64_t arrivals_ = 0;  // this rank's barriers so far
   uint64_t chunks_ = 0;    // shared all-reduce chunks so far (buffer parity)
-  int64_t spin_ns_;      // spin budget of a wait
-  bool yield_;           // sched_yield while spinning (ranks > cores)
-  bool print_stats_;     // STRATA_SHM_STATS: print stats_ when destroyed
-  shm::WaitStats stats_;  // driving thread only
+  int64_t spin_ns_;        // spin budget of a wait
+  bool yield_;             // sched_yield while spinning (ranks > cores)
+  bool print_stats_;       // STRATA_SHM_STATS: print stats_ when destroyed
+  shm::WaitStats stats_;   // driving thread only
 };
 
 }  // namespace
@@ -522,17 +521,17 @@ StatusOr<std::unique_ptr<Transport>> ConnectShmTransport(
                      kLine, ", not ", opts.ring_bytes));
   }
   if (opts.slot_bytes % kLine != 0 || opts.slot_bytes > (size_t{1} << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shm slot_bytes must be a multiple of ", kLine, " up to 1 GiB, not ",
-        opts.slot_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shm slot_bytes must be a multiple of ", kLine,
+                     " up to 1 GiB, not ", opts.slot_bytes));
   }
   // Every rank checks (they share /dev/shm), so none waits for a segment
   // that will never come. Writing past what tmpfs can hold raises SIGBUS
   // later, so a segment that does not fit is an error now.
   if (opts.ring_bytes > (size_t{1} << 30) || size > (1 << 16)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shm transport: ", size, " ranks with ", opts.ring_bytes,
-        "-byte rings is beyond any node"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shm transport: ", size, " ranks with ", opts.ring_bytes,
+                     "-byte rings is beyond any node"));
   }
   const size_t pairs = static_cast<size_t>(size) * size;
   const size_t len = HeaderBytes(size) + sizeof(Doorbell) * size +

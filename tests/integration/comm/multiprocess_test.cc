@@ -81,14 +81,14 @@ std::vector<Proc> Start(const std::string& transport, int n,
   const std::string dir = FreshDir(transport + mode);
   std::vector<Proc> procs;
   for (int r = 0; r < n; ++r) {
-    std::vector<std::string> args = {RankBinary(),
-                                     transport,
-                                     dir,
-                                     std::to_string(r),
-                                     std::to_string(n),
-                                     mode,
-                                     std::to_string(fast_rank >= 0 && r != fast_rank
-                                                        ? slow_ms
+    std::vector<std::string> args = {
+        RankBinary(),
+        transport,
+        dir,
+        std::to_string(r),
+        std::to_string(n),
+        mode,
+        std::to_string(fast_rank >= 0 && r != fast_rank ? slow_ms
                                                         : timeout_ms)};
     if (!nodes.empty()) args.push_back(nodes);
     procs.push_back(Spawn(args));

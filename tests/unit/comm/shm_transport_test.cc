@@ -96,8 +96,8 @@ TEST(ShmTransportTest, StreamsLargerThanTheRingBothWays) {
     in[r].assign(n, 0);
     threads.emplace_back([&, r] {
       for (int i = 0; i < 20; ++i) {
-        Status st = t[r]->SendRecv(1 - r, out[r].data(), n, 1 - r,
-                                   in[r].data(), n, In(std::chrono::seconds(30)));
+        Status st = t[r]->SendRecv(1 - r, out[r].data(), n, 1 - r, in[r].data(),
+                                   n, In(std::chrono::seconds(30)));
         ASSERT_TRUE(st.ok()) << st;
       }
     });
@@ -123,9 +123,9 @@ TEST(ShmTransportTest, SharedAllReduceGivesEveryRankTheSameSum) {
       buf[r].resize(count);
       for (size_t i = 0; i < count; ++i) buf[r][i] = r * 1000.f + i % 977;
       threads.emplace_back([&, r] {
-        Status st = t[r]->SharedAllReduce(buf[r].data(), count, DataType::kF32,
-                                          ReduceOp::kSum,
-                                          In(std::chrono::seconds(30)));
+        Status st =
+            t[r]->SharedAllReduce(buf[r].data(), count, DataType::kF32,
+                                  ReduceOp::kSum, In(std::chrono::seconds(30)));
         EXPECT_TRUE(st.ok()) << st;
       });
     }
@@ -143,9 +143,9 @@ TEST(ShmTransportTest, SharedAllReduceNamesTheRanksThatNeverCame) {
   auto t = Group(3);
   std::vector<double> buf(100, 1.0);
   const auto t0 = SteadyClock::now();
-  Status st = t[0]->SharedAllReduce(buf.data(), buf.size(), DataType::kF64,
-                                    ReduceOp::kMax,
-                                    In(std::chrono::milliseconds(200)));
+  Status st =
+      t[0]->SharedAllReduce(buf.data(), buf.size(), DataType::kF64,
+                            ReduceOp::kMax, In(std::chrono::milliseconds(200)));
   EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(2));
   ASSERT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   EXPECT_NE(st.message().find("waiting for rank(s) 1, 2"), std::string::npos)
@@ -156,8 +156,8 @@ TEST(ShmTransportTest, OnlyAViewOfEveryRankSharesTheSlots) {
   auto t = Group(3);
   std::vector<std::unique_ptr<SubTransport>> whole, part;
   for (int r = 0; r < 3; ++r) {
-    whole.push_back(std::make_unique<SubTransport>(t[r].get(),
-                                                   std::vector<int>{0, 1, 2}));
+    whole.push_back(
+        std::make_unique<SubTransport>(t[r].get(), std::vector<int>{0, 1, 2}));
   }
   part.push_back(
       std::make_unique<SubTransport>(t[0].get(), std::vector<int>{0, 2}));
