@@ -138,6 +138,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
       // Wake the worker only for ops other threads queued meanwhile (a
       // needless wake-up costs a context switch per call).
       if (queued) cv_.notify_all();
+      if (st.ok()) return done_ok_;
       return std::make_shared<DoneWork>(this, std::move(st));
     }
   }
@@ -168,6 +169,7 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
   for (const auto& [node, count] : per_node) {
     hierarchical_ok_ &= count == per_node.begin()->second;
   }
+  done_ok_ = std::make_shared<DoneWork>(this, absl::OkStatus());
   worker_ = std::thread([this] { Loop(); });
 }
 

@@ -118,6 +118,10 @@ class ProcessGroup final : public Backend {
   uint64_t next_seq_ = 0;  // guarded by mu_
   Logger logger_;
   bool hierarchical_ok_ = false;  // > 1 node, equal ranks per node
+  // What every synchronous operation that succeeds returns: completed work
+  // is immutable, so one object serves them all (no allocation per
+  // blocking call).
+  std::shared_ptr<Work> done_ok_;
 
   std::mutex mu_;
   std::condition_variable cv_;
