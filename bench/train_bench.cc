@@ -28,19 +28,19 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <iterator>
-#include <optional>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "bench/registry.h"
+#include "common/config.h"
 #include "common/embedded.h"
 #include "coordinator/jobs/attempt_plan.h"
-#include "common/config.h"
 #include "planner/calibrate.h"
 #include "planner/model.h"
 #include "planner/search.h"
@@ -244,8 +244,10 @@ void Summarise(const Predictions& p, int ranks,
       std::min_element(measured.begin(), measured.end()) - measured.begin());
   const size_t picked = static_cast<size_t>(
       std::find(layouts.begin(), layouts.end(), p.pick) - layouts.begin());
-  std::printf("  %d ranks, %s: %d of %d within 15%% (worst %+.0f%%); picks "
-              "%s", ranks, p.name, within, n, 100 * worst, p.pick.c_str());
+  std::printf(
+      "  %d ranks, %s: %d of %d within 15%% (worst %+.0f%%); picks "
+      "%s",
+      ranks, p.name, within, n, 100 * worst, p.pick.c_str());
   if (picked < layouts.size()) {
     std::printf(", measured %+.1f%% vs the fastest (%s; goal <= 5%%)\n",
                 100 * (measured[picked] / measured[fastest] - 1),
@@ -264,8 +266,8 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
   io->runs.set_gemm_peak_tflops(
       coordinator::ClusterFromProbes({node}, 1).gpu().peak_bf16_tflops());
   io->runs.set_source(absl::StrCat(
-      "strata-bench train, model small, ", probe->cpu_cores(),
-      " cores, SGEMM ", static_cast<int>(probe->cpu_gflops()), " GFLOP/s"));
+      "strata-bench train, model small, ", probe->cpu_cores(), " cores, SGEMM ",
+      static_cast<int>(probe->cpu_gflops()), " GFLOP/s"));
   std::vector<Predictions> ways = {{"uncalibrated", nullptr, "", {}}};
   if (io->applied) {
     ways.push_back({"calibrated", &*io->applied, "", {}});
@@ -278,8 +280,7 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
       "%.0f us on busy cores)\n",
       kBatch, kMicro, probe->cpu_cores(), probe->cpu_gflops(),
       probe->gemm_half_dim(), probe->copy_gbps(),
-      1e6 * probe->handoff_latency_s(),
-      1e6 * probe->busy_handoff_latency_s());
+      1e6 * probe->handoff_latency_s(), 1e6 * probe->busy_handoff_latency_s());
   std::printf("%5s %4s %4s %4s %12s %12s %8s", "ranks", "tp", "pp", "dp",
               "measured s", "predicted s", "error");
   if (io->applied) std::printf(" %12s %8s", "calibrated s", "error");
@@ -319,8 +320,7 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
       sm->set_seq_length(64);
       for (double x : seconds[i]) sm->add_step_s(x);
       io->runs.add_step_ranks(ranks);
-      std::printf("%5d %4d %4d %4d %12.3f", ranks, tp, pp, dp,
-                  measured.back());
+      std::printf("%5d %4d %4d %4d %12.3f", ranks, tp, pp, dp, measured.back());
       for (Predictions& w : ways) {
         Plan pick;
         auto predicted = Predict(node, ranks, tp, pp, dp, w.cal,
@@ -360,14 +360,15 @@ Status WritePeerInputs(const std::string& dir, const train::TrainOptions& o,
   std::string names = "[";
   for (const train::ParamShard& s : full.shards) {
     std::string shape;
-    for (int64_t d : s.global_shape) absl::StrAppend(&shape, shape.empty() ? "" : ",", d);
+    for (int64_t d : s.global_shape)
+      absl::StrAppend(&shape, shape.empty() ? "" : ",", d);
     absl::StrAppend(&names, names.size() > 1 ? ",\n" : "", "{\"name\":\"",
                     s.name, "\",\"shape\":[", shape, "]}");
   }
   std::ofstream(dir + "/weights.json") << names << "]\n";
-  ASSIGN_OR_RETURN(train::DataSource data,
-                   train::DataSource::Open("", o.model.vocab, o.model.seq,
-                                           o.seed));
+  ASSIGN_OR_RETURN(
+      train::DataSource data,
+      train::DataSource::Open("", o.model.vocab, o.model.seq, o.seed));
   std::vector<int32_t> tokens(static_cast<size_t>(steps) * o.global_batch *
                               (o.model.seq + 1));
   for (int64_t i = 0; i < static_cast<int64_t>(steps) * o.global_batch; ++i) {
@@ -405,10 +406,9 @@ std::optional<PeerRun> RunTorch(const std::string& dir, int ranks,
       // tokens/s, against 1,275-1,317 with passive waiting, measured here),
       // so the peer waits passively, as a PyTorch user tuning it would.
       "OPENBLAS_NUM_THREADS=", threads, " OMP_NUM_THREADS=", threads,
-      " OMP_WAIT_POLICY=PASSIVE",
-      " /usr/bin/python3 ", dir, "/torch_peer.py --dir ", dir, " --ranks ",
-      ranks, " --threads ", threads, " --port ", 29500 + getpid() % 1000,
-      " 2>", dir, "/torch.err");
+      " OMP_WAIT_POLICY=PASSIVE", " /usr/bin/python3 ", dir,
+      "/torch_peer.py --dir ", dir, " --ranks ", ranks, " --threads ", threads,
+      " --port ", 29500 + getpid() % 1000, " 2>", dir, "/torch.err");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return std::nullopt;
   std::string out;
@@ -425,7 +425,8 @@ std::optional<PeerRun> RunTorch(const std::string& dir, int ranks,
   // {"params": N, "first_loss": X, "step_seconds": [a, b, ...]}
   PeerRun r;
   if (std::sscanf(out.c_str(), "{\"params\": %lld, \"first_loss\": %lf",
-                  reinterpret_cast<long long*>(&r.params), &r.first_loss) != 2) {
+                  reinterpret_cast<long long*>(&r.params),
+                  &r.first_loss) != 2) {
     std::fprintf(stderr, "torch peer: unexpected output: %s\n", out.c_str());
     return std::nullopt;
   }
@@ -481,8 +482,8 @@ int TorchPart(int steps, int rounds, const std::vector<int>& rank_counts,
     for (const Layout& l : Layouts(ranks)) {
       std::vector<double> pass;
       if (!MeasureSteps(o, l, steps, &pass, &first_loss)) return 1;
-      if (Median(pass) < best_s) {
-        best_s = Median(pass);
+      if (const double m = Median(pass); m < best_s) {
+        best_s = m;
         best = l;
       }
     }

@@ -422,20 +422,19 @@ class ShmTransport final : public Transport {
     for (int p = 0; p < size_; ++p) {
       if (p != rank_) stats_.rings += shm::Ring(bells_[p]);
     }
+    auto is_late = [&](int p) {
+      return arrive_[p].value.load(std::memory_order_acquire) < target;
+    };
     auto all_arrived = [&] {
       for (int p = 0; p < size_; ++p) {
-        if (arrive_[p].value.load(std::memory_order_acquire) < target) {
-          return false;
-        }
+        if (is_late(p)) return false;
       }
       return true;
     };
-    auto late = [&] {
+    auto late = [&] {  // the slow path only: it allocates
       std::vector<int> ranks;
       for (int p = 0; p < size_; ++p) {
-        if (arrive_[p].value.load(std::memory_order_acquire) < target) {
-          ranks.push_back(p);
-        }
+        if (is_late(p)) ranks.push_back(p);
       }
       return ranks;
     };
