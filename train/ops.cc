@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "train/panel_gemm.h"
 #include "train/vec_math.h"
 #include "train/workspace.h"
 
@@ -35,22 +36,33 @@ std::map<GemmShape, GemmTotals> TakeGemmProfile() {
   return std::exchange(g_totals, {});
 }
 
-void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
-          int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  const bool profile = g_profile.load(std::memory_order_relaxed);
-  const auto t0 = profile ? std::chrono::steady_clock::now()
-                          : std::chrono::steady_clock::time_point();
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
-              ldb, beta, c, ldc);
-  if (!profile) return;
+namespace {
+// Runs `gemm`, timing it under `shape` while the profile is enabled.
+template <typename Fn>
+void Profiled(const GemmShape& shape, Fn&& gemm) {
+  if (!g_profile.load(std::memory_order_relaxed)) {
+    gemm();
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  gemm();
   const double s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   std::lock_guard<std::mutex> lock(g_profile_mu);
-  GemmTotals& t = g_totals[{trans_a, trans_b, m, n, k}];
+  GemmTotals& t = g_totals[shape];
   ++t.calls;
   t.seconds += s;
+}
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  Profiled({trans_a, trans_b, m, n, k}, [&] {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+                ldb, beta, c, ldc);
+  });
 }
 
 STRATA_KERNEL
@@ -83,19 +95,28 @@ void AddInto(float* y, const float* x, size_t n) {
 }
 
 void Linear(const float* x, const float* w, const float* bias, int t, int in,
-            int out, float* y) {
-  Gemm(false, false, t, out, in, x, in, w, out, 0.0f, y, out);
+            int out, float* y, const float* w_panels) {
+  if (w_panels != nullptr) {
+    Profiled({false, false, t, out, in},
+             [&] { PanelGemm(t, out, in, x, in, w_panels, 0.0f, y, out); });
+  } else {
+    Gemm(false, false, t, out, in, x, in, w, out, 0.0f, y, out);
+  }
   if (bias != nullptr) AddBias(y, bias, t, out);
 }
 
 void LinearBackward(const float* x, const float* w, const float* dy, int t,
                     int in, int out, float* dx, float* dw, float* db,
-                    bool accumulate_dx) {
-  if (dx != nullptr) {
-    Gemm(false, true, t, in, out, dy, out, w, out, accumulate_dx ? 1.0f : 0.0f,
-         dx, in);
+                    bool accumulate_dx, const float* wt_panels) {
+  const float beta = accumulate_dx ? 1.0f : 0.0f;
+  if (dx != nullptr && wt_panels != nullptr) {
+    Profiled({false, true, t, in, out},
+             [&] { PanelGemm(t, in, out, dy, out, wt_panels, beta, dx, in); });
+  } else if (dx != nullptr) {
+    Gemm(false, true, t, in, out, dy, out, w, out, beta, dx, in);
   }
-  if (dw != nullptr) Gemm(true, false, in, out, t, x, in, dy, out, 1.0f, dw, out);
+  if (dw != nullptr)
+    Gemm(true, false, in, out, t, x, in, dy, out, 1.0f, dw, out);
   if (db != nullptr) AddColumnSums(dy, t, out, db);
 }
 

@@ -1,6 +1,7 @@
 // fp32 kernels of the reference trainer, forward and hand-written
 // backward, on row-major matrices. The large GEMMs go through OpenBLAS
-// (cblas_sgemm); attention is a fused per-head kernel (attention.cc),
+// (cblas_sgemm), or, for a weight packed once per step, through PanelGemm
+// (panel_gemm.h); attention is a fused per-head kernel (attention.cc),
 // LayerNorm, GeLU, softmax and the element-wise passes are loops that
 // vectorize, built for AVX2+FMA and for baseline x86-64 and chosen at load
 // time (vec_math.h). No function allocates once its per-thread scratch
@@ -12,8 +13,8 @@
 // causal attention (Vaswani et al. 2017). Thread-compatible.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -39,13 +40,16 @@ void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 // y[t,:] = x[t,:] @ w + bias (bias may be null). x [T,in], w [in,out].
+// With w_panels (w packed by PackPanels, panel_gemm.h) the GEMM reads the
+// panels instead of w; the profile counts it under the same shape.
 void Linear(const float* x, const float* w, const float* bias, int t, int in,
-            int out, float* y);
+            int out, float* y, const float* w_panels = nullptr);
 // dx = dy @ w^T (dx may be null; += with accumulate_dx); dw += x^T dy;
-// db += colsum(dy).
+// db += colsum(dy). With wt_panels (w^T packed) dx is computed from them.
 void LinearBackward(const float* x, const float* w, const float* dy, int t,
                     int in, int out, float* dx, float* dw, float* db,
-                    bool accumulate_dx = false);
+                    bool accumulate_dx = false,
+                    const float* wt_panels = nullptr);
 
 // Element-wise passes over [t, n] row-major matrices: y[i,j] += bias[j];
 // y[i,j] += x[i,j] + bias[j] (a residual plus a replicated bias);

@@ -6,12 +6,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint/location.h"
 #include "checkpoint/reader.h"
 #include "common/logging.h"
-#include "train/block.h"
-#include "checkpoint/location.h"
-#include "train/ops.h"
 #include "train/adamw.h"
+#include "train/block.h"
+#include "train/ops.h"
 
 namespace strata::train {
 namespace {
@@ -48,6 +48,7 @@ Trainer::Trainer(const TrainOptions& o, const TrainGroups& g, DataSource data)
       g_(g),
       data_(std::move(data)),
       params_(o.model, o.par),
+      panels_(params_, o.pack_weights),
       first_(o.par.pp_rank == 0),
       last_(o.par.pp_rank == o.par.pp - 1) {}
 
@@ -109,7 +110,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   // (the padding is neither updated nor counted).
   for (const auto& s : t->params_.shards) {
     const size_t b = std::max(s.start, t->shard_begin_);
-    const size_t e = std::min({s.start + s.size, t->shard_begin_ + t->shard_size_, n});
+    const size_t e =
+        std::min({s.start + s.size, t->shard_begin_ + t->shard_size_, n});
     if (b >= e) continue;
     const bool counted =
         !s.tied_copy && (!s.tp_replicated || o.par.tp_rank == 0);
@@ -172,8 +174,8 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
       mb.acts[l + 1].x.resize(th);
       y = mb.acts[l + 1].x.data();
     }
-    RETURN_IF_ERROR(BlockForward(params_, params_.layers[l], dims, g_.tp, in,
-                                 &mb.acts[l], y));
+    RETURN_IF_ERROR(BlockForward(params_, &panels_, params_.layers[l], dims,
+                                 g_.tp, in, &mb.acts[l], y));
     in = y;
   }
   if (layers == 0) std::copy_n(mb.x0.data(), th, mb.out.data());
@@ -221,8 +223,8 @@ Status Trainer::Backward(MicroBatch& mb, bool last_micro_batch,
   const bool bucket = last_micro_batch && !o_.zero1 && o_.par.dp > 1;
   for (int l = static_cast<int>(params_.layers.size()) - 1; l >= 0; --l) {
     const LayerParams& lp = params_.layers[l];
-    RETURN_IF_ERROR(BlockBackward(params_, lp, dims, g_.tp, mb.acts[l],
-                                  dy.data(), dx.data()));
+    RETURN_IF_ERROR(BlockBackward(params_, &panels_, lp, dims, g_.tp,
+                                  mb.acts[l], dy.data(), dx.data()));
     dy.swap(dx);
     if (bucket) {
       // This block's gradients are final: reduce them while the backward
@@ -344,6 +346,7 @@ StatusOr<double> Trainer::ClipAndUpdate(bool* finite) {
 StatusOr<StepResult> Trainer::Step() {
   const auto t0 = SteadyClock::now();
   std::fill(params_.g.begin(), params_.g.end(), 0.0f);
+  panels_.Pack(params_);
   // Micro-batch i lives in slots_[i % slots_.size()] (see Create).
   auto mb_at = [&](int i) -> MicroBatch& { return slots_[i % slots_.size()]; };
   std::vector<std::shared_ptr<comm::Work>>& dp_work = dp_work_;
@@ -387,9 +390,11 @@ StatusOr<StepResult> Trainer::Step() {
                  [&] { return Backward(mb_at(b), b == count - 1, &dp_work); });
   };
   for (int i = 0; i < warmup; ++i) {
-    RETURN_IF_ERROR(exchange(nullptr, -1, first_ ? nullptr : &mb_at(i).x0, prev));
+    RETURN_IF_ERROR(
+        exchange(nullptr, -1, first_ ? nullptr : &mb_at(i).x0, prev));
     RETURN_IF_ERROR(forward(i));
-    RETURN_IF_ERROR(exchange(last_ ? nullptr : &mb_at(i).out, next, nullptr, -1));
+    RETURN_IF_ERROR(
+        exchange(last_ ? nullptr : &mb_at(i).out, next, nullptr, -1));
   }
   if (remaining > 0) {
     RETURN_IF_ERROR(
@@ -403,12 +408,15 @@ StatusOr<StepResult> Trainer::Step() {
     RETURN_IF_ERROR(backward(b));
     const bool more = k + 1 < remaining;
     RETURN_IF_ERROR(exchange(first_ ? nullptr : &mb_at(b).dx, prev,
-                             first_ || !more ? nullptr : &mb_at(f + 1).x0, prev));
+                             first_ || !more ? nullptr : &mb_at(f + 1).x0,
+                             prev));
   }
   for (int b = remaining; b < count; ++b) {
-    RETURN_IF_ERROR(exchange(nullptr, -1, last_ ? nullptr : &mb_at(b).dy, next));
+    RETURN_IF_ERROR(
+        exchange(nullptr, -1, last_ ? nullptr : &mb_at(b).dy, next));
     RETURN_IF_ERROR(backward(b));
-    RETURN_IF_ERROR(exchange(first_ ? nullptr : &mb_at(b).dx, prev, nullptr, -1));
+    RETURN_IF_ERROR(
+        exchange(first_ ? nullptr : &mb_at(b).dx, prev, nullptr, -1));
   }
   double loss = loss_sum;
   RETURN_IF_ERROR(timed(&r.grad_reduce_s, [&]() -> Status {
@@ -522,11 +530,11 @@ Status Trainer::CheckLastSave() {
   ++save_failures_;
   // The checkpoint's own error names the file and the free space.
   const std::string error =
-      mine.ok() ? absl::StrCat("the save failed on another rank (",
-                               checkpoint::FreeSpace(
-                                   checkpoint::CheckpointDir(o_.ckpt_uri)
-                                       .value_or("")),
-                               ")")
+      mine.ok() ? absl::StrCat(
+                      "the save failed on another rank (",
+                      checkpoint::FreeSpace(
+                          checkpoint::CheckpointDir(o_.ckpt_uri).value_or("")),
+                      ")")
                 : std::string(mine.message());
   const std::string& where = o_.ckpt_uri;
   if (save_failures_ >= o_.max_save_failures) {

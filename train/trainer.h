@@ -34,6 +34,7 @@
 #include "train/data.h"
 #include "train/huge_pages.h"
 #include "train/model.h"
+#include "train/weight_panels.h"
 
 namespace strata::train {
 
@@ -43,6 +44,10 @@ struct TrainOptions {
   int global_batch = 8;  // sequences per optimizer step
   int micro_batch = 1;   // sequences per pipeline micro-batch
   bool zero1 = false;
+  // Pack the block weights once per step for the forward and input-gradient
+  // GEMMs (weight_panels.h) instead of letting OpenBLAS repack them on
+  // every call; off, or without AVX-512, every GEMM is OpenBLAS's.
+  bool pack_weights = true;
   uint64_t seed = 1234;
   std::string data_file;  // empty: the generated stream
   // AdamW, GPT-3 (Brown et al. 2020) settings except lr for small models.
@@ -148,6 +153,7 @@ class Trainer {
   TrainGroups g_;
   DataSource data_;
   StageParams params_;
+  WeightPanels panels_;  // packed at the start of every Step()
   bool first_, last_;
   int micro_batches_ = 0;
   // Adam moments: the whole local shard, or this rank's ZeRO-1 partition.

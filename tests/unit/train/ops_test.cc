@@ -284,14 +284,14 @@ TEST(OpsTest, TransformerBlockBackward) {
   BlockActs acts;
   auto loss = [&] {
     std::vector<float> y(th);
-    EXPECT_TRUE(BlockForward(params, lp, dims, nullptr, x.data(), &acts,
+    EXPECT_TRUE(BlockForward(params, nullptr, lp, dims, nullptr, x.data(), &acts,
                              y.data()).ok());
     return Dot(y, probe);
   };
   loss();
   std::fill(params.g.begin(), params.g.end(), 0.0f);
   std::vector<float> dx(th);
-  ASSERT_TRUE(BlockBackward(params, lp, dims, nullptr, acts, probe.data(),
+  ASSERT_TRUE(BlockBackward(params, nullptr, lp, dims, nullptr, acts, probe.data(),
                             dx.data()).ok());
   CheckGradient(x, dx, loss, "block dx");
   std::vector<float> dw(params.g.begin(), params.g.end());

@@ -1,0 +1,146 @@
+#include "train/panel_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace strata::train {
+namespace {
+
+// Register tile: kRows rows of A times one 32-wide panel, 2 kRows
+// accumulators + 2 panel vectors + 1 broadcast of the 32 vector registers.
+constexpr int kRows = 14;
+// Rows of a panel per pass (kDepth x 32 floats = 16 KiB, half of L1d), so
+// that the sub-panel stays in L1 while every row block of A streams by
+// (Goto & van de Geijn 2008, §6: the B micro-panel lives in L1).
+constexpr int kDepth = 128;
+
+#define STRATA_AVX512 __attribute__((target("avx512f")))
+
+// C[R, 32] (masked to its valid columns) = (add ? C : 0) + A[R, k] P[k, 32].
+template <int R>
+STRATA_AVX512 inline void Tile(int k, const float* a, int64_t lda,
+                               const float* p, bool add, float* c, int64_t ldc,
+                               __mmask16 m0, __mmask16 m1) {
+  __m512 acc0[R], acc1[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    acc0[r] = _mm512_setzero_ps();
+    acc1[r] = _mm512_setzero_ps();
+  }
+  for (int q = 0; q < k; ++q) {
+    const __m512 b0 = _mm512_loadu_ps(p + q * kPanelWidth);
+    const __m512 b1 = _mm512_loadu_ps(p + q * kPanelWidth + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + q]);
+      acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+    if (add) {
+      acc0[r] = _mm512_add_ps(acc0[r], _mm512_maskz_loadu_ps(m0, cr));
+      acc1[r] = _mm512_add_ps(acc1[r], _mm512_maskz_loadu_ps(m1, cr + 16));
+    }
+    _mm512_mask_storeu_ps(cr, m0, acc0[r]);
+    _mm512_mask_storeu_ps(cr + 16, m1, acc1[r]);
+  }
+}
+
+STRATA_AVX512 void Tiles(int rows, int k, const float* a, int64_t lda,
+                         const float* p, bool add, float* c, int64_t ldc,
+                         __mmask16 m0, __mmask16 m1) {
+  int i = 0;
+  for (; i + kRows <= rows; i += kRows) {
+    Tile<kRows>(k, a + i * lda, lda, p, add, c + i * ldc, ldc, m0, m1);
+  }
+  a += i * lda;
+  c += i * ldc;
+  switch (rows - i) {
+#define STRATA_TILE_CASE(R)                     \
+  case R:                                       \
+    Tile<R>(k, a, lda, p, add, c, ldc, m0, m1); \
+    break;
+    STRATA_TILE_CASE(1)
+    STRATA_TILE_CASE(2)
+    STRATA_TILE_CASE(3)
+    STRATA_TILE_CASE(4)
+    STRATA_TILE_CASE(5)
+    STRATA_TILE_CASE(6)
+    STRATA_TILE_CASE(7)
+    STRATA_TILE_CASE(8)
+    STRATA_TILE_CASE(9)
+    STRATA_TILE_CASE(10)
+    STRATA_TILE_CASE(11)
+    STRATA_TILE_CASE(12)
+    STRATA_TILE_CASE(13)
+#undef STRATA_TILE_CASE
+    default:
+      break;
+  }
+}
+
+__mmask16 Mask(int valid) {
+  if (valid >= 16) return 0xFFFF;
+  if (valid <= 0) return 0;
+  return static_cast<__mmask16>((1u << valid) - 1);
+}
+
+}  // namespace
+
+size_t PanelFloats(int k, int n) {
+  const size_t panels =
+      (static_cast<size_t>(n) + kPanelWidth - 1) / kPanelWidth;
+  return panels * static_cast<size_t>(k) * kPanelWidth;
+}
+
+void PackPanels(const float* b, int ldb, bool trans, int k, int n,
+                float* panels) {
+  for (int j0 = 0; j0 < n; j0 += kPanelWidth) {
+    const int w = std::min(kPanelWidth, n - j0);
+    float* out = panels + static_cast<size_t>(j0) * k;
+    if (!trans) {
+      for (int q = 0; q < k; ++q) {
+        float* row = out + static_cast<size_t>(q) * kPanelWidth;
+        std::memcpy(row, b + static_cast<int64_t>(q) * ldb + j0,
+                    sizeof(float) * w);
+        std::fill(row + w, row + kPanelWidth, 0.0f);
+      }
+      continue;
+    }
+    // B[q][j0 + c] = b[(j0 + c) ldb + q]: read `w` rows of b in step.
+    for (int q = 0; q < k; ++q) {
+      float* row = out + static_cast<size_t>(q) * kPanelWidth;
+      for (int c = 0; c < w; ++c)
+        row[c] = b[static_cast<int64_t>(j0 + c) * ldb + q];
+      std::fill(row + w, row + kPanelWidth, 0.0f);
+    }
+  }
+}
+
+bool PanelGemmAvailable() {
+  static const bool available = __builtin_cpu_supports("avx512f");
+  return available;
+}
+
+STRATA_AVX512 void PanelGemm(int m, int n, int k, const float* a, int lda,
+                             const float* panels, float beta, float* c,
+                             int ldc) {
+  for (int q0 = 0; q0 < k; q0 += kDepth) {
+    const int depth = std::min(kDepth, k - q0);
+    const bool add = q0 > 0 || beta != 0.0f;
+    for (int j0 = 0; j0 < n; j0 += kPanelWidth) {
+      const float* p = panels + static_cast<size_t>(j0) * k +
+                       static_cast<size_t>(q0) * kPanelWidth;
+      Tiles(m, depth, a + q0, lda, p, add, c + j0, ldc, Mask(n - j0),
+            Mask(n - j0 - 16));
+    }
+  }
+}
+
+}  // namespace strata::train
