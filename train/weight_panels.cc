@@ -1,12 +1,18 @@
 #include "train/weight_panels.h"
 
+#include <cblas.h>
+
 #include "train/panel_gemm.h"
 
 namespace strata::train {
 
 WeightPanels::WeightPanels(const StageParams& p, bool enabled)
     : fwd_(p.shards.size(), kNone), bwd_(p.shards.size(), kNone) {
-  if (!enabled || !PanelGemmAvailable()) return;
+  // PanelGemm runs on the calling thread only: with more BLAS threads per
+  // rank OpenBLAS's threaded GEMMs are the faster choice.
+  if (!enabled || !PanelGemmAvailable() || openblas_get_num_threads() != 1) {
+    return;
+  }
   size_t size = 0;
   for (const LayerParams& l : p.layers) {
     for (int s : {l.q_w, l.k_w, l.v_w, l.o_w, l.fc1_w, l.fc2_w}) {

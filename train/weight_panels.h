@@ -4,9 +4,10 @@
 // GEMM. Contract: a cache of StageParams::w, valid from Pack() until the
 // weights next change; the trainer packs at the start of every step, so
 // the optimizer, a resume or a rollback never leaves it stale. Costs twice
-// the block weights' memory; empty (every pointer null) where PanelGemm is
-// unavailable or `enabled` is false, and callers then use the weights
-// themselves through OpenBLAS.
+// the block weights' memory. Empty (every pointer null, callers then use
+// the weights themselves through OpenBLAS) when `enabled` is false, where
+// PanelGemm is unavailable (no AVX-512F), and when OpenBLAS runs more than
+// one thread per rank (PanelGemm is single-threaded).
 #pragma once
 
 #include <cstddef>

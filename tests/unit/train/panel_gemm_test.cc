@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "train/thread_ranks.h"
+#include "train/weight_panels.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -102,6 +103,15 @@ TEST(PanelGemmTest, TrainerMatchesUnpackedTrainer) {
   o.model = *ModelPreset("tiny");
   o.global_batch = 8;
   o.micro_batch = 2;
+  {  // with one BLAS thread the trainer's weights are packed
+    const StageParams params(o.model, Parallel{});
+    const WeightPanels panels(params, true);
+    ASSERT_NE(panels.Forward(params.layers[0].q_w), nullptr);
+    ASSERT_NE(panels.Backward(params.layers[0].fc2_w), nullptr);
+    EXPECT_EQ(panels.Forward(params.wte), nullptr);  // not a block weight
+    EXPECT_EQ(WeightPanels(params, false).Forward(params.layers[0].q_w),
+              nullptr);
+  }
   for (auto [tp, pp, dp] : {std::tuple{1, 1, 1}, std::tuple{2, 2, 2}}) {
     o.pack_weights = true;
     ThreadRun packed = RunThreads(o, tp, pp, dp, 10);
