@@ -206,7 +206,10 @@ std::vector<Layout> Layouts(int ranks) {
 // loss to `first_loss` when given); false, with a message, if it failed.
 bool MeasureSteps(const train::TrainOptions& o, const Layout& l, int steps,
                   std::vector<double>* out, double* first_loss = nullptr) {
-  train::ThreadRun run = train::RunThreads(o, l.tp, l.pp, l.dp, steps + 1);
+  // Over shm, as a job's ranks on one node talk (thread_ranks.h).
+  train::ThreadRun run =
+      train::RunThreads(o, l.tp, l.pp, l.dp, steps + 1, /*resume=*/false,
+                        train::ThreadTransport::kShm);
   if (!run.status.ok()) {
     std::fprintf(stderr, "strata run failed: %s\n",
                  run.status.ToString().c_str());

@@ -1,12 +1,16 @@
-// Runs the Trainer with every rank as a thread over in-process transports
-// (tests and strata-bench train): the loss and time of each step as seen by
-// rank 0.
+// Runs the Trainer with every rank as a thread (tests and strata-bench
+// train): the loss and time of each step as seen by rank 0. The ranks talk
+// over in-process pipes (tests), or over the shm transport that ranks of
+// one node use in a real job (strata-bench: its figures are of strata's
+// own intra-node collectives, not of the test pipes, which allocate and
+// copy every message).
 #pragma once
 
 #include <thread>
 #include <vector>
 
 #include "comm/plan_groups.h"
+#include "comm/shm/shm_transport.h"
 #include "placement/layout.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
@@ -20,8 +24,11 @@ struct ThreadRun {
   int64_t resumed_at = 0;
 };
 
-inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
-                            int steps, bool resume = false) {
+enum class ThreadTransport { kInProcess, kShm };
+
+inline ThreadRun RunThreads(
+    TrainOptions base, int tp, int pp, int dp, int steps, bool resume = false,
+    ThreadTransport transport = ThreadTransport::kInProcess) {
   const int n = tp * pp * dp;
   auto placed = placement::UniformPlacement(tp, pp, dp, 1, n);
   if (!placed.ok()) {
@@ -35,9 +42,19 @@ inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
   std::vector<ThreadRun> runs(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
-    std::shared_ptr<comm::Transport> world(std::move(transports[r]));
-    threads.emplace_back([&, r, world] {
+    std::shared_ptr<comm::Transport> inproc(std::move(transports[r]));
+    threads.emplace_back([&, r, inproc] {
       ThreadRun& out = runs[r];
+      std::shared_ptr<comm::Transport> world = inproc;
+      if (transport == ThreadTransport::kShm) {
+        auto shm = comm::ConnectShmTransport(comm::NewPrefixStore("shm", store),
+                                             r, n, comm::ShmOptions{});
+        if (!shm.ok()) {
+          out.status = shm.status();
+          return;
+        }
+        world = std::move(*shm);
+      }
       auto groups = comm::BuildPlanGroups(world, pl, comm::GroupOptions{});
       if (!groups.ok()) {
         out.status = groups.status();
@@ -45,8 +62,12 @@ inline ThreadRun RunThreads(TrainOptions base, int tp, int pp, int dp,
       }
       TrainOptions o = base;
       const RankPlacement& me = pl.ranks(r);
-      o.par = {tp,           pp,           dp,
-               me.tp_rank(), me.pp_rank(), me.dp_rank(),
+      o.par = {tp,
+               pp,
+               dp,
+               me.tp_rank(),
+               me.pp_rank(),
+               me.dp_rank(),
                base.par.stage_layers};
       TrainGroups g{(*groups)->tp.get(),
                     (*groups)->pp.get(),

@@ -92,11 +92,26 @@ TEST(EquivalenceTest, MicroBatchesOfTwoMatchToo) {
   }
 }
 
+// Over the shm transport (strata-bench train's, thread_ranks.h): the shared
+// all-reduce and the shm rings give the same model as the serial run.
+TEST(EquivalenceTest, OverShmMatchesToo) {
+  for (auto [tp, pp, dp] : {std::tuple{1, 1, 4}, std::tuple{2, 2, 1}}) {
+    ThreadRun r = RunThreads(Tiny(), tp, pp, dp, kSteps, /*resume=*/false,
+                             ThreadTransport::kShm);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    const auto& serial = Serial();
+    for (int i = 0; i < kSteps; ++i) {
+      EXPECT_NEAR(r.losses[i], serial[i], kRelTol * std::abs(serial[i]))
+          << "tp " << tp << " pp " << pp << " dp " << dp << " step " << i + 1;
+    }
+  }
+}
+
 // Uneven pipeline splits (a slow node's stage holding fewer layers) compute
 // the same model.
 TEST(EquivalenceTest, UnevenStageLayersMatchToo) {
-  for (std::vector<int> split : {std::vector<int>{6, 2}, {2, 6},
-                                 std::vector<int>{4, 2, 2}}) {
+  for (std::vector<int> split :
+       {std::vector<int>{6, 2}, {2, 6}, std::vector<int>{4, 2, 2}}) {
     TrainOptions o = Tiny();
     o.par.stage_layers = split;
     ThreadRun r = RunThreads(o, 1, static_cast<int>(split.size()), 2, kSteps);
@@ -127,8 +142,9 @@ TEST(EquivalenceTest, ImpossibleSplitsAreRejected) {
     p = Parallel();
     p.pp = 2;
     p.stage_layers = bad;
-    EXPECT_NE(ValidateSplit(o.model, p, 8, 1).message().find("layers per stage"),
-              std::string::npos);
+    EXPECT_NE(
+        ValidateSplit(o.model, p, 8, 1).message().find("layers per stage"),
+        std::string::npos);
   }
 }
 
