@@ -312,8 +312,9 @@ std::shared_ptr<Work> ProcessGroup::ReduceScatter(const void* in, void* out,
       "reduce_scatter", count * ElementSize(type), opts,
       [=, this](Deadline d) -> Status {
         const size_t es = ElementSize(type);
-        std::vector<char> tmp(static_cast<const char*>(in),
-                              static_cast<const char*>(in) + count * es);
+        std::vector<char>& tmp = scatter_buf_;
+        tmp.assign(static_cast<const char*>(in),
+                   static_cast<const char*>(in) + count * es);
         RETURN_IF_ERROR(algorithms::RingReduceScatter(*transport_, tmp.data(),
                                                       count, type, op, d));
         const size_t b0 = algorithms::BlockBegin(count, size(), rank());
