@@ -95,8 +95,8 @@ STRATA_INLINE void TileABt(const float* a, const float* bt, const HeadDims& h,
 
 // Stores rows r < kRows of an accumulator tile at out[(row0 + r) * ld + c0],
 // the first min(kCols, d - c0) columns of the rows below s.
-STRATA_INLINE void StoreTile(V8 (&acc)[kRows][2], const HeadDims& h,
-                             int row0, int c0, float* out) {
+STRATA_INLINE void StoreTile(V8 (&acc)[kRows][2], const HeadDims& h, int row0,
+                             int c0, float* out) {
   const int n = std::min(kCols, h.d - c0);
   for (int r = 0; r < kRows && row0 + r < h.s; ++r) {
     float t[kCols];
@@ -150,15 +150,46 @@ int KeyEnd(int i0, const HeadDims& h) {
   return std::min(h.sp, RoundUp(i0 + kRows, kCols));
 }
 
-// In-place softmax of row[0, len); row[len, n) = 0.
+// sum_j a[j] b[j] over j < n in kLanes lanes (a serial float sum would
+// not vectorize: its order is fixed without -ffast-math).
+STRATA_INLINE float Dot(const float* a, const float* b, int n) {
+  float lanes[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += a[j + l] * b[j + l];
+  }
+  float s = 0;
+  for (; j < n; ++j) s += a[j] * b[j];
+  for (int l = 0; l < kLanes; ++l) s += lanes[l];
+  return s;
+}
+
+// In-place softmax of row[0, len); row[len, n) = 0. Max and sum in kLanes
+// lanes, as Dot.
 STRATA_INLINE void SoftmaxRow(float* row, int len, int n) {
+  float lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) lanes[l] = -INFINITY;
+  int j = 0;
+  for (; j + kLanes <= len; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], row[j + l]);
+  }
   float mx = -INFINITY;
-  for (int j = 0; j < len; ++j) mx = std::max(mx, row[j]);
+  for (; j < len; ++j) mx = std::max(mx, row[j]);
+  for (int l = 0; l < kLanes; ++l) mx = std::max(mx, lanes[l]);
+  float acc[kLanes] = {};
+  j = 0;
+  for (; j + kLanes <= len; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      row[j + l] = ExpF(row[j + l] - mx);
+      acc[l] += row[j + l];
+    }
+  }
   float sum = 0;
-  for (int j = 0; j < len; ++j) {
+  for (; j < len; ++j) {
     row[j] = ExpF(row[j] - mx);
     sum += row[j];
   }
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
   const float inv = 1.0f / sum;
   for (int j = 0; j < len; ++j) row[j] *= inv;
   for (int j = len; j < n; ++j) row[j] = 0.0f;
@@ -190,10 +221,10 @@ void AttentionHead(const float* q, const float* k, const float* v,
 // One (sequence, head) of the backward; pointers as AttentionHead's.
 STRATA_KERNEL
 void AttentionHeadBackward(const float* q, const float* k, const float* v,
-                           const float* p, const float* dout,
-                           const HeadDims& h, float scale, float* dop,
-                           float* vt, float* kp, float* qp, float* pp,
-                           float* ds, float* dq, float* dk, float* dv) {
+                           const float* p, const float* dout, const HeadDims& h,
+                           float scale, float* dop, float* vt, float* kp,
+                           float* qp, float* pp, float* ds, float* dq,
+                           float* dk, float* dv) {
   CopyRows(dout, h, 1.0f, dop);
   CopyTransposed(v, h, vt);
   CopyRows(k, h, 1.0f, kp);
@@ -212,8 +243,7 @@ void AttentionHeadBackward(const float* q, const float* k, const float* v,
     float* dr = ds + i * h.sp;
     const float* pr = pp + i * h.sp;
     const int len = i < h.s ? i + 1 : 0;
-    float dot = 0;
-    for (int j = 0; j < len; ++j) dot += pr[j] * dr[j];
+    const float dot = Dot(pr, dr, len);
     for (int j = 0; j < len; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
     for (int j = len; j < h.sp; ++j) dr[j] = 0.0f;
   }
@@ -228,8 +258,8 @@ void AttentionHeadBackward(const float* q, const float* k, const float* v,
 
 }  // namespace
 
-void Attention(const float* q, const float* k, const float* v, int seqs,
-               int s, int heads, int d, float* probs, float* out) {
+void Attention(const float* q, const float* k, const float* v, int seqs, int s,
+               int heads, int d, float* probs, float* out) {
   const HeadDims h(s, d, heads * d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const size_t rows = static_cast<size_t>(h.sp) * h.dp;
