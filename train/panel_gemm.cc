@@ -1,12 +1,16 @@
 #include "train/panel_gemm.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define STRATA_HAVE_PANEL_GEMM 1
+#endif
+
 namespace strata::train {
+#ifdef STRATA_HAVE_PANEL_GEMM
 namespace {
 
 // Register tile: kRows rows of A times one 32-wide panel, 2 kRows
@@ -92,6 +96,7 @@ __mmask16 Mask(int valid) {
 }
 
 }  // namespace
+#endif  // STRATA_HAVE_PANEL_GEMM
 
 size_t PanelFloats(int k, int n) {
   const size_t panels =
@@ -123,6 +128,7 @@ void PackPanels(const float* b, int ldb, bool trans, int k, int n,
   }
 }
 
+#ifdef STRATA_HAVE_PANEL_GEMM
 bool PanelGemmAvailable() {
   static const bool available = __builtin_cpu_supports("avx512f");
   return available;
@@ -142,5 +148,12 @@ STRATA_AVX512 void PanelGemm(int m, int n, int k, const float* a, int lda,
     }
   }
 }
+
+#else
+bool PanelGemmAvailable() { return false; }
+
+void PanelGemm(int, int, int, const float*, int, const float*, float, float*,
+               int) {}
+#endif  // STRATA_HAVE_PANEL_GEMM
 
 }  // namespace strata::train

@@ -97,9 +97,8 @@ ClusterSpec ClusterFromProbes(
     c.set_cpu_cores_per_node(std::max(1, cores));
     // A collective step or send waits for the peer thread to wake, and
     // for a core when the ranks outnumber the cores.
-    c.set_intra_node_latency_s(planner::RanksOutnumberCores(c)
-                                   ? busy_handoff_s
-                                   : handoff_s);
+    c.set_intra_node_latency_s(planner::RanksOutnumberCores(c) ? busy_handoff_s
+                                                               : handoff_s);
   } else {
     gpu->set_hbm_gbps(std::max(copy_gbps, 1.0));
     c.set_intra_node_gbps(std::max(copy_gbps, 1.0) * 8);
@@ -238,7 +237,9 @@ StatusOr<std::vector<control::RankLaunch>> BuildLaunches(
     auto& env = *launch.mutable_env();
     env = l.env();
     // torchrun sets one OpenMP thread per process unless told otherwise.
-    if (!env.contains("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = "1";
+    // (insert keeps a value the job set; it also sidesteps GCC 12's false
+    // -Wrestrict on assigning a literal to a map's new std::string.)
+    env.insert({std::string("OMP_NUM_THREADS"), std::string("1")});
     // The rank environment (docs/placement.md) wins over the job's own.
     for (auto& [k, v] : placement::Variables(e)) env[k] = std::move(v);
     launch.set_plan_json(plan_json);
