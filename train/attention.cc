@@ -164,32 +164,10 @@ STRATA_INLINE float Dot(const float* a, const float* b, int n) {
   return s;
 }
 
-// In-place softmax of row[0, len); row[len, n) = 0. Max and sum in kLanes
-// lanes, as Dot.
+// In-place softmax of row[0, len); row[len, n) = 0.
 STRATA_INLINE void SoftmaxRow(float* row, int len, int n) {
-  float lanes[kLanes];
-  for (int l = 0; l < kLanes; ++l) lanes[l] = -INFINITY;
-  int j = 0;
-  for (; j + kLanes <= len; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], row[j + l]);
-  }
-  float mx = -INFINITY;
-  for (; j < len; ++j) mx = std::max(mx, row[j]);
-  for (int l = 0; l < kLanes; ++l) mx = std::max(mx, lanes[l]);
-  float acc[kLanes] = {};
-  j = 0;
-  for (; j + kLanes <= len; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      row[j + l] = ExpF(row[j + l] - mx);
-      acc[l] += row[j + l];
-    }
-  }
   float sum = 0;
-  for (; j < len; ++j) {
-    row[j] = ExpF(row[j] - mx);
-    sum += row[j];
-  }
-  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  ExpMinusMax(row, len, &sum);
   const float inv = 1.0f / sum;
   for (int j = 0; j < len; ++j) row[j] *= inv;
   for (int j = len; j < n; ++j) row[j] = 0.0f;

@@ -152,31 +152,8 @@ namespace {
 // their sum in *sum.
 STRATA_KERNEL
 float ExpRow(float* row, int n, float* sum) {
-  float lanes[kLanes];
-  for (int l = 0; l < kLanes; ++l) lanes[l] = -INFINITY;
-  int j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], row[j + l]);
-  }
-  float mx = -INFINITY;
-  for (int l = 0; l < kLanes; ++l) mx = std::max(mx, lanes[l]);
-  for (; j < n; ++j) mx = std::max(mx, row[j]);
-  float acc[kLanes] = {};
-  j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      row[j + l] = ExpF(row[j + l] - mx);
-      acc[l] += row[j + l];
-    }
-  }
-  float s = 0;
-  for (; j < n; ++j) {
-    row[j] = ExpF(row[j] - mx);
-    s += row[j];
-  }
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  *sum = s;
-  return mx + std::log(s);
+  const float mx = ExpMinusMax(row, n, sum);
+  return mx + std::log(*sum);
 }
 
 }  // namespace

@@ -51,4 +51,35 @@ STRATA_INLINE float ExpF(float x) {
   return p * std::bit_cast<float>((k + 127) << 23);
 }
 
+// Sets row[j] = e^(row[j] - max) for j < n and returns that max; *sum gets
+// the sum of the new row. Max and sum run in kLanes lanes: serial float
+// reductions do not vectorize (their order is fixed without -ffast-math).
+STRATA_INLINE float ExpMinusMax(float* row, int n, float* sum) {
+  float lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) lanes[l] = -__builtin_inff();
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], row[j + l]);
+  }
+  float mx = -__builtin_inff();
+  for (int l = 0; l < kLanes; ++l) mx = std::max(mx, lanes[l]);
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  float acc[kLanes] = {};
+  j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      row[j + l] = ExpF(row[j + l] - mx);
+      acc[l] += row[j + l];
+    }
+  }
+  float s = 0;
+  for (; j < n; ++j) {
+    row[j] = ExpF(row[j] - mx);
+    s += row[j];
+  }
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  *sum = s;
+  return mx;
+}
+
 }  // namespace strata::train
