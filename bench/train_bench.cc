@@ -220,6 +220,24 @@ bool MeasureSteps(const train::TrainOptions& o, const Layout& l, int steps,
   return true;
 }
 
+// Every layout of `runs` in `rounds` interleaved rounds of `steps`
+// measured steps; (*seconds)[i] gets all measured steps of runs[i]. This
+// VM's speed drifts by 10-40% over a minute (docs/planner.md "Measured on
+// this machine"), so each round runs every layout once, starting one later
+// each round: a slow spell lands on every layout instead of on the one
+// that ran through it. False, with a message, if a run failed.
+bool MeasureLayouts(const std::vector<Layout>& runs, int steps, int rounds,
+                    std::vector<std::vector<double>>* seconds) {
+  seconds->assign(runs.size(), {});
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const size_t j = (i + round) % runs.size();
+      if (!MeasureSteps(Small(), runs[j], steps, &(*seconds)[j])) return false;
+    }
+  }
+  return true;
+}
+
 // One way of predicting (uncalibrated, or with --calibration): its
 // predictions of the layouts of one rank count, and the summary against
 // the goals (every layout within 15%; the pick within 5% of the fastest
@@ -293,18 +311,8 @@ int StepPart(int steps, int rounds, CalibrationIo* io) {
     io->runs.add_cluster_ranks(ranks);
     const std::vector<Layout> runs = Layouts(ranks);
     // Every measured step of runs[i], all rounds.
-    std::vector<std::vector<double>> seconds(runs.size());
-    // Interleaved rounds: this VM's speed drifts by 10-40% over a minute
-    // (docs/planner.md "Measured on this machine"), so each round runs
-    // every layout once, starting one later each round, and a layout's
-    // figure is the median of its steps over all rounds: a slow spell
-    // lands on every layout instead of on the one that ran through it.
-    for (int round = 0; round < rounds; ++round) {
-      for (size_t i = 0; i < runs.size(); ++i) {
-        const size_t j = (i + round) % runs.size();
-        if (!MeasureSteps(Small(), runs[j], steps, &seconds[j])) return 1;
-      }
-    }
+    std::vector<std::vector<double>> seconds;
+    if (!MeasureLayouts(runs, steps, rounds, &seconds)) return 1;
     std::vector<std::string> layouts;
     std::vector<double> measured;
     for (Predictions& w : ways) w.predicted.clear();
@@ -479,15 +487,18 @@ int TorchPart(int steps, int rounds, const std::vector<int>& rank_counts,
     // OpenBLAS's thread count is per process: ranks as threads share it.
     const int per_rank = Threads(threads, ranks);
     openblas_set_num_threads(per_rank);
-    // Strata's best layout: one pass over every layout.
+    // Strata's best layout: the smallest median over interleaved rounds of
+    // every layout (one pass picked a slow layout often enough to cost
+    // 0.1x of the ratio on 4 ranks).
+    const std::vector<Layout> layouts = Layouts(ranks);
+    std::vector<std::vector<double>> seconds;
+    if (!MeasureLayouts(layouts, steps, rounds, &seconds)) return 1;
     double best_s = 1e30, first_loss = 0;
-    Layout best{1, 1, ranks};
-    for (const Layout& l : Layouts(ranks)) {
-      std::vector<double> pass;
-      if (!MeasureSteps(o, l, steps, &pass, &first_loss)) return 1;
-      if (const double m = Median(pass); m < best_s) {
+    Layout best = layouts.front();
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      if (const double m = Median(seconds[i]); m < best_s) {
         best_s = m;
-        best = l;
+        best = layouts[i];
       }
     }
     const std::string best_name = LayoutName(best.tp, best.pp, best.dp);
@@ -501,7 +512,7 @@ int TorchPart(int steps, int rounds, const std::vector<int>& rank_counts,
     for (int round = 0; round < rounds && !peer_failed; ++round) {
       for (int side = 0; side < 2; ++side) {
         if ((side + round) % 2 == 0) {
-          if (!MeasureSteps(o, best, steps, &strata_s)) return 1;
+          if (!MeasureSteps(o, best, steps, &strata_s, &first_loss)) return 1;
           continue;
         }
         torch = RunTorch(dir, ranks, per_rank);
