@@ -123,8 +123,9 @@ class ProcessGroup final : public Backend {
   std::shared_ptr<Work> done_ok_;
   // ReduceScatter's working copy of its input, kept between calls: a fresh
   // buffer per call costs a page fault per 4 KiB (a 40 MB gradient
-  // reduce-scatter took 33 ms on 2 shm ranks, of which the ring is ~6).
-  // Only the running op touches it (one op runs at a time).
+  // reduce-scatter on 2 shm ranks took about 33 ms that way, about 10 ms
+  // with the buffer kept; docs/comm.md). Only the running op touches it
+  // (one op runs at a time).
   std::vector<char> scatter_buf_;
 
   std::mutex mu_;
