@@ -37,16 +37,22 @@ inline ThreadRun RunThreads(
     return failed;
   }
   const Placement& pl = *placed;
-  auto transports = comm::NewInProcessTransports(n);
+  // In-process pipes are made for all ranks at once; shm ranks connect
+  // each on its own thread, through the store.
+  std::vector<std::unique_ptr<comm::Transport>> pipes;
+  if (transport == ThreadTransport::kInProcess) {
+    pipes = comm::NewInProcessTransports(n);
+  }
   auto store = comm::NewInMemoryStore();
   std::vector<ThreadRun> runs(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
-    std::shared_ptr<comm::Transport> inproc(std::move(transports[r]));
-    threads.emplace_back([&, r, inproc] {
+    std::shared_ptr<comm::Transport> pipe;
+    if (!pipes.empty()) pipe = std::move(pipes[r]);
+    threads.emplace_back([&, r, pipe] {
       ThreadRun& out = runs[r];
-      std::shared_ptr<comm::Transport> world = inproc;
-      if (transport == ThreadTransport::kShm) {
+      std::shared_ptr<comm::Transport> world = pipe;
+      if (world == nullptr) {
         auto shm = comm::ConnectShmTransport(comm::NewPrefixStore("shm", store),
                                              r, n, comm::ShmOptions{});
         if (!shm.ok()) {
