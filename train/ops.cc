@@ -115,8 +115,12 @@ void LinearBackward(const float* x, const float* w, const float* dy, int t,
   } else if (dx != nullptr) {
     Gemm(false, true, t, in, out, dy, out, w, out, beta, dx, in);
   }
-  if (dw != nullptr)
+  if (dw != nullptr && wt_panels != nullptr) {
+    Profiled({true, false, in, out, t},
+             [&] { GemmTransA(in, out, t, x, in, dy, out, 1.0f, dw, out); });
+  } else if (dw != nullptr) {
     Gemm(true, false, in, out, t, x, in, dy, out, 1.0f, dw, out);
+  }
   if (db != nullptr) AddColumnSums(dy, t, out, db);
 }
 

@@ -45,7 +45,8 @@ void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
 void Linear(const float* x, const float* w, const float* bias, int t, int in,
             int out, float* y, const float* w_panels = nullptr);
 // dx = dy @ w^T (dx may be null; += with accumulate_dx); dw += x^T dy;
-// db += colsum(dy). With wt_panels (w^T packed) dx is computed from them.
+// db += colsum(dy). With wt_panels (w^T packed) dx is computed from them
+// and dw by GemmTransA (panel_gemm.h): strata's kernels, not OpenBLAS's.
 void LinearBackward(const float* x, const float* w, const float* dy, int t,
                     int in, int out, float* dx, float* dw, float* db,
                     bool accumulate_dx = false,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -23,8 +24,12 @@ constexpr int kDepth = 128;
 
 #define STRATA_AVX512 __attribute__((target("avx512f")))
 
-// C[R, 32] (masked to its valid columns) = (add ? C : 0) + A[R, k] P[k, 32].
-template <int R>
+// C[R, 32] (masked to its valid columns) = (add ? C : 0) + A[R, k] P[k, 32]
+// with P a packed panel (32 floats a row, zero-padded). A(r, q) is
+// a[r lda + q] (A row-major), or with kSliverA a[q kRows + r]: A packed
+// kRows rows at a time, column by column (SliverA), as a Goto-style BLAS
+// packs its A operand, so the R broadcasts of one q are adjacent.
+template <int R, bool kSliverA>
 STRATA_AVX512 inline void Tile(int k, const float* a, int64_t lda,
                                const float* p, bool add, float* c, int64_t ldc,
                                __mmask16 m0, __mmask16 m1) {
@@ -33,13 +38,21 @@ STRATA_AVX512 inline void Tile(int k, const float* a, int64_t lda,
   for (int r = 0; r < R; ++r) {
     acc0[r] = _mm512_setzero_ps();
     acc1[r] = _mm512_setzero_ps();
+    // C is read back only after the k loop: fetch it meanwhile (a weight
+    // gradient accumulated over micro-batches is out of cache by then).
+    if (add) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16),
+                   _MM_HINT_T0);
+    }
   }
   for (int q = 0; q < k; ++q) {
     const __m512 b0 = _mm512_loadu_ps(p + q * kPanelWidth);
     const __m512 b1 = _mm512_loadu_ps(p + q * kPanelWidth + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * lda + q]);
+      const __m512 av =
+          _mm512_set1_ps(kSliverA ? a[q * kRows + r] : a[r * lda + q]);
       acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
     }
@@ -56,19 +69,23 @@ STRATA_AVX512 inline void Tile(int k, const float* a, int64_t lda,
   }
 }
 
+// Every row of C[rows, 32] in tiles of kRows rows, the last one shorter.
+// `a` is A's first row (row-major) or first sliver (kSliverA: slivers
+// `sliver` floats apart).
+template <bool kSliverA>
 STRATA_AVX512 void Tiles(int rows, int k, const float* a, int64_t lda,
-                         const float* p, bool add, float* c, int64_t ldc,
-                         __mmask16 m0, __mmask16 m1) {
+                         int64_t sliver, const float* p, bool add, float* c,
+                         int64_t ldc, __mmask16 m0, __mmask16 m1) {
+  const int64_t step = kSliverA ? sliver : kRows * lda;
   int i = 0;
-  for (; i + kRows <= rows; i += kRows) {
-    Tile<kRows>(k, a + i * lda, lda, p, add, c + i * ldc, ldc, m0, m1);
+  for (; i + kRows <= rows; i += kRows, a += step) {
+    Tile<kRows, kSliverA>(k, a, lda, p, add, c + i * ldc, ldc, m0, m1);
   }
-  a += i * lda;
   c += i * ldc;
   switch (rows - i) {
-#define STRATA_TILE_CASE(R)                     \
-  case R:                                       \
-    Tile<R>(k, a, lda, p, add, c, ldc, m0, m1); \
+#define STRATA_TILE_CASE(R)                               \
+  case R:                                                 \
+    Tile<R, kSliverA>(k, a, lda, p, add, c, ldc, m0, m1); \
     break;
     STRATA_TILE_CASE(1)
     STRATA_TILE_CASE(2)
@@ -137,14 +154,56 @@ bool PanelGemmAvailable() {
 STRATA_AVX512 void PanelGemm(int m, int n, int k, const float* a, int lda,
                              const float* panels, float beta, float* c,
                              int ldc) {
+  for (int j0 = 0; j0 < n; j0 += kPanelWidth) {
+    for (int q0 = 0; q0 < k; q0 += kDepth) {
+      const int depth = std::min(kDepth, k - q0);
+      const bool add = q0 > 0 || beta != 0.0f;
+      const float* p = panels + static_cast<size_t>(j0) * k +
+                       static_cast<size_t>(q0) * kPanelWidth;
+      Tiles<false>(m, depth, a + q0, lda, 0, p, add, c + j0, ldc, Mask(n - j0),
+                   Mask(n - j0 - 16));
+    }
+  }
+}
+
+STRATA_AVX512 void GemmTransA(int m, int n, int k, const float* a, int lda,
+                              const float* b, int ldb, float beta, float* c,
+                              int ldc) {
+  // Both operands change every call, so both are packed per call, as a
+  // Goto-style BLAS does: A^T into slivers of kRows rows (sliver s holds
+  // A^T[s kRows + r][q] at q kRows + r, zeros past row m), read
+  // sequentially by the tile; B one panel at a time (kDepth x 32 floats,
+  // stays in L1 while every sliver passes). Per-thread scratch, grown once.
+  thread_local std::vector<float> slivers, panel;
+  const int count = (m + kRows - 1) / kRows;
+  const int64_t sliver = static_cast<int64_t>(k) * kRows;
+  if (slivers.size() < static_cast<size_t>(count * sliver))
+    slivers.resize(static_cast<size_t>(count * sliver));
+  if (panel.size() < static_cast<size_t>(kDepth) * kPanelWidth)
+    panel.resize(static_cast<size_t>(kDepth) * kPanelWidth);
+  for (int s = 0; s < count; ++s) {
+    const int i0 = s * kRows, w = std::min(kRows, m - i0);
+    float* out = slivers.data() + s * sliver;
+    for (int q = 0; q < k; ++q, out += kRows) {
+      std::memcpy(out, a + static_cast<int64_t>(q) * lda + i0,
+                  sizeof(float) * w);
+      std::fill(out + w, out + kRows, 0.0f);
+    }
+  }
   for (int q0 = 0; q0 < k; q0 += kDepth) {
     const int depth = std::min(kDepth, k - q0);
     const bool add = q0 > 0 || beta != 0.0f;
     for (int j0 = 0; j0 < n; j0 += kPanelWidth) {
-      const float* p = panels + static_cast<size_t>(j0) * k +
-                       static_cast<size_t>(q0) * kPanelWidth;
-      Tiles(m, depth, a + q0, lda, p, add, c + j0, ldc, Mask(n - j0),
-            Mask(n - j0 - 16));
+      const int w = std::min(kPanelWidth, n - j0);
+      for (int q = 0; q < depth; ++q) {
+        float* row = panel.data() + q * kPanelWidth;
+        std::memcpy(row, b + static_cast<int64_t>(q0 + q) * ldb + j0,
+                    sizeof(float) * w);
+        std::fill(row + w, row + kPanelWidth, 0.0f);
+      }
+      Tiles<true>(m, depth, slivers.data() + q0 * kRows, 0, sliver,
+                  panel.data(), add, c + j0, ldc, Mask(n - j0),
+                  Mask(n - j0 - 16));
     }
   }
 }
@@ -154,6 +213,9 @@ bool PanelGemmAvailable() { return false; }
 
 void PanelGemm(int, int, int, const float*, int, const float*, float, float*,
                int) {}
+
+void GemmTransA(int, int, int, const float*, int, const float*, int, float,
+                float*, int) {}
 #endif  // STRATA_HAVE_PANEL_GEMM
 
 }  // namespace strata::train

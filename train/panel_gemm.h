@@ -40,4 +40,13 @@ bool PanelGemmAvailable();
 void PanelGemm(int m, int n, int k, const float* a, int lda,
                const float* panels, float beta, float* c, int ldc);
 
+// C[m, n] = beta C + A^T B with A [k, m] and B [k, n] both row-major (row
+// strides lda, ldb): the weight-gradient GEMM dW += x^T dy, whose operands
+// are a micro-batch's activations and change every call. Both are packed
+// per call (A^T in slivers of the tile's rows, B one panel at a time, per-
+// thread scratch grown once) and multiplied with PanelGemm's register tile.
+// Requires PanelGemmAvailable().
+void GemmTransA(int m, int n, int k, const float* a, int lda, const float* b,
+                int ldb, float beta, float* c, int ldc);
+
 }  // namespace strata::train

@@ -1,7 +1,8 @@
 // PanelGemm against a double-precision reference on every edge the kernel
 // has: row counts that leave a partial register tile, widths that leave a
 // partial panel, depths over one L1 block, beta 0 and 1, and panels of a
-// transposed operand; and the trainer with packed weights against the
+// transposed operand; GemmTransA (A given as its transpose) on the same
+// shapes; and the trainer with packed weights against the
 // trainer without them (every GEMM OpenBLAS's), step after step, so that
 // panels left stale after an optimizer step would show.
 #include "train/panel_gemm.h"
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "train/thread_ranks.h"
@@ -31,6 +33,40 @@ struct Shape {
   int m, n, k;
 };
 
+// C after `c = beta c0 + A B` for the shape's C [m, n] (row stride ldc):
+// every element against the double-precision product, columns past n
+// untouched. A(i, q) and B(q, j) read the operands.
+template <typename A, typename B>
+void ExpectProduct(int m, int n, int k, A&& a, B&& b, float beta,
+                   const std::vector<float>& c0, const std::vector<float>& c,
+                   int ldc, const std::string& what) {
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < ldc; ++j) {
+      const size_t at = static_cast<size_t>(i) * ldc + j;
+      if (j >= n) {  // past the columns: untouched
+        ASSERT_EQ(c[at], c0[at]) << what << " row " << i << " col " << j;
+        continue;
+      }
+      double want = beta != 0.0f ? c0[at] : 0.0;
+      for (int q = 0; q < k; ++q)
+        want += static_cast<double>(a(i, q)) * b(q, j);
+      ASSERT_NEAR(c[at], want, 1e-5 * k)
+          << what << " m " << m << " n " << n << " k " << k << " beta " << beta
+          << " at (" << i << ", " << j << ")";
+    }
+  }
+}
+
+// c0, with C's m x n elements NaN where beta is 0 (beta 0 must not read C).
+std::vector<float> Poisoned(std::vector<float> c, int m, int n, int ldc,
+                            float beta) {
+  if (beta == 0.0f) {
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) c[static_cast<size_t>(i) * ldc + j] = NAN;
+  }
+  return c;
+}
+
 class PanelGemmTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PanelGemmTest, MatchesReference) {
@@ -48,6 +84,8 @@ TEST_P(PanelGemmTest, MatchesReference) {
     for (int j = 0; j < n; ++j)
       bt[static_cast<size_t>(j) * ldbt + q] = b[q * ldb + j];
   const std::vector<float> c0 = Random(static_cast<size_t>(m) * ldc, rng);
+  auto at = [&](int i, int q) { return a[static_cast<size_t>(i) * lda + q]; };
+  auto bq = [&](int q, int j) { return b[static_cast<size_t>(q) * ldb + j]; };
   for (bool trans : {false, true}) {
     std::vector<float> panels(PanelFloats(k, n), NAN);
     if (trans) {
@@ -56,29 +94,30 @@ TEST_P(PanelGemmTest, MatchesReference) {
       PackPanels(b.data(), ldb, false, k, n, panels.data());
     }
     for (float beta : {0.0f, 1.0f}) {
-      std::vector<float> c = c0;
-      if (beta == 0.0f) {  // beta 0 must not read C: poison it
-        for (int i = 0; i < m; ++i)
-          for (int j = 0; j < n; ++j) c[static_cast<size_t>(i) * ldc + j] = NAN;
-      }
+      std::vector<float> c = Poisoned(c0, m, n, ldc, beta);
       PanelGemm(m, n, k, a.data(), lda, panels.data(), beta, c.data(), ldc);
-      for (int i = 0; i < m; ++i) {
-        for (int j = 0; j < ldc; ++j) {
-          const size_t at = static_cast<size_t>(i) * ldc + j;
-          if (j >= n) {  // past the columns: untouched
-            ASSERT_EQ(c[at], c0[at]) << "row " << i << " col " << j;
-            continue;
-          }
-          double want = beta != 0.0f ? c0[at] : 0.0;
-          for (int q = 0; q < k; ++q)
-            want += static_cast<double>(a[static_cast<size_t>(i) * lda + q]) *
-                    b[static_cast<size_t>(q) * ldb + j];
-          ASSERT_NEAR(c[at], want, 1e-5 * k)
-              << "m " << m << " n " << n << " k " << k << " trans " << trans
-              << " beta " << beta << " at (" << i << ", " << j << ")";
-        }
-      }
+      ExpectProduct(m, n, k, at, bq, beta, c0, c, ldc,
+                    trans ? "PanelGemm, panels of B^T" : "PanelGemm");
     }
+  }
+}
+
+// GemmTransA: A given as its transpose at [k, m] (row stride m + 3), B
+// [k, n] row-major (row stride n + 1).
+TEST_P(PanelGemmTest, TransAMatchesReference) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const auto [m, n, k] = GetParam();
+  std::mt19937 rng(m * 7919 + n * 31 + k);
+  const int lda = m + 3, ldb = n + 1, ldc = n + 5;
+  const std::vector<float> at = Random(static_cast<size_t>(k) * lda, rng);
+  const std::vector<float> b = Random(static_cast<size_t>(k) * ldb, rng);
+  const std::vector<float> c0 = Random(static_cast<size_t>(m) * ldc, rng);
+  auto a = [&](int i, int q) { return at[static_cast<size_t>(q) * lda + i]; };
+  auto bq = [&](int q, int j) { return b[static_cast<size_t>(q) * ldb + j]; };
+  for (float beta : {0.0f, 1.0f}) {
+    std::vector<float> c = Poisoned(c0, m, n, ldc, beta);
+    GemmTransA(m, n, k, at.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+    ExpectProduct(m, n, k, a, bq, beta, c0, c, ldc, "GemmTransA");
   }
 }
 
