@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/panel_gemm.h"
+#include "common/panel_gemm.h"
 #include "train/vec_math.h"
 #include "train/workspace.h"
 

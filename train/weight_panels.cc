@@ -2,7 +2,7 @@
 
 #include <cblas.h>
 
-#include "train/panel_gemm.h"
+#include "common/panel_gemm.h"
 
 namespace strata::train {
 

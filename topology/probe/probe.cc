@@ -9,14 +9,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/panel_gemm.h"
 #include "topology/probe/gemm_curve.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -47,22 +48,52 @@ double MeasureCopyGbps() {
   return best;
 }
 
-// Single-thread SGEMM rate (OpenBLAS) of a d x d x d GEMM, GFLOP/s: calls
-// repeated for at least 2e8 FLOPs (~2 ms here), best of 3 such timings, so
-// a short preemption on a shared machine does not count. What a CPU rank's
-// matrix multiplies reach, used as the "device" rate of CPU-only nodes. (A
-// hand-written FMA loop measured 19 GFLOP/s here where OpenBLAS reaches
-// ~110, which made the planner's CPU predictions 2-5x slow.)
+// B operands cycled by MeasureSgemmGflops: twice this machine class's L3
+// (32 MiB on the 2-core AMD EPYC VM), so each call's B comes from memory.
+constexpr size_t kColdBytes = 64 << 20;
+
+// Single-thread SGEMM rate of a d x d x d GEMM, GFLOP/s, with the kernel a
+// CPU rank of strata-train runs on one thread: PanelGemm against panels
+// packed once (common/panel_gemm.h; the trainer packs its weights once per
+// step) where the CPU has AVX-512F, else OpenBLAS. In training the weight
+// (B) is out of cache at every micro-batch's GEMM, so each call takes the
+// next of enough copies of B to fill kColdBytes: a hot B ran PanelGemm's
+// 512^3 at ~256 GFLOP/s where the trainer's GEMMs reach ~210. Calls
+// repeated for at least 2e8 FLOPs (~1-2 ms here), best of 3 such timings,
+// so a short preemption on a shared machine does not count. Used as the
+// "device" rate of CPU-only nodes. (A hand-written FMA loop measured 19
+// GFLOP/s here where OpenBLAS reaches ~110, which made the planner's CPU
+// predictions 2-5x slow; OpenBLAS 0.3.21 on a Zen 5 CPU it does not know
+// runs its Haswell kernels at ~130 where PanelGemm reaches ~210, which made
+// them 25-84% slow.)
 double MeasureSgemmGflops(int d) {
+  const bool panels = PanelGemmAvailable();
+  const size_t floats = panels ? PanelFloats(d, d) : static_cast<size_t>(d) * d;
+  const size_t copies =
+      std::max<size_t>(1, kColdBytes / sizeof(float) / floats);
   std::vector<float> a(d * d, 0.5f), b(d * d, 0.25f), c(d * d, 0.0f);
+  std::vector<float> pool(copies * floats);
+  for (size_t i = 0; i < copies; ++i) {
+    if (panels) {
+      PackPanels(b.data(), d, false, d, d, pool.data() + i * floats);
+    } else {
+      std::copy(b.begin(), b.end(), pool.begin() + i * floats);
+    }
+  }
   const double flops = 2.0 * d * d * d;
   const int calls = std::max(1, static_cast<int>(2e8 / flops));
   double best = 0;
+  size_t next = 0;  // the copy packed first: the longest out of cache
   for (int i = 0; i < 3; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    for (int j = 0; j < calls; ++j) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d, d, d, 1.0f,
-                  a.data(), d, b.data(), d, 0.0f, c.data(), d);
+    for (int j = 0; j < calls; ++j, next = (next + 1) % copies) {
+      const float* bj = pool.data() + next * floats;
+      if (panels) {
+        PanelGemm(d, d, d, a.data(), d, bj, 0.0f, c.data(), d);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d, d, d, 1.0f,
+                    a.data(), d, bj, d, 0.0f, c.data(), d);
+      }
     }
     double s = Seconds(std::chrono::steady_clock::now() - t0).count();
     if (s > 0) best = std::max(best, calls * flops / s / 1e9);
@@ -234,7 +265,8 @@ StatusOr<control::NodeProbe> ProbeNode() {
   probe.set_copy_gbps(MeasureCopyGbps());
   MeasureCpuGemm(&probe);
   probe.set_handoff_latency_s(MeasureHandoffSeconds(500, 3));
-  probe.set_busy_handoff_latency_s(MeasureBusyHandoffSeconds(probe.cpu_cores()));
+  probe.set_busy_handoff_latency_s(
+      MeasureBusyHandoffSeconds(probe.cpu_cores()));
   return probe;
 }
 

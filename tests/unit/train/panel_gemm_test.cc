@@ -5,7 +5,7 @@
 // shapes; and the trainer with packed weights against the
 // trainer without them (every GEMM OpenBLAS's), step after step, so that
 // panels left stale after an optimizer step would show.
-#include "train/panel_gemm.h"
+#include "common/panel_gemm.h"
 
 #include <gtest/gtest.h>
 

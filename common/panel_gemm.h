@@ -17,7 +17,7 @@
 
 #include <cstddef>
 
-namespace strata::train {
+namespace strata {
 
 inline constexpr int kPanelWidth = 32;  // two 16-float AVX-512 vectors
 
@@ -49,4 +49,4 @@ void PanelGemm(int m, int n, int k, const float* a, int lda,
 void GemmTransA(int m, int n, int k, const float* a, int lda, const float* b,
                 int ldb, float beta, float* c, int ldc);
 
-}  // namespace strata::train
+}  // namespace strata

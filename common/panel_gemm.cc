@@ -1,4 +1,4 @@
-#include "train/panel_gemm.h"
+#include "common/panel_gemm.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #define STRATA_HAVE_PANEL_GEMM 1
 #endif
 
-namespace strata::train {
+namespace strata {
 #ifdef STRATA_HAVE_PANEL_GEMM
 namespace {
 
@@ -218,4 +218,4 @@ void GemmTransA(int, int, int, const float*, int, const float*, int, float,
                 float*, int) {}
 #endif  // STRATA_HAVE_PANEL_GEMM
 
-}  // namespace strata::train
+}  // namespace strata
