@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "common/fork_join.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -151,10 +155,29 @@ bool PanelGemmAvailable() {
   return available;
 }
 
-STRATA_AVX512 void PanelGemm(int m, int n, int k, const float* a, int lda,
-                             const float* panels, float beta, float* c,
-                             int ldc) {
-  for (int j0 = 0; j0 < n; j0 += kPanelWidth) {
+namespace {
+
+// The calling thread's team (SetGemmThreads); null: the caller alone.
+thread_local std::unique_ptr<ForkJoin> t_team;
+
+// fn(begin, end) over [0, n) on the calling thread's team.
+void Split(int n, absl::FunctionRef<void(int, int)> fn) {
+  if (t_team != nullptr) {
+    t_team->Run(n, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
+int Panels(int n) { return (n + kPanelWidth - 1) / kPanelWidth; }
+
+// PanelGemm's columns of panels [p0, p1), every depth block of each panel
+// in turn, so that C's tiles stay in L1 between depth blocks.
+STRATA_AVX512 void PanelRange(int p0, int p1, int m, int n, int k,
+                              const float* a, int lda, const float* panels,
+                              float beta, float* c, int ldc) {
+  for (int j0 = p0 * kPanelWidth; j0 < std::min(n, p1 * kPanelWidth);
+       j0 += kPanelWidth) {
     for (int q0 = 0; q0 < k; q0 += kDepth) {
       const int depth = std::min(kDepth, k - q0);
       const bool add = q0 > 0 || beta != 0.0f;
@@ -166,47 +189,82 @@ STRATA_AVX512 void PanelGemm(int m, int n, int k, const float* a, int lda,
   }
 }
 
-STRATA_AVX512 void GemmTransA(int m, int n, int k, const float* a, int lda,
-                              const float* b, int ldb, float beta, float* c,
-                              int ldc) {
-  // Both operands change every call, so both are packed per call, as a
-  // Goto-style BLAS does: A^T into slivers of kRows rows (sliver s holds
-  // A^T[s kRows + r][q] at q kRows + r, zeros past row m), read
-  // sequentially by the tile; B one panel at a time (kDepth x 32 floats,
-  // stays in L1 while every sliver passes). Per-thread scratch, grown once.
-  thread_local std::vector<float> slivers, panel;
-  const int count = (m + kRows - 1) / kRows;
-  const int64_t sliver = static_cast<int64_t>(k) * kRows;
-  if (slivers.size() < static_cast<size_t>(count * sliver))
-    slivers.resize(static_cast<size_t>(count * sliver));
-  if (panel.size() < static_cast<size_t>(kDepth) * kPanelWidth)
-    panel.resize(static_cast<size_t>(kDepth) * kPanelWidth);
-  for (int s = 0; s < count; ++s) {
+// GemmTransA's slivers [s0, s1) of A^T (layout in GemmTransA).
+void PackSlivers(int s0, int s1, int m, int k, const float* a, int lda,
+                 float* slivers) {
+  for (int s = s0; s < s1; ++s) {
     const int i0 = s * kRows, w = std::min(kRows, m - i0);
-    float* out = slivers.data() + s * sliver;
+    float* out = slivers + static_cast<int64_t>(s) * k * kRows;
     for (int q = 0; q < k; ++q, out += kRows) {
       std::memcpy(out, a + static_cast<int64_t>(q) * lda + i0,
                   sizeof(float) * w);
       std::fill(out + w, out + kRows, 0.0f);
     }
   }
-  for (int q0 = 0; q0 < k; q0 += kDepth) {
-    const int depth = std::min(kDepth, k - q0);
-    const bool add = q0 > 0 || beta != 0.0f;
-    for (int j0 = 0; j0 < n; j0 += kPanelWidth) {
-      const int w = std::min(kPanelWidth, n - j0);
+}
+
+// GemmTransA's columns of panels [p0, p1): each depth block of B's panel
+// packed into this thread's scratch, then every sliver passes over it.
+STRATA_AVX512 void TransARange(int p0, int p1, int m, int n, int k,
+                               const float* slivers, const float* b, int ldb,
+                               float beta, float* c, int ldc) {
+  thread_local std::vector<float> panel;  // grown once per thread
+  if (panel.size() < static_cast<size_t>(kDepth) * kPanelWidth)
+    panel.resize(static_cast<size_t>(kDepth) * kPanelWidth);
+  const int64_t sliver = static_cast<int64_t>(k) * kRows;
+  for (int j0 = p0 * kPanelWidth; j0 < std::min(n, p1 * kPanelWidth);
+       j0 += kPanelWidth) {
+    const int w = std::min(kPanelWidth, n - j0);
+    for (int q0 = 0; q0 < k; q0 += kDepth) {
+      const int depth = std::min(kDepth, k - q0);
+      const bool add = q0 > 0 || beta != 0.0f;
       for (int q = 0; q < depth; ++q) {
         float* row = panel.data() + q * kPanelWidth;
         std::memcpy(row, b + static_cast<int64_t>(q0 + q) * ldb + j0,
                     sizeof(float) * w);
         std::fill(row + w, row + kPanelWidth, 0.0f);
       }
-      Tiles<true>(m, depth, slivers.data() + q0 * kRows, 0, sliver,
-                  panel.data(), add, c + j0, ldc, Mask(n - j0),
-                  Mask(n - j0 - 16));
+      Tiles<true>(m, depth, slivers + q0 * kRows, 0, sliver, panel.data(), add,
+                  c + j0, ldc, Mask(n - j0), Mask(n - j0 - 16));
     }
   }
 }
+
+}  // namespace
+
+void PanelGemm(int m, int n, int k, const float* a, int lda,
+               const float* panels, float beta, float* c, int ldc) {
+  Split(Panels(n), [&](int p0, int p1) {
+    PanelRange(p0, p1, m, n, k, a, lda, panels, beta, c, ldc);
+  });
+}
+
+void GemmTransA(int m, int n, int k, const float* a, int lda, const float* b,
+                int ldb, float beta, float* c, int ldc) {
+  // Both operands change every call, so both are packed per call, as a
+  // Goto-style BLAS does: A^T into slivers of kRows rows (sliver s holds
+  // A^T[s kRows + r][q] at q kRows + r, zeros past row m), read
+  // sequentially by the tile; B one panel at a time (kDepth x 32 floats,
+  // stays in L1 while every sliver passes). The slivers are the calling
+  // thread's scratch, grown once, packed and then read by the whole team.
+  thread_local std::vector<float> slivers;
+  const int count = (m + kRows - 1) / kRows;
+  const size_t floats = static_cast<size_t>(count) * k * kRows;
+  if (slivers.size() < floats) slivers.resize(floats);
+  float* sl = slivers.data();
+  Split(count, [&](int s0, int s1) { PackSlivers(s0, s1, m, k, a, lda, sl); });
+  Split(Panels(n), [&](int p0, int p1) {
+    TransARange(p0, p1, m, n, k, sl, b, ldb, beta, c, ldc);
+  });
+}
+
+void SetGemmThreads(int threads) {
+  threads = std::max(threads, 1);
+  if (GemmThreads() == threads) return;
+  t_team = threads > 1 ? std::make_unique<ForkJoin>(threads) : nullptr;
+}
+
+int GemmThreads() { return t_team != nullptr ? t_team->threads() : 1; }
 
 #else
 bool PanelGemmAvailable() { return false; }
@@ -216,6 +274,10 @@ void PanelGemm(int, int, int, const float*, int, const float*, float, float*,
 
 void GemmTransA(int, int, int, const float*, int, const float*, int, float,
                 float*, int) {}
+
+void SetGemmThreads(int) {}
+
+int GemmThreads() { return 1; }
 #endif  // STRATA_HAVE_PANEL_GEMM
 
 }  // namespace strata

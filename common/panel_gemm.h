@@ -49,4 +49,13 @@ void PanelGemm(int m, int n, int k, const float* a, int lda,
 void GemmTransA(int m, int n, int k, const float* a, int lda, const float* b,
                 int ldb, float beta, float* c, int ldc);
 
+// Threads that the calling thread's PanelGemm and GemmTransA calls run on,
+// itself included (default 1): a rank's BLAS threads. Their columns of
+// panels are split evenly among a team (common/fork_join.h) that the
+// calling thread owns from the first call with threads > 1 until it sets 1
+// again or exits. Each thread of a process (a rank, when ranks are threads)
+// has its own setting and team.
+void SetGemmThreads(int threads);
+int GemmThreads();
+
 }  // namespace strata

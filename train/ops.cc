@@ -166,9 +166,16 @@ float ExpRow(float* row, int n, float* sum) {
 // dlogits_i = scale (softmax(logits_i) - onehot(target_i)).
 double CrossEntropyTied(const float* x, const float* wte,
                         const int32_t* targets, int t, int h, int vocab,
-                        float scale, float* dx, float* dwte) {
+                        float scale, float* dx, float* dwte,
+                        const float* w_panels, const float* wt_panels) {
   float* logits = Scratch(Slot::kLogits, static_cast<size_t>(t) * vocab);
-  Gemm(false, true, t, vocab, h, x, h, wte, h, 0.0f, logits, vocab);
+  if (w_panels != nullptr) {
+    Profiled({false, true, t, vocab, h}, [&] {
+      PanelGemm(t, vocab, h, x, h, w_panels, 0.0f, logits, vocab);
+    });
+  } else {
+    Gemm(false, true, t, vocab, h, x, h, wte, h, 0.0f, logits, vocab);
+  }
   double loss = 0;
   for (int i = 0; i < t; ++i) {
     float* row = logits + static_cast<int64_t>(i) * vocab;
@@ -181,7 +188,14 @@ double CrossEntropyTied(const float* x, const float* wte,
     for (int j = 0; j < vocab; ++j) row[j] *= k;
     row[targets[i]] -= scale;
   }
-  if (dx != nullptr) {
+  if (dx != nullptr && wt_panels != nullptr) {
+    Profiled({false, false, t, h, vocab}, [&] {
+      PanelGemm(t, h, vocab, logits, vocab, wt_panels, 0.0f, dx, h);
+    });
+    Profiled({true, false, vocab, h, t}, [&] {
+      GemmTransA(vocab, h, t, logits, vocab, x, h, 1.0f, dwte, h);
+    });
+  } else if (dx != nullptr) {
     Gemm(false, false, t, h, vocab, logits, vocab, wte, h, 0.0f, dx, h);
     Gemm(true, false, vocab, h, t, logits, vocab, x, h, 1.0f, dwte, h);
   }

@@ -84,8 +84,13 @@ void AttentionBackward(const float* q, const float* k, const float* v,
 // Mean-free cross entropy against a tied embedding: logits = x @ wte^T
 // ([T,V]); returns the *sum* of token losses. With dx != null also
 // computes dx = scale * dlogits @ wte and dwte += scale * dlogits^T x.
+// With the head packed (the head's W is wte^T: w_panels of wte^T,
+// wt_panels of wte; weight_panels.h) every GEMM is strata's, as in Linear
+// and LinearBackward.
 double CrossEntropyTied(const float* x, const float* wte,
                         const int32_t* targets, int t, int h, int vocab,
-                        float scale, float* dx, float* dwte);
+                        float scale, float* dx, float* dwte,
+                        const float* w_panels = nullptr,
+                        const float* wt_panels = nullptr);
 
 }  // namespace strata::train

@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include "checkpoint/location.h"
 #include "checkpoint/reader.h"
 #include "common/logging.h"
+#include "common/panel_gemm.h"
 #include "train/adamw.h"
 #include "train/block.h"
 #include "train/ops.h"
@@ -194,9 +197,10 @@ Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
   mb.dhf.resize(mb.hf.size());
   const float scale =
       1.0f / (static_cast<float>(o_.global_batch) * static_cast<float>(s));
-  *loss_sum += CrossEntropyTied(mb.hf.data(), params_.W(params_.wte),
-                                targets.data(), t, h, m.vocab, scale,
-                                mb.dhf.data(), params_.G(params_.wte));
+  *loss_sum += CrossEntropyTied(
+      mb.hf.data(), params_.W(params_.wte), targets.data(), t, h, m.vocab,
+      scale, mb.dhf.data(), params_.G(params_.wte),
+      panels_.Forward(params_.wte), panels_.Backward(params_.wte));
   return absl::OkStatus();
 }
 
@@ -346,6 +350,9 @@ StatusOr<double> Trainer::ClipAndUpdate(bool* finite) {
 StatusOr<StepResult> Trainer::Step() {
   const auto t0 = SteadyClock::now();
   std::fill(params_.g.begin(), params_.g.end(), 0.0f);
+  // strata's GEMM kernels take as many threads as the rank's BLAS threads
+  // (train/threads.h), on a team owned by the thread that steps.
+  SetGemmThreads(openblas_get_num_threads());
   panels_.Pack(params_);
   // Micro-batch i lives in slots_[i % slots_.size()] (see Create).
   auto mb_at = [&](int i) -> MicroBatch& { return slots_[i % slots_.size()]; };

@@ -44,9 +44,10 @@ struct TrainOptions {
   int global_batch = 8;  // sequences per optimizer step
   int micro_batch = 1;   // sequences per pipeline micro-batch
   bool zero1 = false;
-  // Pack the block weights once per step for the forward and input-gradient
-  // GEMMs (weight_panels.h) instead of letting OpenBLAS repack them on
-  // every call; off, or without AVX-512, every GEMM is OpenBLAS's.
+  // Pack the weights once per step (weight_panels.h) and run every GEMM of
+  // the step on strata's kernels (common/panel_gemm.h), with as many
+  // threads as OpenBLAS is given (the rank's BLAS threads); off, or without
+  // AVX-512, every GEMM is OpenBLAS's, which repacks the weights per call.
   bool pack_weights = true;
   uint64_t seed = 1234;
   std::string data_file;  // empty: the generated stream

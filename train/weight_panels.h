@@ -1,13 +1,13 @@
-// The block weights of a pipeline stage, packed for PanelGemm
-// (panel_gemm.h): for every 2-D weight W [in, out] of a block (y = x W),
-// the panels of W for the forward GEMM and of W^T for the input-gradient
-// GEMM. Contract: a cache of StageParams::w, valid from Pack() until the
-// weights next change; the trainer packs at the start of every step, so
-// the optimizer, a resume or a rollback never leaves it stale. Costs twice
-// the block weights' memory. Empty (every pointer null, callers then use
-// the weights themselves through OpenBLAS) when `enabled` is false, where
-// PanelGemm is unavailable (no AVX-512F), and when OpenBLAS runs more than
-// one thread per rank (PanelGemm is single-threaded).
+// The weights of a pipeline stage, packed for PanelGemm
+// (common/panel_gemm.h): for every 2-D weight W [in, out] of a block
+// (y = x W), and for the tied LM head on the last stage (W = wte^T), the
+// panels of W for the forward GEMM and of W^T for the input-gradient GEMM.
+// Contract: a cache of StageParams::w, valid from Pack() until the weights
+// next change; the trainer packs at the start of every step, so the
+// optimizer, a resume or a rollback never leaves it stale. Costs twice the
+// packed weights' memory. Empty (every pointer null, callers then use the
+// weights themselves through OpenBLAS) when `enabled` is false and where
+// PanelGemm is unavailable (no AVX-512F).
 #pragma once
 
 #include <cstddef>

@@ -2,9 +2,10 @@
 // has: row counts that leave a partial register tile, widths that leave a
 // partial panel, depths over one L1 block, beta 0 and 1, and panels of a
 // transposed operand; GemmTransA (A given as its transpose) on the same
-// shapes; and the trainer with packed weights against the
-// trainer without them (every GEMM OpenBLAS's), step after step, so that
-// panels left stale after an optimizer step would show.
+// shapes; each on the calling thread alone and split over teams of 2 and 3
+// threads. And the trainer with packed weights against the trainer without
+// them (every GEMM OpenBLAS's), step after step, so that panels left stale
+// after an optimizer step would show.
 #include "common/panel_gemm.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "train/thread_ranks.h"
 #include "train/weight_panels.h"
 
@@ -67,6 +69,10 @@ std::vector<float> Poisoned(std::vector<float> c, int m, int n, int ldc,
   return c;
 }
 
+// Teams of the calling thread (SetGemmThreads): alone, and split in two
+// and three (ranges of panels differing in size, some empty for n <= 64).
+constexpr int kThreads[] = {1, 2, 3};
+
 class PanelGemmTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PanelGemmTest, MatchesReference) {
@@ -93,13 +99,19 @@ TEST_P(PanelGemmTest, MatchesReference) {
     } else {
       PackPanels(b.data(), ldb, false, k, n, panels.data());
     }
-    for (float beta : {0.0f, 1.0f}) {
-      std::vector<float> c = Poisoned(c0, m, n, ldc, beta);
-      PanelGemm(m, n, k, a.data(), lda, panels.data(), beta, c.data(), ldc);
-      ExpectProduct(m, n, k, at, bq, beta, c0, c, ldc,
-                    trans ? "PanelGemm, panels of B^T" : "PanelGemm");
+    for (int threads : kThreads) {
+      SetGemmThreads(threads);
+      for (float beta : {0.0f, 1.0f}) {
+        std::vector<float> c = Poisoned(c0, m, n, ldc, beta);
+        PanelGemm(m, n, k, a.data(), lda, panels.data(), beta, c.data(), ldc);
+        ExpectProduct(
+            m, n, k, at, bq, beta, c0, c, ldc,
+            absl::StrCat(trans ? "PanelGemm, panels of B^T, " : "PanelGemm, ",
+                         threads, " threads"));
+      }
     }
   }
+  SetGemmThreads(1);
 }
 
 // GemmTransA: A given as its transpose at [k, m] (row stride m + 3), B
@@ -114,11 +126,16 @@ TEST_P(PanelGemmTest, TransAMatchesReference) {
   const std::vector<float> c0 = Random(static_cast<size_t>(m) * ldc, rng);
   auto a = [&](int i, int q) { return at[static_cast<size_t>(q) * lda + i]; };
   auto bq = [&](int q, int j) { return b[static_cast<size_t>(q) * ldb + j]; };
-  for (float beta : {0.0f, 1.0f}) {
-    std::vector<float> c = Poisoned(c0, m, n, ldc, beta);
-    GemmTransA(m, n, k, at.data(), lda, b.data(), ldb, beta, c.data(), ldc);
-    ExpectProduct(m, n, k, a, bq, beta, c0, c, ldc, "GemmTransA");
+  for (int threads : kThreads) {
+    SetGemmThreads(threads);
+    for (float beta : {0.0f, 1.0f}) {
+      std::vector<float> c = Poisoned(c0, m, n, ldc, beta);
+      GemmTransA(m, n, k, at.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+      ExpectProduct(m, n, k, a, bq, beta, c0, c, ldc,
+                    absl::StrCat("GemmTransA, ", threads, " threads"));
+    }
   }
+  SetGemmThreads(1);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -142,20 +159,28 @@ TEST(PanelGemmTest, TrainerMatchesUnpackedTrainer) {
   o.model = *ModelPreset("tiny");
   o.global_batch = 8;
   o.micro_batch = 2;
-  {  // with one BLAS thread the trainer's weights are packed
+  {  // the trainer's weights are packed
     const StageParams params(o.model, Parallel{});
     const WeightPanels panels(params, true);
     ASSERT_NE(panels.Forward(params.layers[0].q_w), nullptr);
     ASSERT_NE(panels.Backward(params.layers[0].fc2_w), nullptr);
-    EXPECT_EQ(panels.Forward(params.wte), nullptr);  // not a block weight
+    // The tied head: packed on the last stage, which computes it.
+    ASSERT_NE(panels.Forward(params.wte), nullptr);
+    ASSERT_NE(panels.Backward(params.wte), nullptr);
     EXPECT_EQ(WeightPanels(params, false).Forward(params.layers[0].q_w),
               nullptr);
   }
-  for (auto [tp, pp, dp] : {std::tuple{1, 1, 1}, std::tuple{2, 2, 2}}) {
+  // Serial with 1 and 2 BLAS threads per rank (strata's kernels split
+  // over a team of 2), and tp=2 pp=2 dp=2.
+  for (auto [tp, pp, dp, threads] :
+       {std::tuple{1, 1, 1, 1}, std::tuple{1, 1, 1, 2},
+        std::tuple{2, 2, 2, 1}}) {
+    openblas_set_num_threads(threads);
     o.pack_weights = true;
     ThreadRun packed = RunThreads(o, tp, pp, dp, 10);
     o.pack_weights = false;
     ThreadRun plain = RunThreads(o, tp, pp, dp, 10);
+    openblas_set_num_threads(1);
     ASSERT_TRUE(packed.status.ok()) << packed.status;
     ASSERT_TRUE(plain.status.ok()) << plain.status;
     ASSERT_EQ(packed.losses.size(), plain.losses.size());
@@ -163,7 +188,8 @@ TEST(PanelGemmTest, TrainerMatchesUnpackedTrainer) {
     for (size_t i = 0; i < plain.losses.size(); ++i) {
       EXPECT_NEAR(packed.losses[i], plain.losses[i],
                   1e-4 * std::abs(plain.losses[i]))
-          << "tp " << tp << " pp " << pp << " dp " << dp << " step " << i + 1;
+          << "tp " << tp << " pp " << pp << " dp " << dp << " threads "
+          << threads << " step " << i + 1;
     }
   }
 }
