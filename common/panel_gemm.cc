@@ -21,9 +21,10 @@ namespace {
 // Register tile: kRows rows of A times one 32-wide panel, 2 kRows
 // accumulators + 2 panel vectors + 1 broadcast of the 32 vector registers.
 constexpr int kRows = 14;
-// Rows of a panel per pass (kDepth x 32 floats = 16 KiB, half of L1d), so
-// that the sub-panel stays in L1 while every row block of A streams by
-// (Goto & van de Geijn 2008, §6: the B micro-panel lives in L1).
+// Rows of a panel per pass (kDepth x 32 floats = 16 KiB, a half to a third
+// of the 32-48 KiB L1d of the CPUs measured), so that the sub-panel stays
+// in L1 while every row block of A streams by (Goto & van de Geijn 2008,
+// §6: the B micro-panel lives in L1).
 constexpr int kDepth = 128;
 
 #define STRATA_AVX512 __attribute__((target("avx512f")))
@@ -75,16 +76,35 @@ STRATA_AVX512 inline void Tile(int k, const float* a, int64_t lda,
 
 // Every row of C[rows, 32] in tiles of kRows rows, the last one shorter.
 // `a` is A's first row (row-major) or first sliver (kSliverA: slivers
-// `sliver` floats apart).
+// `sliver` floats apart). `next` (may be null): the `next_floats` of B
+// that the next call will read, fetched into L1 a share before each tile.
+// Packed weights come from memory once per micro-batch, and the hardware
+// prefetchers do not run ahead of a block that is read once per row tile:
+// without this a 128 x 320 x 320 GEMM with B cold ran at 187 GFLOP/s
+// against 265 with B in cache.
 template <bool kSliverA>
 STRATA_AVX512 void Tiles(int rows, int k, const float* a, int64_t lda,
                          int64_t sliver, const float* p, bool add, float* c,
-                         int64_t ldc, __mmask16 m0, __mmask16 m1) {
+                         int64_t ldc, __mmask16 m0, __mmask16 m1,
+                         const float* next, int64_t next_floats) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  const int64_t lines = next != nullptr ? (next_floats + kLine - 1) / kLine : 0;
+  const int tiles = (rows + kRows - 1) / kRows;
+  int64_t fetched = 0;
+  auto fetch = [&](int tile) {  // lines [fetched, lines (tile + 1) / tiles)
+    for (const int64_t to = lines * (tile + 1) / tiles; fetched < to;
+         ++fetched) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + fetched * kLine),
+                   _MM_HINT_T0);
+    }
+  };
   const int64_t step = kSliverA ? sliver : kRows * lda;
   int i = 0;
   for (; i + kRows <= rows; i += kRows, a += step) {
+    fetch(i / kRows);
     Tile<kRows, kSliverA>(k, a, lda, p, add, c + i * ldc, ldc, m0, m1);
   }
+  if (i < rows) fetch(tiles - 1);
   c += i * ldc;
   switch (rows - i) {
 #define STRATA_TILE_CASE(R)                               \
@@ -183,8 +203,14 @@ STRATA_AVX512 void PanelRange(int p0, int p1, int m, int n, int k,
       const bool add = q0 > 0 || beta != 0.0f;
       const float* p = panels + static_cast<size_t>(j0) * k +
                        static_cast<size_t>(q0) * kPanelWidth;
+      // Panels are contiguous: the next block (of this panel or the next
+      // one) follows this one.
+      const float* next = p + static_cast<size_t>(depth) * kPanelWidth;
+      const float* end =
+          panels + static_cast<size_t>(Panels(n)) * k * kPanelWidth;
+      const int64_t left = std::min<int64_t>(end - next, kDepth * kPanelWidth);
       Tiles<false>(m, depth, a + q0, lda, 0, p, add, c + j0, ldc, Mask(n - j0),
-                   Mask(n - j0 - 16));
+                   Mask(n - j0 - 16), left > 0 ? next : nullptr, left);
     }
   }
 }
@@ -225,7 +251,7 @@ STRATA_AVX512 void TransARange(int p0, int p1, int m, int n, int k,
         std::fill(row + w, row + kPanelWidth, 0.0f);
       }
       Tiles<true>(m, depth, slivers + q0 * kRows, 0, sliver, panel.data(), add,
-                  c + j0, ldc, Mask(n - j0), Mask(n - j0 - 16));
+                  c + j0, ldc, Mask(n - j0), Mask(n - j0 - 16), nullptr, 0);
     }
   }
 }

@@ -1,4 +1,8 @@
-// GEMM against a weight packed once per step instead of once per call.
+// strata's fp32 GEMM kernels (AVX-512): the trainer's GEMMs, against a
+// weight packed once per step instead of once per call (PanelGemm), and
+// the weight-gradient GEMM (GemmTransA); split over the calling thread's
+// team (SetGemmThreads). The worker probe times PanelGemm as a CPU rank's
+// GEMM rate (topology/probe/probe.cc).
 //
 // OpenBLAS (like every Goto-style BLAS: Goto & van de Geijn 2008, "Anatomy
 // of high-performance matrix multiplication", §4) copies the B operand into

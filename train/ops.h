@@ -1,7 +1,8 @@
 // fp32 kernels of the reference trainer, forward and hand-written
-// backward, on row-major matrices. The large GEMMs go through OpenBLAS
-// (cblas_sgemm), or, for a weight packed once per step, through PanelGemm
-// (panel_gemm.h); attention is a fused per-head kernel (attention.cc),
+// backward, on row-major matrices. The GEMMs run on strata's kernels
+// (common/panel_gemm.h) when the caller passes the weight's panels (the
+// trainer packs them once per step, weight_panels.h), else on OpenBLAS
+// (cblas_sgemm); attention is a fused per-head kernel (attention.cc),
 // LayerNorm, GeLU, softmax and the element-wise passes are loops that
 // vectorize, built for AVX2+FMA and for baseline x86-64 and chosen at load
 // time (vec_math.h). No function allocates once its per-thread scratch
