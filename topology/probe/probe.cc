@@ -57,15 +57,14 @@ constexpr size_t kColdBytes = 64 << 20;
 // packed once (common/panel_gemm.h; the trainer packs its weights once per
 // step) where the CPU has AVX-512F, else OpenBLAS. In training the weight
 // (B) is out of cache at every micro-batch's GEMM, so each call takes the
-// next of enough copies of B to fill kColdBytes: a hot B ran PanelGemm's
-// 512^3 at ~256 GFLOP/s where the trainer's GEMMs reach ~210. Calls
+// next of enough copies of B to fill kColdBytes. Calls
 // repeated for at least 2e8 FLOPs (~1-2 ms here), best of 3 such timings,
 // so a short preemption on a shared machine does not count. Used as the
 // "device" rate of CPU-only nodes. (A hand-written FMA loop measured 19
 // GFLOP/s here where OpenBLAS reaches ~110, which made the planner's CPU
-// predictions 2-5x slow; OpenBLAS 0.3.21 on a Zen 5 CPU it does not know
-// runs its Haswell kernels at ~130 where PanelGemm reaches ~210, which made
-// them 25-84% slow.)
+// predictions 2-5x slow; OpenBLAS 0.3.21, on an AMD family 26 CPU it does
+// not know, runs its Haswell kernels at ~130 where the trainer's PanelGemm
+// reached 200-250, and timing it made them 25-84% slow.)
 double MeasureSgemmGflops(int d) {
   const bool panels = PanelGemmAvailable();
   const size_t floats = panels ? PanelFloats(d, d) : static_cast<size_t>(d) * d;
