@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/cpu_relax.h"
+
 namespace strata {
 namespace {
 
@@ -14,26 +16,22 @@ int64_t NowNs() {
       .count();
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+// Chunks per thread: enough that a thread which falls behind (preempted,
+// or slower) leaves its share to the others, few enough that a claim (one
+// compare-exchange) stays negligible next to a chunk of GEMM work.
+constexpr int kChunksPerThread = 4;
+constexpr int kMaxChunks = 0xFFFF;
 
-// [begin, end) of part `i` of `parts` of [0, n).
-std::pair<int, int> Range(int n, int parts, int i) {
-  const int base = n / parts, extra = n % parts;
-  const int begin = i * base + std::min(i, extra);
-  return {begin, begin + base + (i < extra ? 1 : 0)};
+uint64_t Claims(uint32_t gen, int chunks, int next) {
+  return static_cast<uint64_t>(gen) << 32 |
+         static_cast<uint64_t>(chunks) << 16 | static_cast<uint64_t>(next);
 }
 
 }  // namespace
 
 ForkJoin::ForkJoin(int threads) {
   for (int i = 1; i < std::max(threads, 1); ++i) {
-    workers_.emplace_back([this, i] { Work(i); });
+    workers_.emplace_back([this] { Work(); });
   }
 }
 
@@ -49,23 +47,45 @@ void ForkJoin::Run(int n, absl::FunctionRef<void(int, int)> fn) {
     if (n > 0) fn(0, n);
     return;
   }
+  const int chunks = std::min({n, kChunksPerThread * threads(), kMaxChunks});
   fn_ = &fn;
   n_ = n;
   done_.store(0, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  claims_.store(Claims(gen, chunks, 0), std::memory_order_release);
+  generation_.store(gen, std::memory_order_release);
   generation_.notify_all();
-  const auto [begin, end] = Range(n, threads(), 0);
-  if (begin < end) fn(begin, end);
-  // The workers run on the other cores; their share takes as long as ours.
-  const int workers = static_cast<int>(workers_.size());
-  for (int polls = 0; done_.load(std::memory_order_acquire) < workers;) {
+  RunChunks(gen);
+  // Chunks claimed by workers may still be running.
+  for (int polls = 0; done_.load(std::memory_order_acquire) < chunks;) {
     CpuRelax();
     if (++polls % 1024 == 0) sched_yield();  // a worker may want our core
   }
   fn_ = nullptr;
 }
 
-void ForkJoin::Work(int index) {
+void ForkJoin::RunChunks(uint32_t gen) {
+  uint64_t c = claims_.load(std::memory_order_acquire);
+  for (;;) {
+    const int chunks = static_cast<int>(c >> 16 & 0xFFFF),
+              next = static_cast<int>(c & 0xFFFF);
+    if (static_cast<uint32_t>(c >> 32) != gen || next >= chunks) return;
+    if (!claims_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      continue;
+    }
+    // Claimed: run `gen` cannot end before this chunk is done, so its
+    // fn_ and n_ (published before claims_) hold until then.
+    const int n = n_;
+    const int begin = static_cast<int>(int64_t{n} * next / chunks),
+              end = static_cast<int>(int64_t{n} * (next + 1) / chunks);
+    (*fn_)(begin, end);
+    done_.fetch_add(1, std::memory_order_release);
+    c = claims_.load(std::memory_order_acquire);
+  }
+}
+
+void ForkJoin::Work() {
   uint32_t seen = 0;
   for (;;) {
     // Spin, then sleep, until the generation moves on.
@@ -81,9 +101,7 @@ void ForkJoin::Work(int index) {
     }
     seen = now;
     if (stop_.load(std::memory_order_relaxed)) return;
-    const auto [begin, end] = Range(n_, threads(), index);
-    if (begin < end) (*fn_)(begin, end);
-    done_.fetch_add(1, std::memory_order_release);
+    RunChunks(now);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "comm/algorithms/algorithms.h"
 #include "comm/shm/doorbell.h"
+#include "common/cpu_relax.h"
 
 namespace strata::comm {
 namespace {
@@ -80,14 +81,6 @@ int64_t SpinBudgetNs() {
   int64_t us = kDefaultSpinUs;
   if (env != nullptr && *env != 0) us = std::strtoll(env, nullptr, 10);
   return std::clamp<int64_t>(us, 0, 1'000'000) * 1000;
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 size_t HeaderBytes(int size) {
