@@ -47,8 +47,10 @@ done
 grep -q "step=30 loss=" "$tmp/run.out" "$tmp/run.err" || die "the job did not reach step 30"
 echo "dashboard at $url"
 
-curl -s --max-time 10 "${url}api/dashboard.json" > "$tmp/dash.json" || fail "GET /api/dashboard.json failed"
-job=$(/usr/bin/python3 - "$tmp/dash.json" << 'PY'
+# The coordinator hears of steps through telemetry, a few steps behind
+# what the rank prints (tiny's steps take ~5 ms): poll, at most ~10 s.
+check_dash() {
+  /usr/bin/python3 - "$tmp/dash.json" << 'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 jobs = [j for j in d["jobs"] if j["state"] == "RUNNING"]
@@ -63,7 +65,15 @@ assert len(hm["ranks"]) == 2 and len(hm["steps"]) >= 10, hm["ranks"]
 assert len(d["workers"]) == 2
 print(j["id"])
 PY
-) || fail "dashboard JSON is incomplete: $(head -c 600 "$tmp/dash.json")"
+}
+job=""
+for _ in $(seq 1 50); do
+  curl -s --max-time 10 "${url}api/dashboard.json" > "$tmp/dash.json" || fail "GET /api/dashboard.json failed"
+  job=$(check_dash 2> "$tmp/dash.err") && break
+  job=""
+  sleep 0.2
+done
+[ -n "$job" ] || fail "dashboard JSON is incomplete: $(cat "$tmp/dash.err") $(head -c 600 "$tmp/dash.json")"
 echo "job $job"
 
 mkdir -p "$ARTIFACTS"
