@@ -65,6 +65,37 @@ void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
   });
 }
 
+namespace {
+
+// C[m, n] = beta C + A B, where B is given as a weight `b` (B = b, or b^T
+// with trans_b; row stride ldb) and, when packed, as its panels: PanelGemm
+// on the panels, else OpenBLAS on `b`. Profiled under the same shape.
+void WeightGemm(bool trans_b, int m, int n, int k, const float* a, int lda,
+                const float* b, int ldb, const float* panels, float beta,
+                float* c, int ldc) {
+  if (panels == nullptr) {
+    Gemm(false, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  Profiled({false, trans_b, m, n, k},
+           [&] { PanelGemm(m, n, k, a, lda, panels, beta, c, ldc); });
+}
+
+// C[m, n] += A^T B with A [k, m], B [k, n] row-major (a weight gradient):
+// GemmTransA where the caller's weights are packed (strata's kernels are
+// in use), else OpenBLAS.
+void GradientGemm(bool packed, int m, int n, int k, const float* a, int lda,
+                  const float* b, int ldb, float* c, int ldc) {
+  if (!packed) {
+    Gemm(true, false, m, n, k, a, lda, b, ldb, 1.0f, c, ldc);
+    return;
+  }
+  Profiled({true, false, m, n, k},
+           [&] { GemmTransA(m, n, k, a, lda, b, ldb, 1.0f, c, ldc); });
+}
+
+}  // namespace
+
 STRATA_KERNEL
 void AddBias(float* y, const float* bias, int t, int n) {
   for (int i = 0; i < t; ++i) {
@@ -96,30 +127,19 @@ void AddInto(float* y, const float* x, size_t n) {
 
 void Linear(const float* x, const float* w, const float* bias, int t, int in,
             int out, float* y, const float* w_panels) {
-  if (w_panels != nullptr) {
-    Profiled({false, false, t, out, in},
-             [&] { PanelGemm(t, out, in, x, in, w_panels, 0.0f, y, out); });
-  } else {
-    Gemm(false, false, t, out, in, x, in, w, out, 0.0f, y, out);
-  }
+  WeightGemm(false, t, out, in, x, in, w, out, w_panels, 0.0f, y, out);
   if (bias != nullptr) AddBias(y, bias, t, out);
 }
 
 void LinearBackward(const float* x, const float* w, const float* dy, int t,
                     int in, int out, float* dx, float* dw, float* db,
                     bool accumulate_dx, const float* wt_panels) {
-  const float beta = accumulate_dx ? 1.0f : 0.0f;
-  if (dx != nullptr && wt_panels != nullptr) {
-    Profiled({false, true, t, in, out},
-             [&] { PanelGemm(t, in, out, dy, out, wt_panels, beta, dx, in); });
-  } else if (dx != nullptr) {
-    Gemm(false, true, t, in, out, dy, out, w, out, beta, dx, in);
+  if (dx != nullptr) {
+    WeightGemm(true, t, in, out, dy, out, w, out, wt_panels,
+               accumulate_dx ? 1.0f : 0.0f, dx, in);
   }
-  if (dw != nullptr && wt_panels != nullptr) {
-    Profiled({true, false, in, out, t},
-             [&] { GemmTransA(in, out, t, x, in, dy, out, 1.0f, dw, out); });
-  } else if (dw != nullptr) {
-    Gemm(true, false, in, out, t, x, in, dy, out, 1.0f, dw, out);
+  if (dw != nullptr) {
+    GradientGemm(wt_panels != nullptr, in, out, t, x, in, dy, out, dw, out);
   }
   if (db != nullptr) AddColumnSums(dy, t, out, db);
 }
@@ -169,13 +189,7 @@ double CrossEntropyTied(const float* x, const float* wte,
                         float scale, float* dx, float* dwte,
                         const float* w_panels, const float* wt_panels) {
   float* logits = Scratch(Slot::kLogits, static_cast<size_t>(t) * vocab);
-  if (w_panels != nullptr) {
-    Profiled({false, true, t, vocab, h}, [&] {
-      PanelGemm(t, vocab, h, x, h, w_panels, 0.0f, logits, vocab);
-    });
-  } else {
-    Gemm(false, true, t, vocab, h, x, h, wte, h, 0.0f, logits, vocab);
-  }
+  WeightGemm(true, t, vocab, h, x, h, wte, h, w_panels, 0.0f, logits, vocab);
   double loss = 0;
   for (int i = 0; i < t; ++i) {
     float* row = logits + static_cast<int64_t>(i) * vocab;
@@ -188,16 +202,11 @@ double CrossEntropyTied(const float* x, const float* wte,
     for (int j = 0; j < vocab; ++j) row[j] *= k;
     row[targets[i]] -= scale;
   }
-  if (dx != nullptr && wt_panels != nullptr) {
-    Profiled({false, false, t, h, vocab}, [&] {
-      PanelGemm(t, h, vocab, logits, vocab, wt_panels, 0.0f, dx, h);
-    });
-    Profiled({true, false, vocab, h, t}, [&] {
-      GemmTransA(vocab, h, t, logits, vocab, x, h, 1.0f, dwte, h);
-    });
-  } else if (dx != nullptr) {
-    Gemm(false, false, t, h, vocab, logits, vocab, wte, h, 0.0f, dx, h);
-    Gemm(true, false, vocab, h, t, logits, vocab, x, h, 1.0f, dwte, h);
+  if (dx != nullptr) {
+    WeightGemm(false, t, h, vocab, logits, vocab, wte, h, wt_panels, 0.0f, dx,
+               h);
+    GradientGemm(wt_panels != nullptr, vocab, h, t, logits, vocab, x, h, dwte,
+                 h);
   }
   return loss;
 }
