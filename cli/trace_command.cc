@@ -31,12 +31,11 @@ std::string Offsets(const control::TraceReply& t) {
   for (const auto& r : t.ranks()) by_node.emplace(r.node(), &r);
   std::vector<std::string> parts;
   for (const auto& [node, r] : by_node) {
-    parts.push_back(
-        r->has_clock()
-            ? absl::StrFormat("%s %+.3f ms (+-%.3f)", node,
-                              r->clock().offset_us() / 1e3,
-                              r->clock().error_us() / 1e3)
-            : absl::StrCat(node, " unknown"));
+    parts.push_back(r->has_clock()
+                        ? absl::StrFormat("%s %+.3f ms (+-%.3f)", node,
+                                          r->clock().offset_us() / 1e3,
+                                          r->clock().error_us() / 1e3)
+                        : absl::StrCat(node, " unknown"));
   }
   return absl::StrJoin(parts, ", ");
 }
@@ -88,14 +87,21 @@ void AddTraceCommand(CLI::App* app) {
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::milliseconds(int64_t(*wait_s * 1000));
     control::TraceReply t = client.Call("trace", req).trace();
-    while (t.pending_size() > 0 && std::chrono::steady_clock::now() < deadline) {
+    while (t.pending_size() > 0 &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+      // A poll: the same collection and the steps resolved at the request.
+      tr->set_collection(t.collection());
+      tr->set_first_step(t.first_step());
+      tr->set_last_step(t.last_step());
       t = client.Call("trace", req).trace();
     }
     if (t.steps_size() == 0 && t.collectives_size() == 0) {
       Fail("trace", kExitFailed,
-           absl::StrCat(*job, " has no step reports in that range of its "
-                              "running attempt ", t.attempt()));
+           absl::StrCat(*job,
+                        " has no step reports in that range of its "
+                        "running attempt ",
+                        t.attempt()));
     }
     if (t.pending_size() > 0) {
       std::fprintf(stderr,
@@ -129,11 +135,12 @@ void AddTraceCommand(CLI::App* app) {
       lo = lo == 0 ? s.step() : std::min(lo, s.step());
       hi = std::max(hi, s.step());
     }
-    std::printf("%s: %s attempt %d, %d ranks, steps %lld-%lld, %zu "
-                "collectives; clocks %s: %s\n",
-                out->c_str(), t.job_id().c_str(), t.attempt(), t.ranks_size(),
-                static_cast<long long>(lo), static_cast<long long>(hi), ops,
-                *raw ? "as taken" : "aligned", Offsets(t).c_str());
+    std::printf(
+        "%s: %s attempt %d, %d ranks, steps %lld-%lld, %zu "
+        "collectives; clocks %s: %s\n",
+        out->c_str(), t.job_id().c_str(), t.attempt(), t.ranks_size(),
+        static_cast<long long>(lo), static_cast<long long>(hi), ops,
+        *raw ? "as taken" : "aligned", Offsets(t).c_str());
   });
 }
 

@@ -160,18 +160,25 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
     }
   }
   // A trace: every operation the flight recorders of this node's ranks of
-  // the attempt hold.
-  std::erase_if(traced_, [&](const auto& kv) {
-    return now - kv.second >= kRetraceMs;
-  });
-  for (const auto& key : hb.trace()) {
-    if (traced_.contains(key)) continue;
-    traced_[key] = now;
+  // the attempt hold, read once per collection.
+  std::set<std::string> attempts;
+  for (const auto& r : ranks_->Reports()) {
+    attempts.insert(control::AttemptKey(r.job_id(), r.attempt()));
+  }
+  std::erase_if(traced_,
+                [&](const auto& kv) { return !attempts.contains(kv.first); });
+  for (const auto& order : hb.trace()) {
+    auto [last, fresh] =
+        traced_.try_emplace(order.attempt(), order.collection());
+    if (!fresh && last->second == order.collection()) continue;
+    last->second = order.collection();
     for (const auto& r : ranks_->Reports()) {
-      if (control::AttemptKey(r.job_id(), r.attempt()) != key || r.pid() <= 0)
+      if (control::AttemptKey(r.job_id(), r.attempt()) != order.attempt() ||
+          r.pid() <= 0)
         continue;
       traces_.push_back(
           ReadRankTrace(r.job_id(), r.attempt(), r.rank(), r.pid()));
+      traces_.back().set_collection(order.collection());
     }
   }
   // The heartbeat must stay inside a control frame: each rank keeps its

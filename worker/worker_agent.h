@@ -148,9 +148,9 @@ class WorkerAgent {
   int next_dump_id_ = 0;
   StackDumps stacks_;
   std::map<std::string, int64_t> diagnosed_;
-  // Answers to `trace`, ready to send; attempts answered recently (steady
-  // ms): the coordinator repeats the order until every worker answered.
-  static constexpr int64_t kRetraceMs = 5000;
+  // Answers to `trace`, ready to send; the collection last answered per
+  // attempt held: the coordinator repeats an order until the answer
+  // arrives, each new request is a new collection.
   // Records per heartbeat (~45 bytes each: ~1 MiB of a 4 MiB frame).
   static constexpr int kMaxTraceOps = 24000;
   std::vector<control::RankTrace> traces_;

@@ -174,10 +174,12 @@ class JobManager {
     std::optional<fault::Stall> stall;
     int64_t diagnose_since_ms = 0;
     std::map<int, control::RankFlight> flights;
-    // For traces: recent step reports per rank (links dropped); a
-    // collection of flight recorders under way since trace_since_ms
-    // (steady; -1: none) and the records received, by rank.
+    // For traces: recent step reports per rank (links dropped); the
+    // newest collection of flight recorders, numbered from 1 within the
+    // attempt, under way since trace_since_ms (steady; -1: none) and the
+    // records received, by rank.
     std::map<int, std::deque<control::StepReport>> trace_steps;
+    int64_t trace_collection = 0;
     int64_t trace_since_ms = -1;
     std::map<int, control::RankTrace> traces;
     // A collection began less than the collection window ago.

@@ -55,7 +55,9 @@ void JobManager::AddTraceOrders(const std::string& worker_id,
     if (node == index.node_of_worker.end()) continue;
     for (int r : index.ranks_of_node[node->second]) {
       if (!w.traces.contains(r)) {
-        orders->add_trace(AttemptKey(id, w.attempt));
+        control::TraceOrder* order = orders->add_trace();
+        order->set_attempt(AttemptKey(id, w.attempt));
+        order->set_collection(w.trace_collection);
         break;
       }
     }
@@ -68,8 +70,9 @@ void JobManager::OnTraces(
   for (const auto& t : traces) {
     auto w = watched_.find(t.job_id());
     if (w == watched_.end() || !w->second.Collecting(now) ||
-        w->second.attempt != t.attempt()) {
-      continue;
+        w->second.attempt != t.attempt() ||
+        w->second.trace_collection != t.collection()) {
+      continue;  // read for an earlier collection: may miss its steps
     }
     w->second.traces[t.rank()] = t;
   }
@@ -85,32 +88,43 @@ StatusOr<control::TraceReply> JobManager::Trace(
   int64_t first = request.first_step(), last = request.last_step();
   if (first < 0 || last < 0 || (last > 0 && first > last) ||
       request.newest_steps() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bad step range ", first, ":", last, " (newest ",
-        request.newest_steps(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad step range ", first, ":", last, " (newest ",
+                     request.newest_steps(), ")"));
   }
   const control::JobInfo& job = it->second;
   if (job.state() != control::RUNNING) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " is ", control::JobState_Name(job.state()),
-                     ": traces come from the ranks of a running attempt"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is ", control::JobState_Name(job.state()),
+        ": traces come from the ranks of a running attempt"));
   }
   Watched& w = WatchedOf(job);
   if (first == 0 && last == 0 && request.newest_steps() > 0) {
+    // Pinned to the steps reported now: the records, read later, hold them.
     int64_t newest = 0;
     for (const auto& [rank, kept] : w.trace_steps) {
       if (!kept.empty()) newest = std::max(newest, kept.back().step());
     }
     first = std::max<int64_t>(1, newest - request.newest_steps() + 1);
+    last = newest;  // 0 while none is reported: up to the newest
   }
+  // A new request needs records read after it: one collected for an
+  // earlier request may end before the steps it asks for (a job at 5 ms a
+  // step passes 2,000 steps in the collection window). A poll is served by
+  // its own collection or a newer one, while it runs.
   const int64_t now = clock_->SteadyNowMs();
-  if (!w.Collecting(now)) {
+  if (request.collection() == 0 || request.collection() > w.trace_collection ||
+      !w.Collecting(now)) {
+    ++w.trace_collection;
     w.trace_since_ms = now;
     w.traces.clear();
   }
   control::TraceReply out;
   out.set_job_id(job_id);
   out.set_attempt(w.attempt);
+  out.set_collection(w.trace_collection);
+  out.set_first_step(first);
+  out.set_last_step(last);
   for (const auto& r : job.plan().placement().ranks()) {
     control::TraceRankInfo* info = out.add_ranks();
     info->set_rank(r.rank());
@@ -131,8 +145,7 @@ StatusOr<control::TraceReply> JobManager::Trace(
       if (s.step() < first || (last > 0 && s.step() > last)) continue;
       steps.push_back(&s);
       const int64_t end = s.unix_ms() * 1000;
-      const int64_t begin =
-          end - static_cast<int64_t>(s.step_seconds() * 1e6);
+      const int64_t begin = end - static_cast<int64_t>(s.step_seconds() * 1e6);
       auto [wi, fresh] = window_us.try_emplace(rank, begin, end);
       wi->second.first = std::min(wi->second.first, begin);
       wi->second.second = std::max(wi->second.second, end);

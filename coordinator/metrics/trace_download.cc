@@ -34,16 +34,25 @@ void TraceDownload::Serve(JobManager& jobs, const WorkerRegistry& registry) {
   const int64_t now = clock_->SteadyNowMs();
   std::vector<std::pair<std::string, StatusOr<std::string>>> made;
   for (const auto& [job, since] : wanted) {
-    control::TraceRequest req;
-    req.set_job_id(job);
-    req.set_newest_steps(kSteps);
+    auto [poll, fresh] = polls_.try_emplace(job);
+    control::TraceRequest& req = poll->second;
+    if (fresh) {
+      req.set_job_id(job);
+      req.set_newest_steps(kSteps);
+    }
     auto reply = jobs.Trace(req, registry);
     if (!reply.ok()) {
       made.emplace_back(job, reply.status());
     } else if (reply->pending_size() == 0 || now - since >= kCollectMs) {
-      made.emplace_back(job, observe::WriteTrace(
-                                 observe::TraceInputFromReply(*reply, true)));
+      made.emplace_back(
+          job, observe::WriteTrace(observe::TraceInputFromReply(*reply, true)));
+    } else {  // poll again on the next turn, as `strata trace` does
+      req.set_collection(reply->collection());
+      req.set_first_step(reply->first_step());
+      req.set_last_step(reply->last_step());
+      continue;
     }
+    polls_.erase(poll);
   }
   if (made.empty()) return;
   std::lock_guard lock(mu_);

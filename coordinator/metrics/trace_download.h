@@ -45,6 +45,9 @@ class TraceDownload {
     StatusOr<std::string> text;
   };
   std::map<std::string, Made> done_;  // job -> the newest
+  // Serve() only: the request being polled per job (its collection and
+  // pinned steps after the first reply).
+  std::map<std::string, control::TraceRequest> polls_;
 };
 
 }  // namespace strata::coordinator

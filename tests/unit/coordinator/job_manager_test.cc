@@ -430,6 +430,126 @@ TEST_F(JobsTest, GoodputSurvivesCoordinatorRestart) {
   EXPECT_EQ(Job(id).state(), control::SUCCEEDED);
 }
 
+// `strata trace` (docs/observe.md "Traces"): every new request reads the
+// flight recorders afresh, because records read for an earlier one end
+// before the steps the job made since; `--last N` is pinned to the steps
+// reported at the request; polls stay on their collection (or a newer one)
+// for the collection window.
+TEST_F(JobsTest, EveryTraceRequestReadsFreshRecordsForItsSteps) {
+  const std::string id = Submit(Spec("trace", 1, 2));
+  std::string w = Register("n1");
+  f_.service->Tick();
+  std::vector<control::RankReport> held;
+  for (const auto& l : Launches(w)) held.push_back(Running(l));
+  Beat(w, held);
+  const int attempt = held[0].attempt();
+  // Steps from..to on both ranks, 1 s each; the clock ends at step `to`.
+  auto steps = [&](int from, int to) {
+    control::Request r;
+    r.mutable_heartbeat()->set_worker_id(w);
+    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    for (int step = from; step <= to; ++step) {
+      f_.clock.Advance(1000);
+      for (int rank = 0; rank < 2; ++rank) {
+        control::StepReport* s = r.mutable_heartbeat()->add_steps();
+        s->set_job_id(id);
+        s->set_rank(rank);
+        s->set_step(step);
+        s->set_step_seconds(1.0);
+        s->set_unix_ms(f_.clock.NowMs());
+      }
+    }
+    EXPECT_EQ(Call(r).status().code(), 0);
+  };
+  // The worker answers the order of `collection`: one all-reduce per
+  // second of the last 30.
+  auto answer = [&](int64_t collection) {
+    control::Request r;
+    r.mutable_heartbeat()->set_worker_id(w);
+    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    for (int rank = 0; rank < 2; ++rank) {
+      control::RankTrace* t = r.mutable_heartbeat()->add_traces();
+      t->set_job_id(id);
+      t->set_attempt(attempt);
+      t->set_rank(rank);
+      t->set_collection(collection);
+      for (int64_t ms = f_.clock.NowMs() - 30000; ms < f_.clock.NowMs();
+           ms += 1000) {
+        control::CollectiveRecord* op = t->add_ops();
+        op->set_group("dp0");
+        op->set_seq(static_cast<uint64_t>(ms / 1000));
+        op->set_op("all_reduce");
+        op->set_entered_us(ms * 1000 + 500000);
+      }
+    }
+    EXPECT_EQ(Call(r).status().code(), 0);
+  };
+  auto trace = [&](int64_t collection, int64_t first, int64_t last) {
+    control::Request r;
+    r.mutable_trace()->set_job_id(id);
+    r.mutable_trace()->set_newest_steps(5);
+    r.mutable_trace()->set_collection(collection);
+    r.mutable_trace()->set_first_step(first);
+    r.mutable_trace()->set_last_step(last);
+    control::Reply reply = Call(r);
+    EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
+    return reply.trace();
+  };
+  // Records inside steps first..last of both ranks' windows.
+  auto ops_in = [](const control::TraceReply& t) {
+    size_t n = 0;
+    for (const auto& c : t.collectives()) n += c.ops_size();
+    return n;
+  };
+
+  steps(1, 10);
+  control::TraceReply t = trace(0, 0, 0);
+  EXPECT_EQ(t.collection(), 1);
+  EXPECT_EQ(t.first_step(), 6);
+  EXPECT_EQ(t.last_step(), 10);
+  EXPECT_EQ(t.pending_size(), 2);
+  control::HeartbeatReply orders = Beat(w, held);
+  ASSERT_EQ(orders.trace_size(), 1);  // the order to read them
+  EXPECT_EQ(orders.trace(0).collection(), 1);
+  answer(1);
+  steps(11, 12);  // the job goes on while the CLI polls
+  t = trace(t.collection(), t.first_step(), t.last_step());
+  EXPECT_EQ(t.collection(), 1);
+  EXPECT_EQ(t.pending_size(), 0);
+  EXPECT_EQ(t.steps_size(), 2 * 5);  // steps 6-10, not the newest
+  EXPECT_EQ(ops_in(t), 2u * 5);
+
+  // A second request: its steps (16-20) are newer than the records read
+  // for the first, so it reads them afresh.
+  steps(13, 20);
+  t = trace(0, 0, 0);
+  EXPECT_EQ(t.collection(), 2);
+  EXPECT_EQ(t.first_step(), 16);
+  EXPECT_EQ(t.last_step(), 20);
+  EXPECT_EQ(t.pending_size(), 2);
+  EXPECT_EQ(ops_in(t), 0u);
+  // A poll of the older collection is served by the newer one.
+  t = trace(1, 6, 10);
+  EXPECT_EQ(t.collection(), 2);
+  EXPECT_EQ(t.pending_size(), 2);
+  answer(1);  // late, read for the first: not taken
+  t = trace(2, 16, 20);
+  EXPECT_EQ(t.pending_size(), 2);
+  orders = Beat(w, held);
+  ASSERT_EQ(orders.trace_size(), 1);
+  EXPECT_EQ(orders.trace(0).collection(), 2);
+  answer(2);
+  t = trace(2, 16, 20);
+  EXPECT_EQ(t.pending_size(), 0);
+  EXPECT_EQ(ops_in(t), 2u * 5);
+
+  // Past the collection window a poll starts afresh.
+  f_.clock.Advance(11000);
+  t = trace(2, 16, 20);
+  EXPECT_EQ(t.collection(), 3);
+  EXPECT_EQ(t.pending_size(), 2);
+}
+
 // The coordinator itself was stopped for 30 s (SIGSTOP): on resume the event
 // loop reports the gap, and workers get a fresh window to report before any
 // is declared lost; the running attempt stays.
