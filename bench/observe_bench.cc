@@ -67,6 +67,7 @@
 #include "bench/registry.h"
 #include "bench/sibling.h"
 #include "comm/flight_recorder.h"
+#include "common/status.h"
 #include "placement/rank_env.h"
 
 namespace strata::bench {
@@ -136,9 +137,13 @@ void CountTrace(const std::string& body, Run* r) {
 }
 
 // Seconds of one flight-recorder record as a collective writes it.
-double RecordSeconds(const std::string& dir) {
+// Seconds one flight-recorder record costs; the recorder's error when it
+// cannot be created in `dir` (made here: the runs make it only later).
+StatusOr<double> RecordSeconds(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
   auto fr = comm::FlightRecorder::Create(dir + "/fr-bench", "bench", 0);
-  if (!fr.ok()) return 0;
+  if (!fr.ok()) return fr.status();
   const int g = (*fr)->AddGroup("dp0");
   constexpr int kOps = 200000;
   const auto t0 = std::chrono::steady_clock::now();
@@ -438,7 +443,15 @@ int ObserveMain(int argc, char** argv) {
               "traces", "max ms", "rec/step", "acct %", "ms/trace (%)");
   std::vector<double> ratios, mean_ratios, pair_ratios, accounted,
       trace_shares;
-  const double record_s = RecordSeconds(o.work);
+  const StatusOr<double> timed = RecordSeconds(o.work);
+  if (!timed.ok()) {
+    std::fprintf(stderr,
+                 "strata-bench observe: cannot time a flight-recorder "
+                 "record in %s: %s\n",
+                 o.work.c_str(), timed.status().ToString().c_str());
+    return 1;
+  }
+  const double record_s = *timed;
   for (int i = 0; i < o.runs; ++i) {
     const Run r = RunOnce(o, absl::StrCat("run", i));
     if (!r.ok) return 1;
