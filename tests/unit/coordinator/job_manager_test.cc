@@ -41,13 +41,19 @@ class JobsTest : public ::testing::Test {
     return reply.register_worker().worker_id();
   }
 
-  // A heartbeat reporting `ranks`; returns the orders.
-  control::HeartbeatReply Beat(const std::string& id,
-                               const std::vector<control::RankReport>& ranks) {
+  // A heartbeat of worker `id` reporting `ranks`, to add steps or traces to.
+  static control::Request Heartbeat(
+      const std::string& id, const std::vector<control::RankReport>& ranks) {
     control::Request r;
     r.mutable_heartbeat()->set_worker_id(id);
     for (const auto& rr : ranks) *r.mutable_heartbeat()->add_ranks() = rr;
-    control::Reply reply = Call(r);
+    return r;
+  }
+
+  // A heartbeat reporting `ranks`; returns the orders.
+  control::HeartbeatReply Beat(const std::string& id,
+                               const std::vector<control::RankReport>& ranks) {
+    control::Reply reply = Call(Heartbeat(id, ranks));
     EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
     return reply.heartbeat();
   }
@@ -72,6 +78,20 @@ class JobsTest : public ::testing::Test {
     r.set_exit_code(code);
     r.set_signal(sig);
     return r;
+  }
+
+  // `spec` submitted, placed on a new worker n1 and its ranks reported
+  // running.
+  struct Started {
+    std::string job, worker;
+    std::vector<control::RankReport> held;
+  };
+  Started Start(const JobSpec& spec) {
+    Started s{.job = Submit(spec), .worker = Register("n1"), .held = {}};
+    f_.service->Tick();
+    for (const auto& l : Launches(s.worker)) s.held.push_back(Running(l));
+    Beat(s.worker, s.held);
+    return s;
   }
 
   std::string Submit(const JobSpec& spec) {
@@ -346,12 +366,7 @@ TEST_F(JobsTest, ImpossibleParallelismFailsNamingSizes) {
 }
 
 TEST_F(JobsTest, RunningJobIsReadoptedAfterCoordinatorRestart) {
-  const std::string id = Submit(Spec("readopt", 1, 2));
-  std::string w = Register("n1");
-  f_.service->Tick();
-  std::vector<control::RankReport> held;
-  for (const auto& l : Launches(w)) held.push_back(Running(l));
-  Beat(w, held);
+  auto [id, w, held] = Start(Spec("readopt", 1, 2));
   f_.Restart();
   ASSERT_TRUE(f_.recovered.ok());
   EXPECT_EQ(Job(id).state(), control::RUNNING);
@@ -374,17 +389,10 @@ TEST_F(JobsTest, RunningJobIsReadoptedAfterCoordinatorRestart) {
 // coordinator: the accounting before the restart is kept (not start-up),
 // and the steps after it go on counting as productive.
 TEST_F(JobsTest, GoodputSurvivesCoordinatorRestart) {
-  const std::string id = Submit(Spec("goodput", 1, 2));
-  std::string w = Register("n1");
-  f_.service->Tick();
-  std::vector<control::RankReport> held;
-  for (const auto& l : Launches(w)) held.push_back(Running(l));
-  Beat(w, held);
+  auto [id, w, held] = Start(Spec("goodput", 1, 2));
   f_.clock.Advance(3000);  // start-up
   auto steps = [&](int from, int to) {
-    control::Request r;
-    r.mutable_heartbeat()->set_worker_id(w);
-    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    control::Request r = Heartbeat(w, held);
     for (int step = from; step <= to; ++step) {
       f_.clock.Advance(1000);
       control::StepReport* s = r.mutable_heartbeat()->add_steps();
@@ -436,18 +444,11 @@ TEST_F(JobsTest, GoodputSurvivesCoordinatorRestart) {
 // reported at the request; polls stay on their collection (or a newer one)
 // for the collection window.
 TEST_F(JobsTest, EveryTraceRequestReadsFreshRecordsForItsSteps) {
-  const std::string id = Submit(Spec("trace", 1, 2));
-  std::string w = Register("n1");
-  f_.service->Tick();
-  std::vector<control::RankReport> held;
-  for (const auto& l : Launches(w)) held.push_back(Running(l));
-  Beat(w, held);
+  auto [id, w, held] = Start(Spec("trace", 1, 2));
   const int attempt = held[0].attempt();
   // Steps from..to on both ranks, 1 s each; the clock ends at step `to`.
   auto steps = [&](int from, int to) {
-    control::Request r;
-    r.mutable_heartbeat()->set_worker_id(w);
-    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    control::Request r = Heartbeat(w, held);
     for (int step = from; step <= to; ++step) {
       f_.clock.Advance(1000);
       for (int rank = 0; rank < 2; ++rank) {
@@ -464,9 +465,7 @@ TEST_F(JobsTest, EveryTraceRequestReadsFreshRecordsForItsSteps) {
   // The worker answers the order of `collection`: one all-reduce per
   // second of the last 30.
   auto answer = [&](int64_t collection) {
-    control::Request r;
-    r.mutable_heartbeat()->set_worker_id(w);
-    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    control::Request r = Heartbeat(w, held);
     for (int rank = 0; rank < 2; ++rank) {
       control::RankTrace* t = r.mutable_heartbeat()->add_traces();
       t->set_job_id(id);
@@ -588,12 +587,7 @@ TEST_F(JobsTest, PausedCoordinatorKeepsTheRunningAttempt) {
 // A short gap (the loop was merely busy) changes nothing; a wall-clock jump
 // (the date was set an hour ahead) loses nobody: liveness is steady time.
 TEST_F(JobsTest, WallClockJumpLosesNoWorker) {
-  const std::string id = Submit(Spec("jump", 1, 1));
-  std::string w = Register("n1");
-  f_.service->Tick();
-  std::vector<control::RankReport> held;
-  for (const auto& l : Launches(w)) held.push_back(Running(l));
-  Beat(w, held);
+  auto [id, w, held] = Start(Spec("jump", 1, 1));
   f_.clock.AdvanceWall(3600 * 1000);
   f_.clock.Advance(500);
   f_.service->NoteLoopGap(500);
