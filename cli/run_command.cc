@@ -158,8 +158,9 @@ class RunSummary {
           "%.3f s in total\n",
           stall);
     }
-    std::fprintf(stderr, "  goodput: %s\n",
-                 observe::DescribeGoodput(observe::FromProto(goodput_)).c_str());
+    std::fprintf(
+        stderr, "  goodput: %s\n",
+        observe::DescribeGoodput(observe::FromProto(goodput_)).c_str());
   }
 
  private:
@@ -322,8 +323,9 @@ int Run(const RunArgs& a) {
   close(pipe_fds[1]);
   procs.Add(coord);
   std::string dashboard_url;
-  const std::string endpoint = ReadEndpoint(
-      clock, pipe_fds[0], coord, a.startup_timeout_s, coord_log, &dashboard_url);
+  const std::string endpoint =
+      ReadEndpoint(clock, pipe_fds[0], coord, a.startup_timeout_s, coord_log,
+                   &dashboard_url);
   close(pipe_fds[0]);
   if (!dashboard_url.empty()) {
     std::fprintf(stderr, "[strata] dashboard %s\n", dashboard_url.c_str());
@@ -352,9 +354,9 @@ int Run(const RunArgs& a) {
   std::fprintf(stderr, "[strata] submitted %s\n", job_id.c_str());
 
   RunSummary summary;
+  int64_t step = -1;  // the newest any rank reported
   auto on_status = [&](const control::JobInfo& job) {
     summary.Observe(job);
-    int64_t step = -1;
     for (const auto& s : job.steps()) step = std::max(step, s.step());
     for (auto it = injects.begin(); it != injects.end();) {
       int pid = 0;  // the rank's process, from its worker's report
@@ -388,6 +390,15 @@ int Run(const RunArgs& a) {
   int rc = WaitForJob(clock, client, job_id, /*follow=*/true, 15000, on_status,
                       &g_interrupted);
   procs.StopAll();
+  // A job can end before this command sees the step an injection waits for
+  // (steps of a few ms pass between two status polls): say so, or the run
+  // reads as if the fault had been survived.
+  for (const auto& it : injects) {
+    std::fprintf(stderr,
+                 "[strata] fault injection did not run: %s (the newest step "
+                 "seen was %lld; make the job longer or inject earlier)\n",
+                 it.text.c_str(), static_cast<long long>(step));
+  }
   summary.Print();
   if (!a.keep && a.state_dir.empty() && rc == 0) {
     std::filesystem::remove_all(dir, ec);

@@ -161,12 +161,14 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   }
   // A trace: every operation the flight recorders of this node's ranks of
   // the attempt hold, read once per collection.
-  std::set<std::string> attempts;
-  for (const auto& r : ranks_->Reports()) {
-    attempts.insert(control::AttemptKey(r.job_id(), r.attempt()));
+  if (!traced_.empty()) {  // forget attempts no longer held
+    std::set<std::string> attempts;
+    for (const auto& r : ranks_->Reports()) {
+      attempts.insert(control::AttemptKey(r.job_id(), r.attempt()));
+    }
+    std::erase_if(traced_,
+                  [&](const auto& kv) { return !attempts.contains(kv.first); });
   }
-  std::erase_if(traced_,
-                [&](const auto& kv) { return !attempts.contains(kv.first); });
   for (const auto& order : hb.trace()) {
     auto [last, fresh] =
         traced_.try_emplace(order.attempt(), order.collection());
