@@ -196,6 +196,7 @@ int Panels(int n) { return (n + kPanelWidth - 1) / kPanelWidth; }
 STRATA_AVX512 void PanelRange(int p0, int p1, int m, int n, int k,
                               const float* a, int lda, const float* panels,
                               float beta, float* c, int ldc) {
+  const float* end = panels + PanelFloats(k, n);
   for (int j0 = p0 * kPanelWidth; j0 < std::min(n, p1 * kPanelWidth);
        j0 += kPanelWidth) {
     for (int q0 = 0; q0 < k; q0 += kDepth) {
@@ -206,8 +207,6 @@ STRATA_AVX512 void PanelRange(int p0, int p1, int m, int n, int k,
       // Panels are contiguous: the next block (of this panel or the next
       // one) follows this one.
       const float* next = p + static_cast<size_t>(depth) * kPanelWidth;
-      const float* end =
-          panels + static_cast<size_t>(Panels(n)) * k * kPanelWidth;
       const int64_t left = std::min<int64_t>(end - next, kDepth * kPanelWidth);
       Tiles<false>(m, depth, a + q0, lda, 0, p, add, c + j0, ldc, Mask(n - j0),
                    Mask(n - j0 - 16), left > 0 ? next : nullptr, left);
@@ -244,12 +243,8 @@ STRATA_AVX512 void TransARange(int p0, int p1, int m, int n, int k,
     for (int q0 = 0; q0 < k; q0 += kDepth) {
       const int depth = std::min(kDepth, k - q0);
       const bool add = q0 > 0 || beta != 0.0f;
-      for (int q = 0; q < depth; ++q) {
-        float* row = panel.data() + q * kPanelWidth;
-        std::memcpy(row, b + static_cast<int64_t>(q0 + q) * ldb + j0,
-                    sizeof(float) * w);
-        std::fill(row + w, row + kPanelWidth, 0.0f);
-      }
+      PackPanels(b + static_cast<int64_t>(q0) * ldb + j0, ldb, false, depth, w,
+                 panel.data());
       Tiles<true>(m, depth, slivers + q0 * kRows, 0, sliver, panel.data(), add,
                   c + j0, ldc, Mask(n - j0), Mask(n - j0 - 16), nullptr, 0);
     }

@@ -72,7 +72,8 @@ void JobManager::OnTraces(
     if (w == watched_.end() || !w->second.Collecting(now) ||
         w->second.attempt != t.attempt() ||
         w->second.trace_collection != t.collection()) {
-      continue;  // read for an earlier collection: may miss its steps
+      continue;  // not for the collection under way (an earlier one's
+                 // records may end before the steps now asked for)
     }
     w->second.traces[t.rank()] = t;
   }
