@@ -29,8 +29,8 @@ struct GroupOptions {
   // when the group spans several nodes with equal ranks per node. On a
   // transport whose ranks share memory (shm) the shared algorithm replaces
   // recursive doubling, for 3 or more ranks the ring too, and for 2 ranks
-  // the ring from shared_two_rank_min_bytes up (measured, docs/comm.md
-  // "Through shared slots").
+  // the ring from shared_two_rank_min_bytes up (measured, docs/results.md
+  // "Choices behind the tuner").
   size_t small_message_bytes = 8 * 1024;
   size_t shared_two_rank_min_bytes = size_t{16} << 20;
   // Flight recorder (flight_recorder.h) every operation of the group is

@@ -11,7 +11,7 @@
 // caller claims its chunks too. Between runs a worker spins for kSpinNs,
 // then sleeps on a futex (std::atomic::wait): GEMMs of one layer follow
 // each other within microseconds, and a worker that slept costs a wake-up
-// (10-100 us on the 2-core VM, docs/comm.md "Waiting"); the same two-phase
+// (10-100 us, docs/results.md "Choices behind the tuner"); the same two-phase
 // rule as the shm transport's waits.
 #pragma once
 

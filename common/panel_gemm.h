@@ -10,7 +10,7 @@
 // weight is the B operand of every micro-batch's forward GEMM and, as W^T,
 // of every input-gradient GEMM, and it only changes at the optimizer step:
 // packing it on each call re-reads it from memory column-strided 2 x
-// micro-batches times per step (docs/train.md, "Where a step goes"). Here
+// micro-batches times per step (docs/train.md, "Performance"). Here
 // the weight is packed into the same kind of panels once per step and the
 // panels are streamed sequentially by an AVX-512 kernel.
 //
