@@ -70,7 +70,8 @@ constexpr int kNapMs = 5;
 // for as long as blocking costs is within 2x of the best choice whatever the
 // wait turns out to be. Blocking costs the ring-to-running latency of a
 // futex sleeper, measured with STRATA_SHM_STATS on a 2-core VM
-// (docs/results.md, "Choices behind the tuner"): most wake-ups take 10-100 us, so spin 50 us.
+// (docs/results.md, "Choices behind the tuner"): most wake-ups take
+// 10-100 us, so spin 50 us.
 constexpr int64_t kDefaultSpinUs = 50;
 // Polls between two looks at the clock (and, when ranks outnumber cores,
 // two sched_yield calls): a poll is two loads of lines the peer writes.
