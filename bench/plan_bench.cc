@@ -12,13 +12,24 @@
 // is searched in well under a second. The slowest accepted shapes force
 // hundreds of pipeline stages: a 4,096-layer model on 110,880 or 131,072
 // GPUs with global batches of 2^24 or 14,414,400 sequences (504 divisors).
+//
+// The third (issue 36), `--command`: the whole `strata plan` command for
+// deepseek-v3 (MoE) on 16,384, 65,536 and 131,072 GPUs, as a user runs it
+// (table output, default 1 s budget): wall time and peak RSS of the child
+// process (wait4), goal < 1 s and < 500 MB each.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
+#include "bench/sibling.h"
 #include "planner/model.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
@@ -48,15 +59,85 @@ ModelSpec MaxLayersModel() {
   return m;
 }
 
+// Runs `strata plan ARGS` with stdout to /dev/null; wall seconds and the
+// child's peak RSS in MB (ru_maxrss), or false when it did not exit 0.
+bool RunCommand(const std::string& strata, const std::vector<std::string>& args,
+                double* seconds, double* rss_mb) {
+  std::vector<char*> argv;
+  std::string name = strata;
+  argv.push_back(name.data());
+  std::vector<std::string> copy = args;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    FILE* null = std::freopen("/dev/null", "w", stdout);
+    (void)null;
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru = {};
+  if (wait4(pid, &status, 0, &ru) != pid) return false;
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           start)
+                 .count();
+  *rss_mb = ru.ru_maxrss / 1024.0;  // KiB on Linux
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int CommandBench(int repeats) {
+  const std::string strata = FindSibling("strata", "cli");
+  std::printf("%-12s %7s %7s %10s %11s %10s %11s\n", "model", "gpus", "batch",
+              "median_s", "slowest_s", "median_MB", "largest_MB");
+  int rc = 0;
+  for (int gpus : {16384, 65536, 131072}) {
+    const std::vector<std::string> args = {
+        "plan",           "--model",        "deepseek-v3",
+        "--cluster",      "dgx-h100",       "--nodes",
+        std::to_string(gpus / 8), "--gpus", std::to_string(gpus),
+        "--global-batch", std::to_string(gpus), "--seq",
+        "4096",           "--no-calibration"};
+    std::vector<double> times, rss;
+    for (int i = 0; i < std::max(1, repeats); ++i) {
+      double t = 0, r = 0;
+      if (!RunCommand(strata, args, &t, &r)) {
+        std::fprintf(stderr, "strata plan failed for %d GPUs (%s)\n", gpus,
+                     strata.c_str());
+        return 1;
+      }
+      times.push_back(t);
+      rss.push_back(r);
+    }
+    std::sort(times.begin(), times.end());
+    std::sort(rss.begin(), rss.end());
+    std::printf("%-12s %7d %7d %10.3f %11.3f %10.0f %11.0f\n", "deepseek-v3",
+                gpus, gpus, times[times.size() / 2], times.back(),
+                rss[rss.size() / 2], rss.back());
+    if (times.back() >= 1.0 || rss.back() >= 500) rc = 1;
+  }
+  std::printf(
+      "\nGoal (issue 36): the whole `strata plan` command for an MoE model on "
+      "up to 131,072 GPUs in < 1 s and < 500 MB (slowest run, largest RSS).\n");
+  return rc;
+}
+
 int PlanBench(int argc, char** argv) {
   CLI::App app{"strata-bench plan: planner search time"};
   std::string format = "table";
   int repeats = 5;
+  bool command = false;
   app.add_option("--format", format, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app.add_option("--repeats", repeats,
                  "runs per scenario (median and slowest reported)");
+  app.add_flag("--command", command,
+               "time the whole `strata plan` command (deepseek-v3 on 16,384, "
+               "65,536 and 131,072 GPUs): wall time and peak RSS");
   CLI11_PARSE(app, argc, argv);
+  if (command) return CommandBench(repeats);
 
   const Scenario scenarios[] = {
       {"llama3-405b", "dgx-h100", 16384, 2048, 8192},  // the goal

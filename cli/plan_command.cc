@@ -60,8 +60,22 @@ Status CheckFlag(double value, absl::Span<const FieldRange> table,
 
 // Parses "tp=8,pp=16,recompute=full" into constraints; values must lie in
 // JobRanges' constraints.* ranges.
-Status ParseFix(const std::string& text, PlanConstraints* fix) {
-  if (text.empty()) return absl::OkStatus();
+Status ParseFix(const std::string& full, PlanConstraints* fix) {
+  if (full.empty()) return absl::OkStatus();
+  // layout= takes the rest of the text: Megatron's layout strings may hold
+  // commas ("Et|(tt|)*30,m|L").
+  std::string text = full;
+  const size_t at = text.find("layout=");
+  if (at != std::string::npos && (at == 0 || text[at - 1] == ',')) {
+    const std::string layout = text.substr(at + 7);
+    if (layout.empty()) {
+      return absl::InvalidArgumentError(
+          "--fix layout expects a Megatron pipeline layout string, e.g. "
+          "layout='Et|(tt|)*30,m|L' (it takes the rest of --fix)");
+    }
+    fix->set_pipeline_layout(layout);
+    text.resize(at);
+  }
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::vector<std::string> kv = absl::StrSplit(item, '=');
     if (kv.size() != 2 || kv[1].empty()) {
@@ -115,11 +129,13 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
     static const std::map<std::string, std::string> kField = {
         {"tp", "tp"},           {"pp", "pp"},   {"dp", "dp"},
         {"cp", "cp"},           {"vpp", "vpp"}, {"mbs", "micro_batch"},
-        {"zero", "zero_stage"}, {"ep", "ep"},   {"etp", "etp"}};
+        {"zero", "zero_stage"}, {"ep", "ep"},   {"etp", "etp"},
+        {"first", "first_stage_layers"},        {"last", "last_stage_layers"}};
     if (auto it = kField.find(key); it != kField.end()) {
       RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
                                 "constraints." + it->second, "--fix " + key));
-    } else if (key == "distopt" || key == "sp") {
+    } else if (key == "distopt" || key == "sp" || key == "embedding_stage" ||
+               key == "loss_stage") {
       if (v != 0 && v != 1) {
         return absl::InvalidArgumentError("--fix " + key +
                                           " must be 0 or 1, got " + value);
@@ -147,11 +163,20 @@ Status ParseFix(const std::string& text, PlanConstraints* fix) {
       fix->set_distributed_optimizer(v != 0);
     else if (key == "sp")
       fix->set_sequence_parallel(v != 0);
+    else if (key == "first")
+      fix->set_first_stage_layers(v);
+    else if (key == "last")
+      fix->set_last_stage_layers(v);
+    else if (key == "embedding_stage")
+      fix->set_account_for_embedding(v != 0);
+    else if (key == "loss_stage")
+      fix->set_account_for_loss(v != 0);
     else {
       return absl::InvalidArgumentError(
           "--fix: unknown key '" + key +
           "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
-          "recompute, precision, offload, layers)");
+          "recompute, precision, offload, layers, first, last, "
+          "embedding_stage, loss_stage, layout)");
     }
   }
   return absl::OkStatus();
@@ -370,13 +395,12 @@ void RunPlan(const PlanArgs& args) {
   if (!args.emit.empty()) {
     // One plan for every emitter (PlanForLaunch), with a note when the
     // launcher's constraints made it differ from the table's best.
+    req.with_placement = false;  // the emitters print sizes, not ranks
     auto launch = planner::PlanForLaunch(req);
     if (!launch.ok()) {
       Fail(kExitBadInput, std::string(launch.status().message()));
     }
-    if (!launch->note.empty()) {
-      std::fputs(launch->note.c_str(), stderr);
-    }
+    // The note is part of the emitted text ('#' lines), printed once.
     const std::string text =
         args.emit == "megatron"
             ? planner::EmitMegatron(launch->plan, req.model, launch->note)
@@ -385,6 +409,10 @@ void RunPlan(const PlanArgs& args) {
     std::fputs(text.c_str(), stdout);
     return;
   }
+  // Every rank's placement is printed only by --format json and --explain;
+  // the table alone does not build it (131,072 ranks and their groups take
+  // hundreds of MB).
+  req.with_placement = args.format == "json" || args.explain;
   auto report = planner::PlanJob(req);
   if (!report.ok()) Fail(kExitBadInput, std::string(report.status().message()));
 
@@ -429,7 +457,8 @@ void AddPlanCommand(CLI::App* app) {
                   "pin dimensions: tp=8,pp=16,dp=..,cp=..,ep=..,etp=..,vpp=..,"
                   "mbs=..,zero=..,distopt=0|1,sp=0|1,"
                   "recompute=none|selective|full,precision=bf16|fp8,"
-                  "offload=none|cpu|nvme,layers=even|balanced");
+                  "offload=none|cpu|nvme,layers=even|balanced,first=N,last=N,"
+                  "embedding_stage=0|1,loss_stage=0|1,layout=STRING (last)");
   cmd->add_option("--node-speed", args->node_speed,
                   "per-node speed factors, node=speed,... (e.g. 3=0.5: node "
                   "3 runs at half its GPU's rate)");

@@ -14,14 +14,8 @@ namespace strata::cli {
 namespace {
 
 std::string ZeroName(const Plan& p) {
-  const std::string offload =
-      p.offload() == Offload::none
-          ? ""
-          : absl::StrCat("+", Offload::Kind_Name(p.offload()));
-  if (p.distributed_optimizer()) {
-    return offload.empty() ? "1 (distopt)" : "distopt" + offload;
-  }
-  return absl::StrCat(p.zero_stage(), offload);
+  if (p.distributed_optimizer()) return "1 (distopt)";
+  return absl::StrCat(p.zero_stage());
 }
 
 // The step-time terms, in display order.
@@ -201,27 +195,35 @@ std::string FormatPlanTable(const PlanReport& report,
                           best.params_b(), best.active_params_b(),
                           best.precision());
   }
-  bool moe = false;
-  for (const Plan& p : report.plans()) moe |= p.ep() > 1 || p.etp() > 1;
+  bool moe = false, offload = false;
+  for (const Plan& p : report.plans()) {
+    moe |= p.ep() > 1 || p.etp() > 1;
+    offload |= p.offload() != Offload::none;
+  }
   if (!report.calibration().empty()) {
     absl::StrAppend(&out, report.calibration(), "\n\n");
   }
   absl::StrAppendFormat(&out,
-                        "     #  %3s %3s %5s %3s%s %3s %3s %-11s %-9s %9s %10s "
-                        "%8s %6s %11s\n",
+                        "     #  %3s %3s %5s %3s%s %3s %3s %-11s%s %-9s %9s "
+                        "%10s %8s %6s %11s\n",
                         "TP", "PP", "DP", "CP",
                         moe ? absl::StrFormat(" %3s %3s", "EP", "ETP") : "",
-                        "VPP", "MBS", "ZeRO", "recompute", "step (s)",
+                        "VPP", "MBS", "ZeRO",
+                        offload ? absl::StrFormat(" %-7s", "offload") : "",
+                        "recompute", "step (s)",
                         "tokens/s", "TFLOP/s", "MFU", "mem (GiB)");
   for (int i = 0; i < report.plans_size(); ++i) {
     const Plan& p = report.plans(i);
     absl::StrAppendFormat(
         &out,
-        "  %s %2d  %3d %3d %5d %3d%s %3d %3d %-11s %-9s %9.3f %10.0f %8.1f "
+        "  %s %2d  %3d %3d %5d %3d%s %3d %3d %-11s%s %-9s %9.3f %10.0f %8.1f "
         "%5.1f%% %5.1f / %-3.0f\n",
         i == 0 ? "*" : " ", i + 1, p.tp(), p.pp(), p.dp(), p.cp(),
         moe ? absl::StrFormat(" %3d %3d", p.ep(), p.etp()) : "", p.vpp(),
-        p.micro_batch(), ZeroName(p), Recompute::Mode_Name(p.recompute()),
+        p.micro_batch(), ZeroName(p),
+        offload ? absl::StrFormat(" %-7s", Offload::Kind_Name(p.offload()))
+                : "",
+        Recompute::Mode_Name(p.recompute()),
         p.step_time_s(), p.tokens_per_s(), p.tflops_per_gpu(), 100 * p.mfu(),
         p.memory_gib_per_gpu(), cluster.gpu().memory_gib());
     if (explain) Explain(p, best, i == 0, &out);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "planner/cost_model_parts.h"
+#include "planner/pipeline_layout.h"
 
 namespace strata::planner {
 
@@ -21,6 +22,12 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   // [Rajbhandari et al. SC'20 §3.1].
   optimizer_bytes_ = job.optimizer() == Optimizer::sgd ? 8 : 12;
   even_layers_ = job.constraints().even_layers();
+  split_fix_ = job.constraints();
+  pinned_split_ = split_fix_.has_first_stage_layers() ||
+                  split_fix_.has_last_stage_layers() ||
+                  split_fix_.account_for_embedding() ||
+                  split_fix_.account_for_loss() ||
+                  split_fix_.has_pipeline_layout();
   const Calibration& cal = net.calibration();
   layer_overhead_s_ = cal.layer_overhead_s();
   cpu_adam_params_per_s_ =
@@ -228,10 +235,14 @@ CostModel::StagePsi CostModel::StageParams(const Candidate& c, bool first,
     params += params_.output > 0 ? params_.output
                                  : (c.pp > 1 ? params_.embedding : 0);
     params += params_.final_norm;
+    // Multi-token-prediction modules live on the last stage (their routed
+    // experts, as the mean layer's, shard like the others').
+    params += params_.mtp - model_.mtp_num_layers() * params_.expert_per_layer;
   }
   psi.dense = params / c.tp;
   if (params_.expert_per_layer > 0) {
-    psi.expert = layers * params_.expert_per_layer / (c.ep * c.etp);
+    const double mtp = last ? model_.mtp_num_layers() : 0;
+    psi.expert = (layers + mtp) * params_.expert_per_layer / (c.ep * c.etp);
   }
   return psi;
 }
@@ -457,21 +468,30 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     classes->at[0].layers = l;
     return true;
   }
+  if (pinned_split_) return ApplyPinnedSplit(sh, classes);
   if (even_layers_) {
     // Megatron's default: l / p layers on every stage.
     if (l % p != 0 || l / p < sh.v) return false;
     for (int k = 0; k < classes->size; ++k) classes->at[k].layers = l / p;
     return true;
   }
+  for (int k = 0; k < classes->size; ++k) {
+    StageClass& cl = classes->at[k];
+    cl.min_layers = MinStageLayers(sh.v, p, cl.first, cl.last);
+  }
   double target = FitStageLines(c, sh, classes);
   auto total_layers = [&] {
     int64_t sum = 0;
     for (int k = 0; k < classes->size; ++k) {
       StageClass& cl = classes->at[k];
-      // At least one layer and at most all of them (also keeps a huge
-      // or NaN quotient of a near-zero alpha out of the int conversion).
+      // At least the class's minimum (a layer per virtual stage, one less
+      // on the first and last stages) and at most all of them (also keeps
+      // a huge or NaN quotient of a near-zero alpha out of the int
+      // conversion).
       const double fit = std::floor((target - cl.beta) / cl.alpha + 1e-9);
-      cl.layers = !(fit >= 1) ? 1 : fit >= l ? l : static_cast<int>(fit);
+      cl.layers = !(fit >= cl.min_layers) ? cl.min_layers
+                  : fit >= l              ? l
+                                          : static_cast<int>(fit);
       sum += static_cast<int64_t>(cl.layers) * cl.count;
     }
     return sum;
@@ -489,7 +509,7 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
   bool ok = TrimSurplus(classes, have - l) == 0;
   for (int k = 0; ok && k < classes->size; ++k) {
     const StageClass& cl = classes->at[k];
-    if (cl.layers - (cl.trimmed > 0 ? 1 : 0) < sh.v) ok = false;
+    if (cl.layers - (cl.trimmed > 0 ? 1 : 0) < cl.min_layers) ok = false;
   }
   if (ok) return true;
   // The balanced split leaves some stage below a layer per virtual stage
@@ -504,10 +524,37 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
   return true;
 }
 
+bool CostModel::ApplyPinnedSplit(const Shape& sh,
+                                 StageClasses* classes) const {
+  if (pinned_p_ != sh.p || pinned_v_ != sh.v) {
+    pinned_p_ = sh.p;
+    pinned_v_ = sh.v;
+    auto layers = PinnedStageLayers(split_fix_, model_, sh.p, sh.v);
+    pinned_layers_ = layers.ok() ? *layers : std::vector<int>{};
+  }
+  if (static_cast<int>(pinned_layers_.size()) != sh.p) return false;
+  for (int k = 0; k < classes->size; ++k) {
+    StageClass& cl = classes->at[k];
+    const std::vector<int>& at = layout_->positions[k];
+    const int most = pinned_layers_[at.back()];
+    int fewer = 0;
+    while (fewer < static_cast<int>(at.size()) &&
+           pinned_layers_[at[fewer]] == most - 1) {
+      ++fewer;
+    }
+    for (size_t j = fewer; j < at.size(); ++j) {
+      if (pinned_layers_[at[j]] != most) return false;
+    }
+    cl.layers = most;
+    cl.trimmed = fewer;
+  }
+  return true;
+}
+
 // Removes `surplus` layers, one per stage, from the classes with the
 // longest stage time first and, within a class, from the earliest stages
-// first (StageClass::trimmed); no stage drops below one layer. Returns the
-// surplus left.
+// first (StageClass::trimmed); no stage drops below its class's minimum.
+// Returns the surplus left.
 int64_t CostModel::TrimSurplus(StageClasses* classes, int64_t surplus) {
   int order[kMaxStageClasses];
   for (int k = 0; k < classes->size; ++k) order[k] = k;
@@ -518,7 +565,7 @@ int64_t CostModel::TrimSurplus(StageClasses* classes, int64_t surplus) {
   });
   for (int oi = 0; oi < classes->size && surplus > 0; ++oi) {
     StageClass& cl = classes->at[order[oi]];
-    if (cl.layers <= 1) continue;
+    if (cl.layers <= cl.min_layers) continue;
     cl.trimmed = static_cast<int>(std::min<int64_t>(cl.count, surplus));
     surplus -= cl.trimmed;
   }

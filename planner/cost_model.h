@@ -228,6 +228,17 @@ class CostModel {
   double optimizer_bytes_;  // fp32 optimizer state per parameter
   double cpu_adam_params_per_s_;  // per node (HostSpec or the default)
   bool even_layers_;  // PlanConstraints.even_layers: l / p per stage
+  // A split pinned with --fix first/last, embedding_stage/loss_stage or
+  // layout (pipeline_layout.h): the constraints, and the layers per stage
+  // of the last (p, v) asked (empty: that p, v breaks Megatron's rules).
+  bool pinned_split_ = false;
+  PlanConstraints split_fix_;
+  mutable int pinned_p_ = 0, pinned_v_ = 0;
+  mutable std::vector<int> pinned_layers_;
+  // Gives each class its pinned layers; false when the pinned split has no
+  // valid (p, v) or does not follow the classes (a class's stages hold L,
+  // or L - 1 on its earliest ones then L).
+  inline bool ApplyPinnedSplit(const Shape& sh, StageClasses* classes) const;
   // Calibration (docs/planner.md "Calibration"): a fixed forward cost per
   // layer per micro-batch (0 unless fitted).
   double layer_overhead_s_;

@@ -72,6 +72,7 @@ struct CostModel::StageClass {
   double alpha = 0, beta = 0;  // time(L) ~ alpha L + beta
   int count = 0, layers = 0;
   int trimmed = 0;  // its first `trimmed` stages hold layers - 1
+  int min_layers = 1;  // MinStageLayers of its position and v
 };
 
 struct CostModel::StageClasses {

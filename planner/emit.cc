@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "planner/pipeline_layout.h"
 
 namespace strata::planner {
 namespace {
@@ -17,12 +18,22 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
   };
   add("--tensor-model-parallel-size", plan.tp());
   add("--pipeline-model-parallel-size", plan.pp());
-  const bool even_chunks = m.num_layers() % (plan.pp() * plan.vpp()) == 0;
-  if (plan.vpp() > 1 && even_chunks) {
+  // The split: Megatron's default (l / p layers per stage, l / (p v) per
+  // virtual stage) when it is the plan's, else the layout string, which
+  // says any split (pipeline_layout.h) and fixes vpp itself.
+  const auto& layers = plan.layers_per_stage();
+  bool even = m.num_layers() % (plan.pp() * plan.vpp()) == 0;
+  for (int l : layers) even &= l == m.num_layers() / plan.pp();
+  if (even && plan.vpp() > 1) {
     add("--num-layers-per-virtual-pipeline-stage",
         m.num_layers() / (plan.pp() * plan.vpp()));
-  } else if (plan.vpp() > 1) {
-    add("--num-virtual-stages-per-pipeline-rank", plan.vpp());
+  } else if (!even && plan.pp() > 1) {
+    add("--pipeline-model-parallel-layout",
+        absl::StrCat("'",
+                     LayoutString(std::vector<int>(layers.begin(),
+                                                   layers.end()),
+                                  plan.vpp(), m.mtp_num_layers()),
+                     "'"));
   }
   add("--context-parallel-size", plan.cp());
   if (m.num_experts() > 0) {
@@ -67,29 +78,6 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
     add("--recompute-method", "uniform");
     add("--recompute-num-layers", 1);
   }
-  // Uneven pipeline split: Megatron-core takes the first and last stage's
-  // layer counts, the middle stages share the rest evenly.
-  const auto& layers = plan.layers_per_stage();
-  if (layers.size() > 1) {
-    const int first = layers[0], last = layers[layers.size() - 1];
-    bool uniform = true, middle_equal = true;
-    for (int i = 1; i < layers.size(); ++i) uniform &= layers[i] == layers[0];
-    for (int i = 2; i + 1 < layers.size(); ++i) {
-      middle_equal &= layers[i] == layers[1];
-    }
-    if (!uniform) {
-      if (middle_equal) {
-        add("--decoder-first-pipeline-num-layers", first);
-        add("--decoder-last-pipeline-num-layers", last);
-      } else {
-        std::vector<std::string> parts;
-        for (int l : layers) parts.push_back(std::to_string(l));
-        absl::StrAppend(
-            comment, "# layers per stage [", absl::StrJoin(parts, ","),
-            "] need a custom split (strata-train takes it from STRATA_PLAN)\n");
-      }
-    }
-  }
   add("--num-layers", m.num_layers());
   add("--hidden-size", m.hidden_size());
   add("--ffn-hidden-size", m.ffn_hidden_size());
@@ -119,6 +107,7 @@ std::vector<std::string> MegatronFlags(const Plan& plan, const ModelSpec& m,
     add("--qk-pos-emb-head-dim", m.qk_pos_emb_head_dim());
     add("--v-head-dim", m.v_head_dim());
   }
+  if (m.mtp_num_layers() > 0) add("--mtp-num-layers", m.mtp_num_layers());
   if (m.num_experts() > 0) {
     add("--num-experts", m.num_experts());
     add("--moe-router-topk", m.moe_router_topk());

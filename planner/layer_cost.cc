@@ -79,6 +79,19 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   lc.logits_bytes = 4 * tokens * V / t;
   lc.logits_s = 3 * Gemm(tokens, V / t, h, gpu) +
                 kElementwisePasses * lc.logits_bytes / hbm;
+  // Multi-token prediction (DeepSeek-V3 §2.2; Megatron-core places the
+  // MTP block after the decoder on the last stage): per depth the
+  // projection of the two normed inputs (2h -> h, column-parallel), one
+  // layer (the mean layer) and another pass of the output head with its
+  // logits; its layer's activations are kept like the logits, once per
+  // micro-batch in flight on the last stage.
+  const double mtp = model_.mtp_num_layers();
+  if (mtp > 0) {
+    const double head_s = lc.logits_s, head_bytes = lc.logits_bytes;
+    lc.logits_s += mtp * (3 * Gemm8(tokens, h / t, 2 * h, gpu) + lc.Total() +
+                          head_s);
+    lc.logits_bytes += mtp * (lc.act_bytes + head_bytes);
+  }
   return lc;
 }
 

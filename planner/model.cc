@@ -2,8 +2,13 @@
 
 #include <algorithm>
 
+#include <sys/stat.h>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/config.h"
 #include "common/preset.h"
+#include "planner/megatron_names.h"
 
 namespace strata {
 extern const EmbeddedFile kModelPresets[];
@@ -58,6 +63,8 @@ absl::Span<const FieldRange> ModelRanges() {
       {"kv_lora_rank", 0, 262144, false, "MLA key/value rank; 0: not MLA"},
       {"qk_pos_emb_head_dim", 0, 65536, false, "MLA rotary head part"},
       {"v_head_dim", 0, 65536, false, "MLA value head size"},
+      {"mtp_num_layers", 0, 16, false,
+       "multi-token-prediction depths; 0: none"},
   };
   return kRanges;
 }
@@ -77,8 +84,9 @@ Status NormalizeModel(ModelSpec* m) {
   if (m->kv_lora_rank() > 0) {
     RETURN_IF_ERROR(Require(
         m->has_kv_channels() && m->v_head_dim() > 0, *m,
-        "multi-latent attention (kv_lora_rank > 0) needs kv_channels (the "
-        "query/key head size without the rotary part) and v_head_dim"));
+        "multi-latent attention (kv_lora_rank > 0) needs kv_channels or "
+        "Megatron-core's qk_head_dim (the query/key head size without the "
+        "rotary part) and v_head_dim"));
   }
   if (m->num_experts() == 0) {
     RETURN_IF_ERROR(Require(
@@ -191,9 +199,38 @@ LayerShape ShapeOfLayers(const ModelSpec& m) {
 
 StatusOr<ModelSpec> LoadModel(const std::string& file_or_preset) {
   ModelSpec model;
-  RETURN_IF_ERROR(LoadConfigOrPreset(file_or_preset, kModelPresets,
-                                     kModelPresets_count, "model", &model,
-                                     ModelRanges()));
+  // The file or preset text, read the way LoadConfigOrPreset decides
+  // between them, so that Megatron-core names can be translated first.
+  std::string text, source;
+  struct stat st;
+  const bool exists = ::stat(file_or_preset.c_str(), &st) == 0;
+  const bool path = exists || absl::StrContains(file_or_preset, "/") ||
+                    absl::EndsWith(file_or_preset, ".yaml") ||
+                    absl::EndsWith(file_or_preset, ".yml") ||
+                    absl::EndsWith(file_or_preset, ".json");
+  if (path && exists && S_ISREG(st.st_mode) &&
+      static_cast<size_t>(st.st_size) <= kMaxConfigBytes) {
+    ASSIGN_OR_RETURN(text, ReadFile(file_or_preset));
+    source = file_or_preset;
+  } else if (!path) {
+    for (int i = 0; i < kModelPresets_count; ++i) {
+      if (file_or_preset == kModelPresets[i].name) {
+        text = kModelPresets[i].contents;
+        source = absl::StrCat("model preset '", file_or_preset, "'");
+      }
+    }
+  }
+  if (source.empty()) {
+    // Missing, oversized or special files and unknown presets: the
+    // loader's own errors.
+    RETURN_IF_ERROR(LoadConfigOrPreset(file_or_preset, kModelPresets,
+                                       kModelPresets_count, "model", &model,
+                                       ModelRanges()));
+  } else {
+    ASSIGN_OR_RETURN(std::string translated,
+                     TranslateMegatronNames(text, source));
+    RETURN_IF_ERROR(ParseConfig(translated, source, &model, ModelRanges()));
+  }
   if (model.name().empty()) model.set_name(file_or_preset);
   RETURN_IF_ERROR(NormalizeModel(&model));
   return model;
@@ -238,6 +275,14 @@ ParamCount CountParameters(const ModelSpec& m, int seq_length) {
       m.position_embedding() == PositionEmbedding::learned ? seq_length * h : 0;
   p.output = m.tied_embeddings() ? 0 : p.embedding;
   p.final_norm = norm;
+  // Multi-token prediction (DeepSeek-V3 §2.2, eq. 21-22; Megatron-core
+  // MultiTokenPredictionLayer): per depth two RMSNorms, the projection
+  // M (2h -> h) and one transformer layer, costed as the mean layer; the
+  // embedding and output head are the main model's.
+  p.mtp = m.mtp_num_layers() * (2 * norm + 2 * h * h + p.per_layer);
+  p.mtp_active =
+      m.mtp_num_layers() * (2 * norm + 2 * h * h + p.per_layer -
+                            p.expert_per_layer + p.active_expert_per_layer);
   return p;
 }
 
@@ -270,7 +315,12 @@ StepFlops TrainingFlops(const ModelSpec& m, int64_t global_batch,
   const double logits = 2.0 * m.hidden_size() * m.vocab_size();
   StepFlops f;
   // Backward costs twice the forward (Narayanan §5.1 / eq. 3).
-  f.model = 3 * tokens * (layers * (lf.gemm + lf.attention) + logits);
+  // Each multi-token-prediction depth runs its projection (2h -> h), one
+  // layer and the output head again (DeepSeek-V3 §2.2).
+  const double mtp = m.mtp_num_layers() *
+                     (2.0 * 2 * m.hidden_size() * m.hidden_size() + lf.gemm +
+                      lf.attention + logits);
+  f.model = 3 * tokens * (layers * (lf.gemm + lf.attention) + logits + mtp);
   if (recompute == Recompute::full) {
     f.recompute = tokens * layers * (lf.gemm + lf.attention);
   } else if (recompute == Recompute::selective) {

@@ -91,14 +91,18 @@ struct ParamCount {
   double position = 0;   // learned position table s h (0 for RoPE)
   double output = 0;     // untied output projection V h (0 when tied)
   double final_norm = 0;
+  // Multi-token-prediction modules (mtp_num_layers; on the last stage):
+  // all their parameters, and those a token meets.
+  double mtp = 0, mtp_active = 0;
   double Total(int num_layers) const {
-    return per_layer * num_layers + embedding + position + output + final_norm;
+    return per_layer * num_layers + embedding + position + output +
+           final_norm + mtp;
   }
   // Parameters one token meets (MoE: only its top-k routed experts).
   double Active(int num_layers) const {
     return (per_layer - expert_per_layer + active_expert_per_layer) *
                num_layers +
-           embedding + position + output + final_norm;
+           embedding + position + output + final_norm + mtp_active;
   }
 };
 ParamCount CountParameters(const ModelSpec& model, int seq_length);

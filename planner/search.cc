@@ -11,6 +11,8 @@
 #include "planner/candidate.h"
 #include "planner/cost_model.h"
 #include "planner/job.h"
+#include "planner/layout_rules.h"
+#include "planner/pipeline_layout.h"
 #include "planner/model.h"
 #include "planner/network.h"
 #include "planner/node_speed.h"
@@ -352,6 +354,7 @@ Status ValidateRequest(const PlanRequest& req) {
   JobSpec planned = req.job;
   planned.clear_launch();
   RETURN_IF_ERROR(ValidateJob(planned, "job"));
+  RETURN_IF_ERROR(search_internal::CheckPinnedSplit(req));
   if (!req.job.has_global_batch()) {
     return absl::InvalidArgumentError("job: field 'global_batch' is missing");
   }
@@ -393,23 +396,6 @@ Status ValidateRequest(const PlanRequest& req) {
         (req.gpus + gpn - 1) / gpn, " (or num_nodes in a cluster file)"));
   }
   return absl::OkStatus();
-}
-
-Status NoLayoutError(const PlanRequest& req) {
-  const PlanConstraints& fix = req.job.constraints();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "no parallel layout of model '", req.model.name(), "' uses exactly ",
-      req.gpus, " GPUs with global batch ", req.job.global_batch(),
-      (fix.ByteSizeLong() > 0 ? " and the pinned --fix values" : ""),
-      ": tp must divide ", req.cluster.gpus_per_node(),
-      " (GPUs per node) and the attention heads, pp must be at most the ",
-      req.model.num_layers(),
-      " layers, and dp = gpus/(tp pp cp) must divide the global batch",
-      req.model.num_experts() > 0
-          ? absl::StrCat("; for MoE, ep must divide the ",
-                         req.model.num_experts(),
-                         " experts and ep x etp must divide tp x cp x dp")
-          : std::string()));
 }
 
 // Why offload did not help, for the errors and notes: host memory short
@@ -562,7 +548,7 @@ StatusOr<PlanReport> Search(const PlanRequest& req,
     in_time = RunPass(space, cost, host, budget, /*allow_mixed=*/true, &tally);
   }
   if (!in_time && tally.top.empty()) return OutOfTimeError(req, tally);
-  if (tally.candidates == 0) return NoLayoutError(req);
+  if (tally.candidates == 0) return search_internal::NoLayoutError(req);
   if (tally.top.empty()) return NothingFitsError(req, tally);
 
   PlanReport report = BuildReport(req, cost, net, tally);
@@ -591,6 +577,15 @@ StatusOr<PlanReport> Search(const PlanRequest& req,
 StatusOr<PlanReport> PlanJob(const PlanRequest& req) {
   const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(ValidateRequest(req));
+  const PlanConstraints& fix = req.job.constraints();
+  if (fix.has_pipeline_layout() && !fix.has_vpp()) {
+    // The layout string gives the virtual stages (CheckPinnedSplit checked
+    // it against the pinned pp).
+    PlanRequest pinned = req;
+    pinned.job.mutable_constraints()->set_vpp(
+        *LayoutVpp(fix.pipeline_layout(), fix.pp()));
+    return PlanJob(pinned);
+  }
   if (req.job.node_speed().empty() && !req.cluster.has_calibration()) {
     return Search(req, start);
   }

@@ -178,11 +178,14 @@ void SearchSpace::Schedules(const Candidate& layout,
     if (fix_.has_micro_batch() && fix_.micro_batch() != b) continue;
     const int64_t m = replica_batch / b;
     // vpp > 1 needs p > 1 (and m % p == 0): only v = 1 otherwise.
-    const int max_v =
-        p == 1 || m % p != 0 ? 1 : std::min(max_vpp_, std::max(1, layers_ / p));
+    // The embedding and the loss may take a virtual stage each
+    // (MinStageLayers), so p v virtual stages need l + 2 >= p v.
+    const int max_v = p == 1 || m % p != 0
+                          ? 1
+                          : std::min(max_vpp_, std::max(1, (layers_ + 2) / p));
     for (int v = 1; v <= max_v; ++v) {
       if (fix_.has_vpp() && fix_.vpp() != v) continue;
-      if (v > 1 && (p == 1 || layers_ < p * v || m % p != 0)) continue;
+      if (v > 1 && (p == 1 || layers_ + 2 < p * v || m % p != 0)) continue;
       Candidate schedule = layout;
       schedule.micro_batch = b;
       schedule.num_microbatches = static_cast<int>(m);

@@ -90,7 +90,7 @@ TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
        {"--tensor-model-parallel-size", "--pipeline-model-parallel-size",
         "--num-layers-per-virtual-pipeline-stage", "--context-parallel-size",
         "--micro-batch-size", "--recompute-granularity",
-        "--decoder-first-pipeline-num-layers"}) {
+        "--pipeline-model-parallel-layout"}) {
     EXPECT_EQ(FlagValue(meg.out, flag), FlagValue(tr.out, flag))
         << flag << "\n"
         << meg.out << "\n"
@@ -109,10 +109,18 @@ TEST(PlanCliTest, EmittersLaunchOnePlanAndNoteTheConstraint) {
     EXPECT_NE(r->out.find("NOTE: this is not the planner's best plan"),
               std::string::npos)
         << r->out;
-    EXPECT_NE(
-        r->out.find("ZeRO stage 0, or 1 with --use-distributed-optimizer"),
-        std::string::npos)
+    EXPECT_NE(r->out.find("Megatron-LM cannot run that one"),
+              std::string::npos)
         << r->out;
+    // Said in Megatron's terms, and once (not again on stderr).
+    EXPECT_NE(r->out.find("#   why: the best plan shards the optimizer state "
+                          "over its"),
+              std::string::npos)
+        << r->out;
+    EXPECT_NE(r->out.find("whose gradient buffer (main_grad) is fp32"),
+              std::string::npos)
+        << r->out;
+    EXPECT_EQ(r->out.find("NOTE:"), r->out.rfind("NOTE:")) << r->out;
     EXPECT_NE(r->out.find("#   differs: "), std::string::npos) << r->out;
     EXPECT_NE(r->out.find("zero 1 (distributed optimizer) vs 1"),
               std::string::npos)
@@ -255,6 +263,9 @@ TEST(PlanCliTest, ExplainSaysWhyTheBestPlanOffloads) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("GiB CPU memory per node"), std::string::npos);
+  // The table has an offload column when a plan offloads.
+  EXPECT_NE(r.out.find(" offload "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 (distopt)  cpu"), std::string::npos) << r.out;
 }
 
 TEST(PlanCliTest, MalformedAndImpossibleModelFiles) {

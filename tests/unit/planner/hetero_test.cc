@@ -110,7 +110,10 @@ TEST(HeteroTest, NodeSpeedFactorsShiftLayersOffTheSlowNode) {
   EXPECT_EQ(PlanJob(req).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(HeteroTest, MegatronExpressesFirstAndLastStageSplitsOnly) {
+// Every split, e.g. two fast stages then two slow ones, is said to
+// Megatron-LM with --pipeline-model-parallel-layout (issue 36; before,
+// only first/last splits could be, the others were a comment).
+TEST(HeteroTest, MegatronExpressesAnySplitAsALayout) {
   ModelSpec model = *LoadModel("llama3-8b");
   Plan plan;
   plan.set_tp(8);
@@ -119,19 +122,23 @@ TEST(HeteroTest, MegatronExpressesFirstAndLastStageSplitsOnly) {
   plan.set_cp(1);
   for (int l : {7, 9, 9, 7}) plan.add_layers_per_stage(l);
   std::string flags = EmitMegatron(plan, model);
-  EXPECT_NE(flags.find("--decoder-first-pipeline-num-layers 7"),
+  EXPECT_NE(flags.find("--pipeline-model-parallel-layout "
+                       "'Ettttttt|(ttttttttt|)*2tttttttL'"),
             std::string::npos)
       << flags;
-  EXPECT_NE(flags.find("--decoder-last-pipeline-num-layers 7"),
-            std::string::npos);
-  // Two fast stages then two slow ones: the middle stages differ, which
-  // Megatron's flags cannot say.
   plan.clear_layers_per_stage();
   for (int l : {10, 10, 6, 6}) plan.add_layers_per_stage(l);
   flags = EmitMegatron(plan, model);
-  EXPECT_EQ(flags.find("--decoder-first-pipeline-num-layers"),
-            std::string::npos);
-  EXPECT_NE(flags.find("need a custom split"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("--pipeline-model-parallel-layout "
+                       "'Etttttttttt|tttttttttt|tttttt|ttttttL'"),
+            std::string::npos)
+      << flags;
+  // The even split is Megatron's default: no layout.
+  plan.clear_layers_per_stage();
+  for (int l : {8, 8, 8, 8}) plan.add_layers_per_stage(l);
+  flags = EmitMegatron(plan, model);
+  EXPECT_EQ(flags.find("--pipeline-model-parallel-layout"), std::string::npos)
+      << flags;
 }
 
 }  // namespace
