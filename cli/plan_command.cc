@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/plan_format.h"
+#include "cli/plan_json.h"
 #include "common/config.h"
 #include "common/field_range.h"
 #include "planner/calibrate.h"
@@ -417,8 +418,7 @@ void RunPlan(const PlanArgs& args) {
   if (!report.ok()) Fail(kExitBadInput, std::string(report.status().message()));
 
   if (args.format == "json") {
-    std::fputs((MessageToJson(*report, /*pretty=*/false) + "\n").c_str(),
-               stdout);
+    WritePlanJson(&*report, stdout);
     return;
   }
   std::fputs(FormatPlanTable(*report, *cluster, args.explain).c_str(), stdout);
