@@ -440,15 +440,34 @@ class Translator {
   int layer_list_size_ = 0;
 };
 
-// Deepest bracket nesting, to keep the recursive YAML parser away from
-// inputs ParseConfig refuses for depth anyway.
-int BracketDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  for (char ch : text) {
-    if (ch == '[' || ch == '{') deepest = std::max(deepest, ++depth);
+// An upper bound on the nesting depth (flow brackets, plus per line its
+// indentation and leading "- " entries), to keep the recursive YAML
+// parser away from inputs ParseConfig refuses for depth anyway.
+int NestingBound(const std::string& text) {
+  int depth = 0, deepest_flow = 0, deepest_block = 0;
+  bool line_start = true;
+  int indent = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '\n') {
+      line_start = true;
+      indent = 0;
+      continue;
+    }
+    if (line_start) {
+      if (ch == ' ' || ch == '\t' ||
+          (ch == '-' && i + 1 < text.size() &&
+           (text[i + 1] == ' ' || text[i + 1] == '\n'))) {
+        ++indent;
+        deepest_block = std::max(deepest_block, indent);
+        continue;
+      }
+      line_start = false;
+    }
+    if (ch == '[' || ch == '{') deepest_flow = std::max(deepest_flow, ++depth);
     if ((ch == ']' || ch == '}') && depth > 0) --depth;
   }
-  return deepest;
+  return deepest_flow + deepest_block;
 }
 
 }  // namespace
@@ -468,21 +487,20 @@ std::string NearestModelField(const std::string& name) {
 
 StatusOr<std::string> TranslateMegatronNames(const std::string& text,
                                              const std::string& source) {
-  if (text.size() > kMaxConfigBytes || BracketDepth(text) > kMaxConfigDepth) {
-    return text;
+  if (text.size() > kMaxConfigBytes || NestingBound(text) > kMaxConfigDepth) {
+    return text;  // ParseConfig refuses it, naming the limit
   }
-  YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return text;
+    Translator tr(source);
+    for (const auto& kv : root) RETURN_IF_ERROR(tr.Visit(kv.first, kv.second));
+    if (!tr.changed()) return text;
+    RETURN_IF_ERROR(tr.Finish());
+    return tr.Emit();
   } catch (const YAML::Exception&) {
-    return text;  // ParseConfig reports the syntax error with its line
+    return text;  // ParseConfig reports the problem with its line
   }
-  if (!root.IsMap()) return text;
-  Translator tr(source);
-  for (const auto& kv : root) RETURN_IF_ERROR(tr.Visit(kv.first, kv.second));
-  if (!tr.changed()) return text;
-  RETURN_IF_ERROR(tr.Finish());
-  return tr.Emit();
 }
 
 }  // namespace strata::planner

@@ -212,6 +212,21 @@ TEST(MegatronNamesTest, RefusesByNameWithTheNearestOrTheRule) {
   }
 }
 
+// Hostile files with Megatron names get ParseConfig's refusal, not a
+// crash in the translation's YAML parse.
+TEST(MegatronNamesTest, DeepNestingIsRefusedNotParsed) {
+  const std::string head = "num_layers: 2\nnum_moe_experts: ";
+  std::string flow = head + std::string(100000, '[') + std::string(100000, ']');
+  std::string block = head + "\n";
+  for (int i = 1; i < 3000; ++i) block += std::string(i, ' ') + "- \n";
+  for (const std::string& text : {flow, block}) {
+    auto m = Load("deep", text);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument)
+        << m.status();
+  }
+}
+
 TEST(MegatronNamesTest, StrataNamesPassThroughUntouched) {
   const std::string text = "num_layers: 2\nhidden_size: 64\n";
   auto out = TranslateMegatronNames(text, "x");
