@@ -488,7 +488,11 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
       // on the first and last stages) and at most all of them (also keeps
       // a huge or NaN quotient of a near-zero alpha out of the int
       // conversion).
-      const double fit = std::floor((target - cl.beta) / cl.alpha + 1e-9);
+      double fit = std::floor((target - cl.beta) / cl.alpha + 1e-9);
+      // No more layers than fit in the class's memory, when the time
+      // alone would give it more (a stage over memory makes the plan
+      // infeasible; another stage may hold the layer).
+      fit = std::min(fit, static_cast<double>(cl.max_layers));
       cl.layers = !(fit >= cl.min_layers) ? cl.min_layers
                   : fit >= l              ? l
                                           : static_cast<int>(fit);
@@ -501,8 +505,10 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     double next = 1e300;
     for (int k = 0; k < classes->size; ++k) {
       const StageClass& cl = classes->at[k];
+      if (cl.layers >= cl.max_layers) continue;  // full in memory
       next = std::min(next, cl.beta + cl.alpha * (cl.layers + 1));
     }
+    if (next >= 1e300) break;  // every class is full: no split fits
     target = next;
     have = total_layers();
   }
@@ -581,11 +587,21 @@ double CostModel::FitStageLines(const Candidate& c, const Shape& sh,
   double inv_sum = 0, beta_sum = 0;
   for (int k = 0; k < classes->size; ++k) {
     StageClass& cl = classes->at[k];
-    const int stage = 0;
-    const double t0 = CostOfStage(c, sh, cl, stage, l0).time_s;
-    const double t1 = CostOfStage(c, sh, cl, stage, l0 + 1).time_s;
+    // A stage's time does not depend on its index, its memory does (the
+    // micro-batches in flight): the class's first stage holds the most.
+    const int stage = layout_->positions[k][0];
+    const StageCost s0 = CostOfStage(c, sh, cl, stage, l0);
+    const StageCost s1 = CostOfStage(c, sh, cl, stage, l0 + 1);
+    const double t0 = s0.time_s, t1 = s1.time_s;
     cl.alpha = std::max(1e-12, t1 - t0);
     cl.beta = t0 - cl.alpha * l0;
+    // Memory is linear in the layers too: the most layers that fit.
+    const double m0 = s0.Memory(reserve_bytes_), m1 = s1.Memory(reserve_bytes_);
+    const double capacity = cl.link.gpu->memory_gib() * kGiB;
+    const double fit = m1 > m0 ? std::floor((capacity - m0) / (m1 - m0) + l0 +
+                                            1e-9)
+                               : sh.l;
+    cl.max_layers = !(fit < sh.l) ? sh.l : fit < 0 ? 0 : static_cast<int>(fit);
     inv_sum += cl.count / cl.alpha;
     beta_sum += cl.count * cl.beta / cl.alpha;
   }

@@ -73,6 +73,7 @@ struct CostModel::StageClass {
   int count = 0, layers = 0;
   int trimmed = 0;  // its first `trimmed` stages hold layers - 1
   int min_layers = 1;  // MinStageLayers of its position and v
+  int max_layers = 1 << 30;  // the most that fit in its GPUs' memory
 };
 
 struct CostModel::StageClasses {

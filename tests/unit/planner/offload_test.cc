@@ -76,8 +76,10 @@ TEST(OffloadTest, WithEnoughGpusThePlanWithoutOffloadWins) {
   ASSERT_TRUE(pinned.ok()) << pinned.status();
   EXPECT_EQ(pinned->plans(0).offload(), Offload::cpu);
   EXPECT_GT(pinned->plans(0).step_time_s(), report->plans(0).step_time_s());
-  EXPECT_LT(pinned->plans(0).memory_gib_per_gpu(),
-            report->plans(0).memory_gib_per_gpu());
+  // Its optimizer states left the GPU (the layouts may differ, and with
+  // them the memory per GPU: the split fills each stage's memory).
+  EXPECT_EQ(pinned->plans(0).breakdown().optimizer_state_gib(), 0);
+  EXPECT_GT(report->plans(0).breakdown().optimizer_state_gib(), 0);
 }
 
 TEST(OffloadTest, TooLittleCpuMemoryIsPrunedWithTheReason) {
