@@ -479,7 +479,30 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     StageClass& cl = classes->at[k];
     cl.min_layers = MinStageLayers(sh.v, p, cl.first, cl.last);
   }
-  double target = FitStageLines(c, sh, classes);
+  const double first_target = FitStageLines(c, sh, classes);
+  if (BalanceLayers(sh, first_target, classes)) return true;
+  // No split fits in memory: the time-only split, so that the candidate is
+  // judged (and reported) by how far it is from fitting.
+  for (int k = 0; k < classes->size; ++k) {
+    classes->at[k].max_layers = 1 << 30;
+    classes->at[k].trimmed = 0;
+  }
+  if (BalanceLayers(sh, first_target, classes)) return true;
+  // The balanced split leaves some stage below a layer per virtual stage
+  // (e.g. 48 layers, p = 2, v = 24: first/last stages would give up a
+  // layer). The even split, which Megatron runs by default, is valid
+  // whenever p v divides l.
+  if (l % (p * sh.v) != 0) return false;
+  for (int k = 0; k < classes->size; ++k) {
+    classes->at[k].layers = l / p;
+    classes->at[k].trimmed = 0;
+  }
+  return true;
+}
+
+bool CostModel::BalanceLayers(const Shape& sh, double target,
+                              StageClasses* classes) const {
+  const int p = sh.p, l = sh.l;
   auto total_layers = [&] {
     int64_t sum = 0;
     for (int k = 0; k < classes->size; ++k) {
@@ -512,22 +535,13 @@ bool CostModel::SplitLayers(const Candidate& c, const Shape& sh,
     target = next;
     have = total_layers();
   }
+  if (have < l) return false;
   bool ok = TrimSurplus(classes, have - l) == 0;
   for (int k = 0; ok && k < classes->size; ++k) {
     const StageClass& cl = classes->at[k];
     if (cl.layers - (cl.trimmed > 0 ? 1 : 0) < cl.min_layers) ok = false;
   }
-  if (ok) return true;
-  // The balanced split leaves some stage below a layer per virtual stage
-  // (e.g. 48 layers, p = 2, v = 24: first/last stages would give up a
-  // layer). The even split, which Megatron runs by default, is valid
-  // whenever p v divides l.
-  if (l % (p * sh.v) != 0) return false;
-  for (int k = 0; k < classes->size; ++k) {
-    classes->at[k].layers = l / p;
-    classes->at[k].trimmed = 0;
-  }
-  return true;
+  return ok;
 }
 
 bool CostModel::ApplyPinnedSplit(const Shape& sh,

@@ -203,6 +203,11 @@ class CostModel {
                           StageClasses* classes) const;
   inline double FitStageLines(const Candidate& c, const Shape& sh,
                               StageClasses* classes) const;
+  // The split from a first target: each class's most layers under the
+  // target (within its min and max), the target raised until l layers are
+  // placed, the surplus trimmed. False when no such split exists.
+  inline bool BalanceLayers(const Shape& sh, double target,
+                            StageClasses* classes) const;
   static inline int64_t TrimSurplus(StageClasses* classes, int64_t surplus);
   // Breakdown of the critical (memory) and slowest (time) stage.
   inline void RecordStages(const Candidate& c, const Shape& sh,
