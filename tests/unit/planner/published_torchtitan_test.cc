@@ -34,36 +34,38 @@ struct Row {
   Precision::Kind precision;
   Recompute::Mode recompute;
   double published;  // tokens/s per GPU
-  double before;     // strata's error before issue 36's changes (fraction)
+  // The prediction's error as docs/planner.md records it ("Validation:
+  // runs not seen before"); the test fails when the model moves it.
+  double documented;
 };
 
 const Row kRows[] = {
     // Table 1: 8 GPUs, local batch 2, selective AC.
     {"8b fsdp eager, 8 GPUs", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1, 1, 3,
-     Precision::bf16, Recompute::none, 5762, 0},
+     Precision::bf16, Recompute::none, 5762, 0.747},
     {"8b fsdp compile, 8 GPUs", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1, 1, 3,
-     Precision::bf16, Recompute::none, 6667, 0},
+     Precision::bf16, Recompute::none, 6667, 0.510},
     {"8b fsdp compile float8, 8 GPUs", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1,
-     1, 3, Precision::fp8, Recompute::none, 8532, 0},
+     1, 3, Precision::fp8, Recompute::none, 8532, 0.616},
     // Table 3: 128 GPUs, local batch 2.
     {"8b fsdp eager, 128 GPUs", "llama3-8b", 128, 256, 2, 8192, 1, 1, 1, 1, 3,
-     Precision::bf16, Recompute::none, 5605, 0},
+     Precision::bf16, Recompute::none, 5605, 0.795},
     {"8b fsdp compile float8, 128 GPUs", "llama3-8b", 128, 256, 2, 8192, 1, 1,
-     1, 1, 3, Precision::fp8, Recompute::none, 8380, 0},
+     1, 1, 3, Precision::fp8, Recompute::none, 8380, 0.643},
     // Table 4: 70B, 256 GPUs, FSDP 32 x TP 8, local batch 16, full AC.
     {"70b fsdp32 tp8 float8", "llama3-70b", 256, 512, 16, 8192, 8, 1, 1, 1, 3,
-     Precision::fp8, Recompute::full, 829, 0},
+     Precision::fp8, Recompute::full, 829, 0.183},
     // Table 5: 405B, 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32
     // (micro-batches of 1), full AC, Float8.
     {"405b 3d 1F1B float8", "llama3-405b", 512, 256, 1, 8192, 8, 8, 1, 1, 1,
-     Precision::fp8, Recompute::full, 100, 0},
+     Precision::fp8, Recompute::full, 100, 0.893},
     {"405b 3d interleaved float8", "llama3-405b", 512, 256, 1, 8192, 8, 8, 1,
-     2, 1, Precision::fp8, Recompute::full, 128, 0},
+     2, 1, Precision::fp8, Recompute::full, 128, 0.619},
     // Table 2: 8B, 8 GPUs, long context, local batch 1, full AC, Float8.
     {"8b fsdp8 cp1 32k float8", "llama3-8b", 8, 8, 1, 32768, 1, 1, 1, 1, 3,
-     Precision::fp8, Recompute::full, 3890, 0},
+     Precision::fp8, Recompute::full, 3890, 0.437},
     {"8b fsdp2 cp4 128k float8", "llama3-8b", 8, 2, 1, 131072, 1, 1, 4, 1, 3,
-     Precision::fp8, Recompute::full, 1071, 0},
+     Precision::fp8, Recompute::full, 1071, 0.772},
 };
 
 ClusterSpec GrandTeton() {
@@ -100,7 +102,7 @@ double Predicted(const Row& r) {
   return report->plans(0).tokens_per_s() / r.gpus;
 }
 
-TEST(PublishedTorchtitanTest, PrintsEveryRowsError) {
+TEST(PublishedTorchtitanTest, ErrorsAreTheDocumentedOnes) {
   std::vector<double> errors;
   std::printf("| run | GPUs | published tok/s/GPU | predicted | error |\n");
   for (const Row& r : kRows) {
@@ -109,7 +111,7 @@ TEST(PublishedTorchtitanTest, PrintsEveryRowsError) {
     errors.push_back(std::fabs(err));
     std::printf("| %s | %d | %.0f | %.0f | %+.1f%% |\n", r.label, r.gpus,
                 r.published, pred, 100 * err);
-    EXPECT_GT(pred, 0) << r.label;
+    EXPECT_NEAR(err, r.documented, 0.002) << r.label;
   }
   std::sort(errors.begin(), errors.end());
   const size_t n = errors.size();
