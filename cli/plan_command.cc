@@ -136,7 +136,7 @@ Status ParseFix(const std::string& full, PlanConstraints* fix) {
       RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
                                 "constraints." + it->second, "--fix " + key));
     } else if (key == "distopt" || key == "sp" || key == "embedding_stage" ||
-               key == "loss_stage") {
+               key == "loss_stage" || key == "dualpipe") {
       if (v != 0 && v != 1) {
         return absl::InvalidArgumentError("--fix " + key +
                                           " must be 0 or 1, got " + value);
@@ -172,12 +172,14 @@ Status ParseFix(const std::string& full, PlanConstraints* fix) {
       fix->set_account_for_embedding(v != 0);
     else if (key == "loss_stage")
       fix->set_account_for_loss(v != 0);
+    else if (key == "dualpipe")
+      fix->set_dualpipe(v != 0);
     else {
       return absl::InvalidArgumentError(
           "--fix: unknown key '" + key +
           "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
           "recompute, precision, offload, layers, first, last, "
-          "embedding_stage, loss_stage, layout)");
+          "embedding_stage, loss_stage, dualpipe, layout)");
     }
   }
   return absl::OkStatus();
@@ -458,7 +460,7 @@ void AddPlanCommand(CLI::App* app) {
                   "mbs=..,zero=..,distopt=0|1,sp=0|1,"
                   "recompute=none|selective|full,precision=bf16|fp8,"
                   "offload=none|cpu|nvme,layers=even|balanced,first=N,last=N,"
-                  "embedding_stage=0|1,loss_stage=0|1,layout=STRING (last)");
+                  "embedding_stage=0|1,loss_stage=0|1,dualpipe=0|1,layout=STRING (last)");
   cmd->add_option("--node-speed", args->node_speed,
                   "per-node speed factors, node=speed,... (e.g. 3=0.5: node "
                   "3 runs at half its GPU's rate)");

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "planner/cost_model_parts.h"
+#include "planner/dualpipe.h"
 #include "planner/pipeline_layout.h"
 
 namespace strata::planner {
@@ -22,6 +23,7 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   // [Rajbhandari et al. SC'20 §3.1].
   optimizer_bytes_ = job.optimizer() == Optimizer::sgd ? 8 : 12;
   even_layers_ = job.constraints().even_layers();
+  dualpipe_ = job.constraints().dualpipe();
   split_fix_ = job.constraints();
   pinned_split_ = split_fix_.has_first_stage_layers() ||
                   split_fix_.has_last_stage_layers() ||
@@ -107,7 +109,8 @@ CostModel::Shape CostModel::ShapeOf(const Candidate& c) const {
   sh.gpn = net_.gpus_per_node();
   sh.stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
   sh.m = c.num_microbatches;
-  sh.steps = sh.m + static_cast<double>(sh.p - 1) / sh.v;
+  sh.steps = sh.m + (dualpipe_ ? DualPipeBubbleSlots(sh.p)
+                               : static_cast<double>(sh.p - 1) / sh.v);
   sh.dshard = static_cast<double>(c.dp) * c.cp;
   sh.eshard = static_cast<double>(c.ExpertDp());
   sh.sharded_optimizer = c.zero_stage >= 1 || c.distributed_optimizer;
@@ -256,8 +259,11 @@ CostModel::StageCost CostModel::CostOfStage(const Candidate& c, const Shape& sh,
   StageCost sc;
   const LayerCost& lc = k.lc;
   const bool crosses = sh.stage_ranks >= sh.gpn;
-  const double p2p =
+  double p2p =
       sh.p > 1 ? 2.0 * sh.v * net_.P2P(lc.p2p_bytes, crosses, k.link) : 0.0;
+  // DualPipe hides the PP communication behind the paired chunks' compute
+  // (DeepSeek-V3 report §3.2.1).
+  if (dualpipe_) p2p = Exposed(p2p, layers * lc.Compute());
   sc.mb_s = layers * lc.Total() + (k.last ? lc.logits_s : 0) + p2p;
   sc.pipeline_s = sh.steps * sc.mb_s;
   const StagePsi psi = StageParams(c, k.first, k.last, layers);
@@ -412,6 +418,12 @@ void CostModel::StageMemory(const Candidate& c, const Shape& sh,
       (c.distributed_optimizer ? d * 4
                                : (c.zero_stage >= 2 ? d / sh.dshard : d) * 2) +
       eg;
+  // DualPipe keeps two copies of the stage's parameters (DeepSeek-V3
+  // report §3.2.1, Table 2: "Parameter 2x"), each with its gradients.
+  if (dualpipe_) {
+    sc->weights *= 2;
+    sc->grads *= 2;
+  }
   sc->optim =
       (c.offload != Offload::none
            ? 0

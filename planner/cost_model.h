@@ -233,6 +233,7 @@ class CostModel {
   double optimizer_bytes_;  // fp32 optimizer state per parameter
   double cpu_adam_params_per_s_;  // per node (HostSpec or the default)
   bool even_layers_;  // PlanConstraints.even_layers: l / p per stage
+  bool dualpipe_;     // PlanConstraints.dualpipe: DeepSeek's DualPipe
   // A split pinned with --fix first/last, embedding_stage/loss_stage or
   // layout (pipeline_layout.h): the constraints, and the layers per stage
   // of the last (p, v) asked (empty: that p, v breaks Megatron's rules).

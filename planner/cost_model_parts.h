@@ -1,7 +1,7 @@
 // CostModel's private parts shared by its source files (cost_model.cc: the
 // per-candidate and per-stage steps; layer_cost.cc: one layer's time and
 // memory; core_sharing.cc: CPU ranks sharing cores). Not a public header:
-// only those three include it.
+// only those three and planner/dualpipe.h include it.
 #pragma once
 
 #include <algorithm>
@@ -56,9 +56,10 @@ struct CostModel::LayerCost {
   // outputs and the two norms' outputs.
   double module_bytes = 0;
   double module_s = 0;  // their rerun: memory-bound, kElementwisePasses
-  double Total() const {
-    return 3 * fwd_s + bwd_extra_s + recompute_s + tp_s + cp_s + a2a_s;
-  }
+  // Forward, backward and recompute of the layer: the window its
+  // communication can hide behind.
+  double Compute() const { return 3 * fwd_s + bwd_extra_s + recompute_s; }
+  double Total() const { return Compute() + tp_s + cp_s + a2a_s; }
 };
 
 // Stages on equal links and GPUs, in the same position (first, last), cost

@@ -6,6 +6,7 @@
 
 #include "planner/cost_model.h"
 #include "planner/cost_model_parts.h"
+#include "planner/dualpipe.h"
 
 namespace strata::planner {
 
@@ -64,6 +65,7 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   if (shape_.experts > 0 && c.recompute == Recompute::full) {
     lc.a2a_s *= 1.5;  // the recomputed forward repeats dispatch and combine
   }
+  if (dualpipe_) lc.a2a_s = DualPipeExposedA2a(lc.a2a_s, lc.Compute());
   lc.tp_s = TensorParallelTime(c, tokens);
   // An MoE layer without shared experts has no TP collectives around its
   // MLP: the dispatcher takes the sequence-parallel shard as it is.

@@ -383,6 +383,26 @@ Status ValidateRequest(const PlanRequest& req) {
         "memory only (--optimizer-cpu-offload), and both --emit launchers "
         "run Megatron-LM: use offload=cpu, or plan without --emit");
   }
+  // DualPipe (planner/dualpipe.h) pairs stage i with stage pp-1-i: an even
+  // pp, each rank's two stages instead of virtual stages.
+  if (fix.dualpipe()) {
+    if (!fix.has_pp() || fix.pp() < 2 || fix.pp() % 2 != 0) {
+      return absl::InvalidArgumentError(
+          "--fix dualpipe=1 needs an even pinned pp of at least 2 (DualPipe "
+          "pairs stage i with stage pp-1-i), e.g. --fix pp=16,dualpipe=1");
+    }
+    if (fix.has_vpp() && fix.vpp() > 1) {
+      return absl::InvalidArgumentError(
+          "--fix dualpipe=1 cannot take vpp > 1: DualPipe's two stages per "
+          "rank replace virtual stages");
+    }
+    if (req.megatron_compatible) {
+      return absl::InvalidArgumentError(
+          "--fix dualpipe=1: neither Megatron-LM nor torchtitan runs "
+          "DeepSeek's DualPipe schedule, so no --emit launcher can: plan "
+          "without --emit");
+    }
+  }
   const int64_t capacity = topology::ClusterGpus(req.cluster);
   if (capacity > 0 && req.gpus > capacity) {
     // A preset with num_nodes describes one machine; the same nodes at
