@@ -8,8 +8,8 @@
 //
 // The hardware (performance.md): 8 H100 per host on NVLink, 96 GB HBM2e
 // at 2.4 TB/s, 400 Gb/s RDMA per GPU, a 500 W power limit ("the actual
-// peak TFLOPs number is between SXM and NVL"); the H100 SXM peak is kept
-// (the page computes its MFU with it), HBM and memory are the page's.
+// peak TFLOPs number is between SXM and NVL"); the peaks are
+// PowerCappedPeak's, HBM and memory are the page's.
 // FSDP without PP is ZeRO-3; with PP torchtitan keeps the parameters
 // gathered across micro-batches (reshard_after_forward off), which strata
 // costs as a sharded optimizer (ZeRO-1): strata refuses ZeRO-2/3 with PP.
@@ -42,36 +42,50 @@ struct Row {
 const Row kRows[] = {
     // Table 1: 8 GPUs, local batch 2, selective AC.
     {"8b fsdp eager, 8 GPUs", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1, 1, 3,
-     Precision::bf16, Recompute::none, 5762, 0.747},
+     Precision::bf16, Recompute::none, 5762, 0.588},
     {"8b fsdp compile, 8 GPUs", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1, 1, 3,
-     Precision::bf16, Recompute::none, 6667, 0.510},
+     Precision::bf16, Recompute::none, 6667, 0.372},
     {"8b fsdp compile float8, 8 GPUs", "llama3-8b", 8, 16, 2, 8192, 1, 1, 1,
-     1, 3, Precision::fp8, Recompute::none, 8532, 0.616},
+     1, 3, Precision::fp8, Recompute::none, 8532, 0.482},
     // Table 3: 128 GPUs, local batch 2.
     {"8b fsdp eager, 128 GPUs", "llama3-8b", 128, 256, 2, 8192, 1, 1, 1, 1, 3,
-     Precision::bf16, Recompute::none, 5605, 0.795},
+     Precision::bf16, Recompute::none, 5605, 0.631},
     {"8b fsdp compile float8, 128 GPUs", "llama3-8b", 128, 256, 2, 8192, 1, 1,
-     1, 1, 3, Precision::fp8, Recompute::none, 8380, 0.643},
+     1, 1, 3, Precision::fp8, Recompute::none, 8380, 0.507},
     // Table 4: 70B, 256 GPUs, FSDP 32 x TP 8, local batch 16, full AC.
     {"70b fsdp32 tp8 float8", "llama3-70b", 256, 512, 16, 8192, 8, 1, 1, 1, 3,
-     Precision::fp8, Recompute::full, 829, 0.183},
+     Precision::fp8, Recompute::full, 829, 0.114},
     // Table 5: 405B, 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32
     // (micro-batches of 1), full AC, Float8.
     {"405b 3d 1F1B float8", "llama3-405b", 512, 256, 1, 8192, 8, 8, 1, 1, 1,
-     Precision::fp8, Recompute::full, 100, 0.893},
+     Precision::fp8, Recompute::full, 100, 0.763},
     {"405b 3d interleaved float8", "llama3-405b", 512, 256, 1, 8192, 8, 8, 1,
-     2, 1, Precision::fp8, Recompute::full, 128, 0.619},
+     2, 1, Precision::fp8, Recompute::full, 128, 0.508},
     // Table 2: 8B, 8 GPUs, long context, local batch 1, full AC, Float8.
     {"8b fsdp8 cp1 32k float8", "llama3-8b", 8, 8, 1, 32768, 1, 1, 1, 1, 3,
-     Precision::fp8, Recompute::full, 3890, 0.437},
+     Precision::fp8, Recompute::full, 3890, 0.302},
     {"8b fsdp2 cp4 128k float8", "llama3-8b", 8, 2, 1, 131072, 1, 1, 4, 1, 3,
-     Precision::fp8, Recompute::full, 1071, 0.772},
+     Precision::fp8, Recompute::full, 1071, 0.595},
 };
+
+// Dense tensor-core peak of an H100 (132 SMs) held to `watts`: the page
+// says the 500 W part's peak lies between the SXM's and the NVL's. NVIDIA
+// datasheets: H100 SXM 989 BF16 / 1979 FP8 dense TFLOP/s at up to 700 W;
+// H100 NVL 835.5 / 1670.5 (1671 / 3341 with sparsity) at up to 400 W.
+// Interpolated linearly in the power limit between the two (an assumption:
+// the clock a power cap allows is not linear in watts); 500 W gives 0.897
+// of the SXM peak.
+double PowerCappedPeak(double watts, double sxm_700w, double nvl_400w) {
+  const double f = std::clamp((watts - 400) / (700 - 400), 0.0, 1.0);
+  return nvl_400w + f * (sxm_700w - nvl_400w);
+}
 
 ClusterSpec GrandTeton() {
   ClusterSpec c = *topology::LoadCluster("dgx-h100");
   c.set_name("grand-teton");
   c.mutable_gpu()->set_name("H100-96GB-HBM2e-500W");
+  c.mutable_gpu()->set_peak_bf16_tflops(PowerCappedPeak(500, 989, 835.5));
+  c.mutable_gpu()->set_peak_fp8_tflops(PowerCappedPeak(500, 1979, 1670.5));
   c.mutable_gpu()->set_memory_gib(96);
   c.mutable_gpu()->set_hbm_gbps(2400);
   return c;
