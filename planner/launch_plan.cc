@@ -156,6 +156,13 @@ StatusOr<LaunchPlan> PlanForLaunch(const PlanRequest& request) {
   unconstrained.megatron_compatible = false;
   unconstrained.top_k = 1;
   unconstrained.with_placement = false;
+  // No launcher runs DualPipe: PlanJob's refusal (search.cc) says so, and
+  // the Megatron constraint note below would not be the reason.
+  if (request.job.constraints().dualpipe()) {
+    StatusOr<PlanReport> refused = PlanJob(constrained);
+    if (!refused.ok()) return refused.status();
+    return absl::InternalError("a DualPipe plan was accepted for --emit");
+  }
   StatusOr<PlanReport> best = PlanJob(unconstrained);
   StatusOr<PlanReport> launch = PlanJob(constrained);
   if (!launch.ok()) {

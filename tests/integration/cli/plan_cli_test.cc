@@ -238,6 +238,15 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
        "--fix layers=odd",
        "even or balanced"},
       {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix pp=1,dualpipe=1",
+       "--fix dualpipe=1 needs an even pinned pp of at least 2"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix pp=2,dualpipe=2",
+       "--fix dualpipe must be 0 or 1, got 2"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+       "--fix pp=2,dualpipe=1 --emit megatron",
+       "no --emit launcher can"},
+      {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
        "--node-speed 3",
        "node=speed pairs"},
       {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
