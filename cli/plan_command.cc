@@ -424,6 +424,14 @@ void RunPlan(const PlanArgs& args) {
     return;
   }
   std::fputs(FormatPlanTable(*report, *cluster, args.explain).c_str(), stdout);
+  if (req.job.constraints().dualpipe()) {
+    std::fputs(
+        "schedule: DeepSeek's DualPipe (--fix dualpipe=1; docs/planner.md "
+        "\"DualPipe\"): all-to-all and p2p hidden behind compute, bubble "
+        "2(pp/2-1)/3 micro-batches, 2x weights and gradients; costed only, "
+        "no --emit launcher runs it\n",
+        stdout);
+  }
 }
 
 }  // namespace

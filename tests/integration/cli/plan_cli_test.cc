@@ -190,6 +190,16 @@ TEST(PlanCliTest, MoeExplainShowsTheAllToAll) {
   EXPECT_NE(r.out.find("all-to-all "), std::string::npos) << r.out;
 }
 
+// A DualPipe plan says which schedule its prediction assumes.
+TEST(PlanCliTest, DualPipeTableNamesTheSchedule) {
+  RunResult r = RunStrata(
+      "plan --model mixtral-8x7b --cluster dgx-h100 --gpus 64 "
+      "--global-batch 256 --fix pp=4,ep=8,dualpipe=1 --top 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("schedule: DeepSeek's DualPipe"), std::string::npos)
+      << r.out;
+}
+
 TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
   struct Case {
     std::string args, message;
