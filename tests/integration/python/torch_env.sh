@@ -2,6 +2,8 @@
 # (deploy/python-venv.sh, made here when the build did not), or exits 77
 # (ctest's SKIP_RETURN_CODE) saying why when PyPI could not be reached.
 # Needs $build and $src.
+build=$(cd "$build" && pwd)
+src=$(cd "$src" && pwd)
 venv=$build/venv
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.strata-torch" ]; then
   "$src/deploy/python-venv.sh" "$venv" >&2 || { echo "deploy/python-venv.sh failed"; exit 1; }
