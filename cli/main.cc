@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/torchrun_args.h"
 #include "common/logging.h"
 
 namespace strata::cli {
@@ -15,6 +16,27 @@ const std::vector<std::string>& CommandAfterDashDash() { return g_command; }
 }  // namespace strata::cli
 
 int main(int argc, char** argv) {
+  // `strata run|submit` also take torchrun's form (cli/torchrun_args.h):
+  // rewritten into strata's own before anything else reads them.
+  std::vector<std::string> words(argv, argv + argc);
+  for (int i = 1; i < argc; ++i) {
+    if (words[i] == "--") break;
+    if (words[i] != "run" && words[i] != "submit") continue;
+    auto rest = strata::cli::TranslateTorchrunArgs(
+        std::vector<std::string>(words.begin() + i + 1, words.end()));
+    if (!rest.ok()) {
+      std::fprintf(stderr, "strata %s: %s\n", words[i].c_str(),
+                   std::string(rest.status().message()).c_str());
+      return strata::cli::kExitBadInput;
+    }
+    words.resize(i + 1);
+    words.insert(words.end(), rest->begin(), rest->end());
+    break;
+  }
+  std::vector<char*> word_ptrs;
+  for (std::string& w : words) word_ptrs.push_back(w.data());
+  argc = static_cast<int>(word_ptrs.size());
+  argv = word_ptrs.data();
   // `strata run ... -- COMMAND ARGS`: everything after the first "--" is the
   // rank command, never parsed as strata's own arguments.
   for (int i = 1; i < argc; ++i) {

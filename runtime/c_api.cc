@@ -3,7 +3,10 @@
 // thread-local message.
 #include "strata/c_api.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,9 +17,14 @@
 
 struct strata_runtime {
   std::unique_ptr<strata::Runtime> rt;
+  std::vector<std::string> sections;  // added since the last end_step
 };
 struct strata_checkpointer {
   std::unique_ptr<strata::checkpoint::Checkpointer> ck;
+  // The newest step this handle may not save again: the newest committed
+  // step when it first saved, then each step it saved (-1: none yet).
+  int64_t last_step = -1;
+  bool checked_committed = false;
 };
 
 namespace {
@@ -28,8 +36,37 @@ int Report(const strata::Status& s) {
   return static_cast<int>(s.code());
 }
 
-int Invalid(const char* what) {
+int Invalid(const std::string& what) {
   return Report(absl::InvalidArgumentError(what));
+}
+
+// A step report travels as one ZeroMQ message that the worker drops above
+// 64 KiB (worker/telemetry.h). Bounding the sections of one step keeps a
+// report well under it: 128 sections x (64-byte name + ~12 bytes of map
+// entry framing) < 10 KiB, plus the fixed fields and the per-peer links.
+constexpr size_t kMaxSectionName = 64;
+constexpr size_t kMaxSectionsPerStep = 128;
+
+// A printable name (section, tensor, blob): non-empty, at most `max`
+// bytes, no control characters.
+absl::Status CheckName(const char* what, const char* name, size_t max) {
+  if (name == nullptr || *name == '\0') {
+    return absl::InvalidArgumentError(std::string(what) + " name is empty");
+  }
+  const size_t n = std::strlen(name);
+  if (n > max) {
+    return absl::InvalidArgumentError(std::string(what) + " name '" +
+                                      std::string(name, 32) + "...' is " +
+                                      std::to_string(n) + " bytes (at most " +
+                                      std::to_string(max) + ")");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<unsigned char>(name[i]) < 0x20) {
+      return absl::InvalidArgumentError(std::string(what) + " name '" + name +
+                                        "' has a control character");
+    }
+  }
+  return absl::OkStatus();
 }
 
 strata::StatusOr<std::vector<strata::checkpoint::ShardedTensor>> Tensors(
@@ -48,6 +85,15 @@ strata::StatusOr<std::vector<strata::checkpoint::ShardedTensor>> Tensors(
           "tensor " + std::to_string(i) +
           ": name, dtype 0-6 and ndim shapes/offsets are required");
     }
+    RETURN_IF_ERROR(CheckName("tensor", x.name, 4096));
+    if (x.num_replicas < 1 || x.replica_id < 0 ||
+        x.replica_id >= x.num_replicas) {
+      return absl::InvalidArgumentError(
+          std::string("tensor '") + x.name + "': replica_id " +
+          std::to_string(x.replica_id) + " of num_replicas " +
+          std::to_string(x.num_replicas) +
+          " (need num_replicas >= 1 and 0 <= replica_id < num_replicas)");
+    }
     strata::checkpoint::ShardedTensor s;
     s.name = x.name;
     s.dtype = static_cast<DType>(x.dtype);
@@ -55,7 +101,7 @@ strata::StatusOr<std::vector<strata::checkpoint::ShardedTensor>> Tensors(
     s.local_shape.assign(x.local_shape, x.local_shape + x.ndim);
     s.global_offset.assign(x.global_offset, x.global_offset + x.ndim);
     s.replica_id = x.replica_id;
-    s.num_replicas = x.num_replicas < 1 ? 1 : x.num_replicas;
+    s.num_replicas = x.num_replicas;
     s.data = x.data;
     RETURN_IF_ERROR(s.Validate());
     out.push_back(std::move(s));
@@ -75,7 +121,7 @@ int strata_init(int build_groups, strata_runtime** out) {
   o.build_groups = build_groups != 0;
   auto rt = strata::Runtime::FromEnv(o);
   if (!rt.ok()) return Report(rt.status());
-  *out = new strata_runtime{std::move(*rt)};
+  *out = new strata_runtime{std::move(*rt), {}};
   return Report(absl::OkStatus());
 }
 
@@ -101,6 +147,24 @@ const char* strata_ckpt_uri(const strata_runtime* rt) {
 
 int strata_timer_add(strata_runtime* rt, const char* section, double seconds) {
   if (rt == nullptr || section == nullptr) return Invalid("null argument");
+  if (auto s = CheckName("section", section, kMaxSectionName); !s.ok()) {
+    return Report(s);
+  }
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return Invalid(std::string("section '") + section + "': " +
+                   std::to_string(seconds) +
+                   " seconds (need a finite value >= 0)");
+  }
+  std::vector<std::string>& names = rt->sections;
+  if (std::find(names.begin(), names.end(), section) == names.end()) {
+    if (names.size() >= kMaxSectionsPerStep) {
+      return Invalid(std::string("section '") + section + "': a step has at most " +
+                     std::to_string(kMaxSectionsPerStep) +
+                     " sections (the report must fit the worker's 64 KiB "
+                     "telemetry frame)");
+    }
+    names.push_back(section);
+  }
   rt->rt->timer().Add(section, seconds);
   return Report(absl::OkStatus());
 }
@@ -108,6 +172,12 @@ int strata_timer_add(strata_runtime* rt, const char* section, double seconds) {
 int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
                           double loss) {
   if (rt == nullptr) return Invalid("null runtime");
+  if (step < 0) return Invalid("end_step: step " + std::to_string(step) + " < 0");
+  if (tokens < 0) {
+    return Invalid("end_step: tokens " + std::to_string(tokens) + " < 0");
+  }
+  if (std::isinf(loss)) return Invalid("end_step: loss is infinite");
+  rt->sections.clear();
   rt->rt->timer().EndStep(step, tokens, loss);
   return Report(absl::OkStatus());
 }
@@ -132,19 +202,47 @@ int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
                      const strata_tensor* tensors, int num_tensors,
                      const strata_blob* blobs, int num_blobs) {
   if (ck == nullptr) return Invalid("null checkpointer");
+  if (step < 0) {
+    return Invalid("checkpoint step " + std::to_string(step) + " < 0");
+  }
+  if (!ck->checked_committed) {
+    // A committed step is never replaced: saving it again would silently
+    // swap its data under readers and the catalog.
+    auto latest = ck->ck->Latest();
+    if (!latest.ok() && !absl::IsNotFound(latest.status())) {
+      return Report(latest.status());
+    }
+    if (latest.ok()) ck->last_step = *latest;
+    ck->checked_committed = true;
+  }
+  if (step <= ck->last_step) {
+    return Report(absl::AlreadyExistsError(
+        "checkpoint step " + std::to_string(step) +
+        " is not newer than step " + std::to_string(ck->last_step) +
+        " (already committed or being saved); steps must increase: save to "
+        "a new checkpoint URI or remove the newer steps first"));
+  }
+  if (num_blobs < 0 || (num_blobs > 0 && blobs == nullptr)) {
+    return Invalid("blobs: null array or negative count");
+  }
   auto t = Tensors(tensors, num_tensors);
   if (!t.ok()) return Report(t.status());
   std::vector<strata::checkpoint::Blob> b;
   for (int i = 0; i < num_blobs; ++i) {
-    if (blobs[i].name == nullptr ||
-        (blobs[i].data == nullptr && blobs[i].size)) {
-      return Invalid("blob: name and data are required");
+    if (auto s = CheckName("blob", blobs[i].name, 4096); !s.ok()) {
+      return Report(s);
+    }
+    if (blobs[i].data == nullptr && blobs[i].size) {
+      return Invalid(std::string("blob '") + blobs[i].name +
+                     "': data is null");
     }
     b.push_back(
         {blobs[i].name, blobs[i].per_rank != 0,
          std::string(static_cast<const char*>(blobs[i].data), blobs[i].size)});
   }
-  return Report(ck->ck->SaveAsync(step, *t, b).status());
+  auto handle = ck->ck->SaveAsync(step, *t, b);
+  if (handle.ok()) ck->last_step = step;
+  return Report(handle.status());
 }
 
 int strata_ckpt_wait(strata_checkpointer* ck) {
@@ -176,6 +274,9 @@ int strata_ckpt_latest(const char* uri, int64_t* step) {
 int strata_ckpt_load(const char* uri, int64_t step, strata_tensor* tensors,
                      int num_tensors) {
   if (uri == nullptr) return Invalid("null uri");
+  if (step < 0) {
+    return Invalid("checkpoint step " + std::to_string(step) + " < 0");
+  }
   auto t = Tensors(tensors, num_tensors);
   if (!t.ok()) return Report(t.status());
   return Report(strata::checkpoint::Load(uri, step, *t));

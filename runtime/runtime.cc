@@ -48,7 +48,9 @@ StatusOr<RankInfo> ReadRankEnv(const RuntimeOptions& options) {
         it->second != std::to_string(size)) {
       return absl::InvalidArgumentError(
           absl::StrCat(flag, "=", size, " was asked for but ", name, "=",
-                       it->second, " (the launcher's placement)"));
+                       it->second, " (the launcher's placement): launch with `strata run --",
+                       flag, " ", size, " ...` (or constraints.", flag,
+                       ": ", size, " in the job file) so the ranks are placed for it"));
     }
     env[name] = std::to_string(size);
   }

@@ -5,6 +5,13 @@
 // ptrace. Both leave a stopped rank stopped and resume a running one when
 // they detach.
 //
+// A Python rank (its /proc/PID/exe named python*) also gets its Python
+// stack from `py-spy dump --nonblocking` (PyPI; deploy/python-venv.sh
+// installs it), found on the rank's own PATH (/proc/PID/environ), next to
+// its argv[0], then on the worker's PATH; it reads the stopped or running
+// process's memory without pausing it. Its text follows the native one as
+// "python: <frames>" (CompactPyStack); without py-spy there is none.
+//
 // Start() forks the debugger with its output in an anonymous file; Poll()
 // returns the dumps that finished, and kills a debugger past `budget_ms`
 // (its dump then says so). Neither tool installed: Start() returns "" at
@@ -38,9 +45,13 @@ class StackDumps {
   bool empty() const { return running_.empty(); }
 
  private:
-  struct Running {
-    pid_t child = -1;
+  struct Child {
+    pid_t pid = -1;
     int out_fd = -1;
+    bool done = false;
+  };
+  struct Running {
+    Child native, python;  // python.pid -1: no Python stack taken
     int64_t deadline_ms = 0;
   };
   int64_t budget_ms_;
@@ -51,5 +62,10 @@ class StackDumps {
 // backtrace: frame lines only, addresses and argument lists dropped, at most
 // `max_chars`. Pure; exposed for tests.
 std::string CompactBacktrace(const std::string& raw, size_t max_chars = 1500);
+
+// "train_step (train.py:40) | main (train.py:77)" from `py-spy dump`: the
+// first thread's frames (the main thread), innermost first, at most
+// `max_chars`. Pure; exposed for tests.
+std::string CompactPyStack(const std::string& raw, size_t max_chars = 1500);
 
 }  // namespace strata::worker

@@ -94,6 +94,30 @@ def _check(code):
         raise StrataError(code, _lib.strata_last_error().decode())
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _int64(what, value):
+    """`value` as a non-negative int that fits int64_t; ctypes would wrap
+    a larger one silently (2**64 + 12 -> 12)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    value = value.__index__()
+    if not 0 <= value <= _INT64_MAX:
+        raise ValueError(f"{what} {value} is out of range [0, 2**63-1]")
+    return value
+
+
+def _name(what, name):
+    """`name` encoded for C: a non-empty str without NUL (C would cut it
+    there)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} name must be a non-empty str, got {name!r}")
+    if "\0" in name:
+        raise ValueError(f"{what} name {name!r} contains a NUL character")
+    return name.encode()
+
+
 # dtype codes of c_api.h by numpy / torch dtype name.
 _DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3,
            "int32": 4, "int64": 5, "uint8": 6}
@@ -119,6 +143,14 @@ class Shard:
 
     def __init__(self, array, global_shape=None, offset=None, replica_id=0,
                  num_replicas=1):
+        if (isinstance(num_replicas, bool) or not isinstance(num_replicas, int)
+                or num_replicas < 1):
+            raise ValueError(f"num_replicas must be an int >= 1, got "
+                             f"{num_replicas!r}")
+        if (isinstance(replica_id, bool) or not isinstance(replica_id, int)
+                or not 0 <= replica_id < num_replicas):
+            raise ValueError(f"replica_id must be an int in [0, "
+                             f"{num_replicas}), got {replica_id!r}")
         self.array = array
         _, _, shape = _buffer(array)
         self.global_shape = tuple(global_shape) if global_shape else shape
@@ -128,8 +160,11 @@ class Shard:
 
 
 def _tensors(items, default_replica=(0, 1)):
+    """The C array of `items` (name -> array or Shard, or a list of (name,
+    array or Shard) pairs when a rank holds several boxes of one tensor)."""
     keep, out = [], []
-    for name, value in items.items():
+    pairs = items.items() if hasattr(items, "items") else items
+    for name, value in pairs:
         shard = value if isinstance(value, Shard) else Shard(
             value, replica_id=default_replica[0],
             num_replicas=default_replica[1])
@@ -140,7 +175,7 @@ def _tensors(items, default_replica=(0, 1)):
         arrays = [(ctypes.c_int64 * max(nd, 1))(*v) for v in
                   (shard.global_shape, shape, shard.offset)]
         keep.append(arrays)
-        encoded = name.encode()
+        encoded = _name("tensor", name)
         keep.append(encoded)
         out.append(_Tensor(encoded, _DTYPES[dtype], nd, arrays[0], arrays[1],
                            arrays[2], shard.replica_id, shard.num_replicas,
@@ -154,25 +189,40 @@ class Checkpointer:
     def __init__(self, runtime, uri=None, keep_last=3):
         self._rt = runtime
         self._h = ctypes.c_void_p()
-        _check(_lib.strata_ckpt_open(runtime._h, (uri or "").encode(),
+        if keep_last is None or isinstance(keep_last, bool) or not isinstance(
+                keep_last, int) or not 0 <= keep_last < 2**31:
+            raise ValueError(f"keep_last must be an int >= 0 (0: keep "
+                             f"every step), got {keep_last!r}")
+        curi = _name("checkpoint URI", uri) if uri else b""
+        _check(_lib.strata_ckpt_open(runtime._h, curi,
                                      keep_last, ctypes.byref(self._h)))
 
-    def save(self, step, tensors, blobs=None, replicated=True):
+    def save(self, step, tensors, blobs=None, replicated=True,
+             global_blobs=None):
         """Copies `tensors` (name -> array, or Shard) and `blobs` (name ->
         bytes, per rank) and returns; persisting goes on in the background.
         Plain arrays are taken as replicated on every rank: each rank then
-        writes 1/world of them (fully-parallel save)."""
+        writes 1/world of them (fully-parallel save). `step` is an int in
+        [0, 2**63-1] newer than every committed or saved step of this
+        checkpoint (StrataError code 6 otherwise: a committed step is never
+        replaced)."""
+        step = _int64("checkpoint step", step)
+        if not self._h:
+            raise ValueError("save on a closed Checkpointer")
         rt = self._rt
         replica = (rt.rank, rt.world_size) if replicated else (0, 1)
+        # global_blobs (name -> bytes) are stored once, as rank 0 gives them.
         arr, keep = _tensors(tensors, replica)
         blob_list = []
-        for name, data in (blobs or {}).items():
-            buf = ctypes.create_string_buffer(bytes(data), len(data))
-            keep.append(buf)
-            keep.append(name.encode())
-            blob_list.append(_Blob(keep[-1], 1, ctypes.addressof(buf), len(data)))
+        for per_rank, named in ((1, blobs), (0, global_blobs)):
+            for name, data in (named or {}).items():
+                buf = ctypes.create_string_buffer(bytes(data), len(data))
+                keep.append(buf)
+                keep.append(_name("blob", name))
+                blob_list.append(_Blob(keep[-1], per_rank,
+                                       ctypes.addressof(buf), len(data)))
         barr = (_Blob * len(blob_list))(*blob_list)
-        _check(_lib.strata_ckpt_save(self._h, int(step), arr, len(tensors),
+        _check(_lib.strata_ckpt_save(self._h, step, arr, len(tensors),
                                      barr, len(blob_list)))
 
     def wait(self):
@@ -202,12 +252,40 @@ class Runtime:
     def checkpointer(self, uri=None, keep_last=3):
         return Checkpointer(self, uri, keep_last)
 
+    @staticmethod
+    def _section(name, seconds):
+        encoded = _name("section", name)
+        if len(encoded) > 64:
+            raise ValueError(f"section name {name!r} is longer than 64 bytes")
+        seconds = float(seconds)
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"section {name!r}: {seconds} seconds (need a "
+                             f"finite value >= 0)")
+        return encoded, seconds
+
+    def add_section(self, name, seconds):
+        """Adds `seconds` (finite, >= 0) to section `name` (1-64 printable
+        characters) of the current step; at most 128 sections a step (the
+        report must fit the worker's 64 KiB telemetry frame)."""
+        _check(_lib.strata_timer_add(self._h, *self._section(name, seconds)))
+
     def end_step(self, step, tokens=0, loss=math.nan, sections=None):
-        """Reports one step (section name -> seconds) to the worker."""
-        for name, seconds in (sections or {}).items():
-            _check(_lib.strata_timer_add(self._h, name.encode(), float(seconds)))
-        _check(_lib.strata_timer_end_step(self._h, int(step), int(tokens),
-                                          float(loss)))
+        """Reports one step (section name -> seconds) to the worker. `loss`
+        NaN means none; an infinite one is an error."""
+        step = _int64("step", step)
+        tokens = _int64("tokens", tokens)
+        loss = float(loss)
+        if math.isinf(loss):
+            raise ValueError(f"step {step}: loss is {loss}")
+        # Everything is checked before anything reaches the step.
+        checked = [self._section(n, v) for n, v in (sections or {}).items()]
+        if len(checked) > 128:
+            raise ValueError(f"step {step}: {len(checked)} sections, at most "
+                             f"128 (the report must fit the worker's 64 KiB "
+                             f"telemetry frame)")
+        for encoded, seconds in checked:
+            _check(_lib.strata_timer_add(self._h, encoded, seconds))
+        _check(_lib.strata_timer_end_step(self._h, step, tokens, loss))
 
     def close(self):
         if self._h:
@@ -224,24 +302,29 @@ class Runtime:
 def latest_step(uri):
     """The newest committed step of `uri`, or None."""
     step = ctypes.c_int64()
-    _check(_lib.strata_ckpt_latest(uri.encode(), ctypes.byref(step)))
+    _check(_lib.strata_ckpt_latest(_name("checkpoint URI", uri),
+                                   ctypes.byref(step)))
     return None if step.value < 0 else step.value
 
 
 def load(uri, step, tensors):
     """Fills each array (name -> array, or Shard for a box of the global
     tensor) from checkpoint `step`, whatever sharding wrote it."""
+    step = _int64("checkpoint step", step)
     arr, _keep = _tensors(tensors)
-    _check(_lib.strata_ckpt_load(uri.encode(), int(step), arr, len(tensors)))
+    _check(_lib.strata_ckpt_load(_name("checkpoint URI", uri), step, arr,
+                                 len(tensors)))
 
 
 def load_blob(uri, step, name, rank=None):
     """A blob's bytes; per-rank blobs are named "<rank>/<name>"."""
     full = name if rank is None else f"{rank}/{name}"
+    step = _int64("checkpoint step", step)
+    curi, cname = _name("checkpoint URI", uri), _name("blob", full)
     size = ctypes.c_size_t()
-    _check(_lib.strata_ckpt_load_blob(uri.encode(), int(step), full.encode(),
-                                      None, 0, ctypes.byref(size)))
+    _check(_lib.strata_ckpt_load_blob(curi, step, cname, None, 0,
+                                      ctypes.byref(size)))
     buf = ctypes.create_string_buffer(size.value)
-    _check(_lib.strata_ckpt_load_blob(uri.encode(), int(step), full.encode(),
-                                      buf, size.value, ctypes.byref(size)))
+    _check(_lib.strata_ckpt_load_blob(curi, step, cname, buf, size.value,
+                                      ctypes.byref(size)))
     return buf.raw[:size.value]

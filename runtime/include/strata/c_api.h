@@ -38,7 +38,11 @@ int strata_get_placement(const strata_runtime* rt, strata_placement* out);
 const char* strata_job_id(const strata_runtime* rt);
 const char* strata_ckpt_uri(const strata_runtime* rt);
 
-/* Step telemetry (runtime/step_timer.h). */
+/* Step telemetry (runtime/step_timer.h). A section name is 1-64 printable
+ * bytes and its seconds finite and >= 0; a step has at most 128 distinct
+ * sections (so its report fits the worker's 64 KiB frame). end_step needs
+ * step >= 0, tokens >= 0 and a loss that is not infinite (NaN: none).
+ * Anything else is rejected (3, invalid argument) naming the value. */
 int strata_timer_add(strata_runtime* rt, const char* section, double seconds);
 int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
                           double loss);
@@ -70,7 +74,11 @@ typedef struct {
 int strata_ckpt_open(strata_runtime* rt, const char* uri, int keep_last,
                      strata_checkpointer** out);
 /* Copies the tensors and blobs and returns; persisting continues in the
- * background. */
+ * background. step must be >= 0 and newer than both the newest step
+ * committed when this checkpointer first saved and every step it saved
+ * (6, already exists, otherwise: a committed step is never replaced).
+ * Tensor and blob names are non-empty printable strings; a tensor needs
+ * num_replicas >= 1 and 0 <= replica_id < num_replicas. */
 int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
                      const strata_tensor* tensors, int num_tensors,
                      const strata_blob* blobs, int num_blobs);

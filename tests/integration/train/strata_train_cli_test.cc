@@ -41,6 +41,8 @@ TEST(StrataTrainCliTest, BadInputExitsTwoWithOneLine) {
       {"", "RANK=0 WORLD_SIZE=2", "STRATA_STORE is not set"},
       // A flag that contradicts the launcher's placement.
       {"--tp 2", "STRATA_TP=1", "tp=2 was asked for but STRATA_TP=1"},
+      // ... and says how to fix it.
+      {"--tp 2", "STRATA_TP=1", "launch with `strata run --tp 2 ...`"},
       // Two nodes and no address to bind: named, not a loopback bind.
       {"", "RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 STRATA_STORE=file:///tmp",
        "STRATA_NODE_ADDR is not set, but the job spans 2 nodes"},

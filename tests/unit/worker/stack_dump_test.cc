@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -54,6 +55,62 @@ TEST(CompactBacktrace, GdbAndEuStackFrames) {
     return s;
   }();
   EXPECT_LE(CompactBacktrace(many, 100).size(), 103u);
+}
+
+TEST(CompactPyStack, MainThreadFramesOnly) {
+  const std::string spy =
+      "Process 7: python3 train.py\n"
+      "Python v3.11.2 (/usr/bin/python3.11)\n\n"
+      "Thread 7 (idle): \"MainThread\"\n"
+      "    wait (threading.py:320)\n"
+      "    train_step (train.py:40)\n"
+      "    <module> (train.py:77)\n"
+      "Thread 9 (idle): \"Thread-1\"\n"
+      "    run (threading.py:10)\n";
+  EXPECT_EQ(CompactPyStack(spy),
+            "wait (threading.py:320) | train_step (train.py:40) | <module> "
+            "(train.py:77)");
+  EXPECT_EQ(CompactPyStack("Error: Failed to find python version\n"), "");
+  EXPECT_LE(CompactPyStack(spy, 10).size(), 13u);
+}
+
+// A Python process's dump carries its Python stack when py-spy is on its
+// PATH (the venv of deploy/python-venv.sh in the build tree).
+TEST(StackDumps, PythonProcessGetsItsPythonStack) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  const std::string venv = std::string(bin ? bin : "build") + "/venv/bin";
+  if (access((venv + "/py-spy").c_str(), X_OK) != 0 ||
+      access((venv + "/python").c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "no venv with py-spy at " << venv;
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("PATH", (venv + ":/usr/bin:/bin").c_str(), 1);
+    const std::string py = venv + "/python";
+    execl(py.c_str(), "python", "-c",
+          "import time\ndef hung_here():\n    time.sleep(30)\nhung_here()\n",
+          nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  StackDumps dumps(20000);
+  auto now = NowMs();
+  auto at_once = dumps.Start(3, child, now);
+  std::map<int, std::string> done;
+  const int64_t deadline = now + 30000;
+  while (!at_once.has_value() && done.empty() && NowMs() < deadline) {
+    done = dumps.Poll(NowMs());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (at_once.has_value()) GTEST_SKIP() << "no gdb or eu-stack";
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_NE(done[3].find(" || python: hung_here (<string>:3) | <module> "
+                         "(<string>:4)"),
+            std::string::npos)
+      << done[3];
 }
 
 TEST(StackDumps, StoppedProcessStaysStopped) {

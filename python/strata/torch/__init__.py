@@ -1,0 +1,8 @@
+"""strata for PyTorch jobs (docs/pytorch.md): DCP storage on strata's
+checkpoint engine (StorageWriter, StorageReader) and a step monitor with
+sections (monitor, step). Needs torch >= 2.3."""
+from strata.torch.monitor import StepMonitor, current, monitor, step
+from strata.torch.storage import StorageReader, StorageWriter
+
+__all__ = ["StepMonitor", "StorageReader", "StorageWriter", "current",
+           "monitor", "step"]

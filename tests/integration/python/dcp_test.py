@@ -1,0 +1,202 @@
+"""torch.distributed.checkpoint (DCP) save/load/async_save unchanged on
+strata.torch.StorageWriter/StorageReader, one process (a world of one needs
+no launcher): round trips on file:// and rocksdb://, the strata CLI sees the
+steps, and bad input (missing or foreign checkpoint, changed shape, corrupt
+chunk, unknown URI, a step saved twice, a crash mid-save) is a clear Python
+exception that leaves every committed step loadable.
+
+Run by dcp_test.sh with the venv's python (torch 2.x).
+"""
+import glob
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+import torch
+import torch.distributed.checkpoint as dcp
+
+import strata
+from strata.torch import StorageReader, StorageWriter
+
+
+def state(seed):
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "w": torch.randn(64, 32, generator=g),
+        "b": torch.randn(32, generator=g).to(torch.bfloat16),
+        "i": torch.arange(10, dtype=torch.int64),
+        "mask": torch.rand(7, generator=g) > 0.5,   # bool: not native
+        "step": 17,                                 # bytes item
+        "nested": {"lr": 0.5, "t": torch.ones(3)},
+    }
+
+
+def zeros_like(sd):
+    out = {}
+    for k, v in sd.items():
+        if isinstance(v, dict):
+            out[k] = zeros_like(v)
+        elif isinstance(v, torch.Tensor):
+            out[k] = torch.zeros_like(v)
+        else:
+            out[k] = None
+    return out
+
+
+def assert_equal(test, a, b):
+    test.assertEqual(a.keys(), b.keys())
+    for k in a:
+        if isinstance(a[k], dict):
+            assert_equal(test, a[k], b[k])
+        elif isinstance(a[k], torch.Tensor):
+            test.assertTrue(torch.equal(a[k], b[k]), k)
+        else:
+            test.assertEqual(a[k], b[k], k)
+
+
+class DcpTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="strata-dcp-")
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def uri(self, scheme="file"):
+        return f"{scheme}://{self.dir}/ck"
+
+    def roundtrip(self, scheme):
+        uri = self.uri(scheme)
+        a, b = state(1), state(2)
+        dcp.save(a, storage_writer=StorageWriter(uri, step=10))
+        dcp.save(b, storage_writer=StorageWriter(uri, step=20))
+        self.assertEqual(strata.latest_step(uri), 20)
+        for step, want in ((10, a), (20, b), (None, b)):
+            got = zeros_like(want)
+            dcp.load(got, storage_reader=StorageReader(uri, step=step))
+            assert_equal(self, got, want)
+
+    def test_roundtrip_file(self):
+        self.roundtrip("file")
+
+    def test_roundtrip_rocksdb(self):
+        self.roundtrip("rocksdb")
+
+    def test_checkpoint_id_form(self):
+        uri = self.uri()
+        a = state(3)
+        dcp.save(a, checkpoint_id=f"{uri}?step=5",
+                 storage_writer=StorageWriter(uri))
+        got = zeros_like(a)
+        dcp.load(got, checkpoint_id=f"{uri}?step=5",
+                 storage_reader=StorageReader(uri))
+        assert_equal(self, got, a)
+
+    def test_async_save(self):
+        uri = self.uri()
+        a = state(4)
+        before = a["w"].clone()
+        fut = dcp.async_save(a, storage_writer=StorageWriter(uri, step=1))
+        a["w"].add_(1.0)  # training goes on: the saved values are the staged ones
+        fut.result()
+        got = zeros_like(a)
+        dcp.load(got, storage_reader=StorageReader(uri))
+        self.assertTrue(torch.equal(got["w"], before))
+
+    def test_cli_sees_the_steps(self):
+        uri = self.uri()
+        dcp.save(state(5), storage_writer=StorageWriter(uri, step=3))
+        ls = subprocess.run(["strata", "ckpt", "ls", uri], capture_output=True,
+                            text=True, timeout=60)
+        self.assertEqual(ls.returncode, 0, ls.stderr)
+        self.assertIn("3", ls.stdout)
+        verify = subprocess.run(["strata", "ckpt", "verify", uri, "--step", "3"],
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+
+    def test_missing_checkpoint(self):
+        with self.assertRaisesRegex(BaseException, "no committed checkpoint at"):
+            dcp.load(zeros_like(state(1)), storage_reader=StorageReader(self.uri()))
+
+    def test_foreign_checkpoint(self):
+        uri = self.uri()
+        rt = strata.Runtime()
+        ck = rt.checkpointer(uri)
+        ck.save(1, {"w": torch.zeros(4)})
+        ck.close()
+        with self.assertRaisesRegex(BaseException, "step 1 at .* was not written by strata.torch"):
+            dcp.load({"w": torch.zeros(4)}, storage_reader=StorageReader(uri))
+
+    def test_shape_differs(self):
+        uri = self.uri()
+        dcp.save({"w": torch.ones(4, 4)}, storage_writer=StorageWriter(uri, step=1))
+        with self.assertRaisesRegex(BaseException, r"saved torch.Size\(\[4, 4\]\) and current: torch.Size\(\[4, 5\]\) for w"):
+            dcp.load({"w": torch.zeros(4, 5)}, storage_reader=StorageReader(uri))
+
+    def test_corrupt_chunk(self):
+        uri = self.uri()
+        dcp.save({"w": torch.ones(1024, 64)}, storage_writer=StorageWriter(uri, step=1))
+        data = [f for f in glob.glob(f"{self.dir}/ck/**/*.data", recursive=True)]
+        self.assertTrue(data, os.listdir(f"{self.dir}/ck"))
+        with open(data[0], "r+b") as f:
+            f.seek(4096)
+            byte = f.read(1)
+            f.seek(4096)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        with self.assertRaisesRegex(BaseException, "strata error 15: tensor 'w' chunk 0 .* checksum mismatch"):
+            dcp.load({"w": torch.zeros(1024, 64)}, storage_reader=StorageReader(uri))
+
+    def test_unknown_uri(self):
+        for bad in ("s3://bucket/x", "/plain/path", "file://"):
+            with self.assertRaisesRegex(ValueError, "file:///DIR or rocksdb:///DIR"):
+                StorageWriter(bad, step=1)
+        self.assertFalse(StorageWriter.validate_checkpoint_id("s3://b"))
+        self.assertTrue(StorageReader.validate_checkpoint_id("file:///x"))
+
+    def test_step_saved_twice(self):
+        uri = self.uri()
+        dcp.save({"w": torch.ones(4)}, storage_writer=StorageWriter(uri, step=7))
+        with self.assertRaisesRegex(BaseException, "checkpoint step 7 at .*steps must increase"):
+            dcp.save({"w": torch.zeros(4)}, storage_writer=StorageWriter(uri, step=7))
+        got = {"w": torch.zeros(4)}
+        dcp.load(got, storage_reader=StorageReader(uri))
+        self.assertTrue(torch.equal(got["w"], torch.ones(4)))
+
+    def test_writer_needs_a_step(self):
+        with self.assertRaisesRegex(BaseException, "needs a step"):
+            dcp.save({"w": torch.ones(4)}, storage_writer=StorageWriter(self.uri()))
+
+    def test_crash_mid_save_keeps_the_previous_step(self):
+        uri = self.uri()
+        dcp.save({"w": torch.ones(4)}, storage_writer=StorageWriter(uri, step=1))
+        # A second process saves 256 MiB as step 2 and is killed while writing.
+        child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+            import sys, torch, torch.distributed.checkpoint as dcp
+            from strata.torch import StorageWriter
+            sd = {{"w": torch.ones(4), "big": torch.ones(64, 1024, 1024)}}
+            print("saving", flush=True)
+            dcp.save(sd, storage_writer=StorageWriter({uri!r}, step=2))
+            print("saved", flush=True)
+            """)], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(child.stdout.readline().strip(), "saving")
+        # Kill once the step's data file is being written.
+        data = f"{self.dir}/ck/step-000000000002/rank-00000.data"
+        for _ in range(2000):  # <= 10 s
+            if os.path.exists(data) and os.path.getsize(data) > 0:
+                break
+            time.sleep(0.005)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        self.assertEqual(strata.latest_step(uri), 1)
+        got = {"w": torch.zeros(4)}
+        dcp.load(got, storage_reader=StorageReader(uri))
+        self.assertTrue(torch.equal(got["w"], torch.ones(4)))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,70 @@
+"""A torch DDP loop (gloo, CPU) reporting its steps through
+strata.torch.monitor / strata.torch.step, under `strata run`.
+
+  ddp_monitor.py STEPS [--no-monitor] [--hang-at N]
+
+Each step is ~60 ms of matrix work (forward, backward, Adam). Prints
+"done steps=N mean_step_ms=X" on rank 0. --hang-at N makes rank 1 block in
+a Python function at step N (the hang diagnosis test looks for it).
+"""
+import argparse
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import strata.torch
+
+
+def hung_in_python():
+    while True:  # the hang test kills the job
+        time.sleep(0.5)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("steps", type=int)
+    ap.add_argument("--no-monitor", action="store_true")
+    ap.add_argument("--hang-at", type=int, default=-1)
+    ap.add_argument("--dim", type=int, default=384)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    d = args.dim
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.Tanh(),
+                                    torch.nn.Linear(d, d), torch.nn.Tanh(),
+                                    torch.nn.Linear(d, 1)))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if not args.no_monitor:
+        strata.torch.monitor(model, opt)
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(256, d, generator=g)
+    y = torch.randn(256, 1, generator=g)
+    t0 = time.perf_counter()
+    for s in range(1, args.steps + 1):
+        if s == args.hang_at and rank == 1:
+            hung_in_python()
+        if args.no_monitor:
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            continue
+        with strata.torch.step(s, tokens=x.shape[0]) as st:
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            st.loss = loss.item()
+    elapsed = time.perf_counter() - t0
+    if rank == 0:
+        print(f"done steps={args.steps} mean_step_ms={1000 * elapsed / args.steps:.2f}",
+              flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
