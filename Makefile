@@ -10,6 +10,7 @@ deps:
 build: deps
 	cmake --preset default -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS)
+	./deploy/python-venv.sh $(BUILD)/venv
 
 # The main job (deploy/demo.yaml): strata-train's `small` GPT on a local
 # cluster of 2 simulated nodes x 2 ranks, planned from the probes,
