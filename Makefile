@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test bench format clean
+.PHONY: deps build demo test bench package format clean
 
 deps:
 	./deploy/install-deps.sh
@@ -24,6 +24,12 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The Debian packages (strata, strata-dev, python3-strata, strata-bench) and
+# the Python wheel, in $(BUILD)/packages (docs/deploy.md).
+package: build
+	cmake --build $(BUILD) --target package strata_wheel -j $(JOBS)
+	ls -l $(BUILD)/packages
 
 bench: build
 	$(BUILD)/bench/strata-bench plan

@@ -17,6 +17,7 @@
 #include "common/cpu_time.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "common/service_notify.h"
 #include "common/embedded.h"
 #include "coordinator/metrics/dashboard_input.h"
 #include "coordinator/metrics/metrics_render.h"
@@ -236,7 +237,12 @@ int main(int argc, char** argv) {
     f();
     ns += static_cast<int64_t>((strata::ThreadCpuSeconds() - t0) * 1e9);
   };
+  // Under systemd (deploy/systemd/): READY=1 now that the socket is bound,
+  // WATCHDOG=1 from the loop's ticks.
+  strata::ServiceNotifier notifier;
+  notifier.Ready("serving");
   auto render = [&] {
+    notifier.Tick(clock.SteadyNowMs());
     if (!http) return;
     timed(render_cpu->trace, [&] { traces.Serve(jobs, service.registry()); });
     if (dashboard.Wanted()) {
@@ -279,6 +285,7 @@ int main(int argc, char** argv) {
     });
   };
   server.Run(g_stop, 50, render);
+  notifier.Stopping();
   logger->info("stopping: handled {} requests, rejected {}", server.handled(),
                server.rejects().Total());
   return 0;

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "common/service_notify.h"
 #include "common/net.h"
 #include "control/dealer_client.h"
 #include "placement/rank_env.h"
@@ -165,15 +166,22 @@ int main(int argc, char** argv) {
   strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
                                     std::move(options), logger);
   int exit_code = 0;
+  // Under systemd (deploy/systemd/): READY=1 after the first step (the
+  // telemetry socket is bound and the first report went out), WATCHDOG=1
+  // from each loop turn.
+  strata::ServiceNotifier notifier;
   while (!g_stop) {
     if (auto s = agent.Step(); !s.ok()) {
       std::cerr << "strata-worker: " << s.message() << "; stopping ranks\n";
       exit_code = 1;
       break;
     }
+    notifier.Ready("serving");
+    notifier.Tick(clock.SteadyNowMs());
     std::this_thread::sleep_for(std::chrono::milliseconds(
         std::min(kPollMs, agent.MsUntilNextReport())));
   }
+  notifier.Stopping();
   ranks.StopAll(kStopGraceMs);
   return exit_code;
 }

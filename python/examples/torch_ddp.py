@@ -18,8 +18,11 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import strata  # noqa: E402
+try:
+    import strata  # an installed package (pip, python3-strata)
+except ImportError:  # a source checkout: the package next to this example
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import strata  # noqa: E402
 
 
 def batch(step, rank, world, size=32, dim=16):

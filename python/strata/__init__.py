@@ -5,13 +5,16 @@ any Python rank started by `strata run`, `strata submit`, `mpirun
 strata-exec` or srun can read its placement, save and load checkpoints in
 global coordinates (reshardable), and report steps to its worker.
 
-The library is found through $STRATA_LIB, then next to this package in a
-build tree (build/runtime/libstrata.so), then the loader's search path.
+The library is found by strata._library (the STRATA_LIB override, the wheel's
+own copy, the install this package belongs to, the loader's path).
 """
 
 import ctypes
 import math
 import os
+
+from strata._library import load_library
+from strata._version import __version__
 
 __all__ = ["Runtime", "Checkpointer", "Shard", "StrataError", "latest_step",
            "load", "load_blob"]
@@ -25,19 +28,7 @@ class StrataError(RuntimeError):
         self.code = code
 
 
-def _find_library():
-    env = os.environ.get("STRATA_LIB")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for build in ("build", os.environ.get("STRATA_BUILD_DIR", "build")):
-        cand = os.path.join(here, "..", "..", build, "runtime", "libstrata.so")
-        if os.path.exists(cand):
-            return os.path.normpath(cand)
-    return "libstrata.so"
-
-
-_lib = ctypes.CDLL(_find_library())
+_lib = load_library()
 
 
 class _Placement(ctypes.Structure):
