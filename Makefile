@@ -22,14 +22,22 @@ demo: build
 	PATH=$(CURDIR)/$(BUILD)/runtime:$$PATH $(BUILD)/cli/strata run \
 	  deploy/demo.yaml --ckpt rocksdb://$(DEMO_CKPT) --kill-worker-at-step 60
 
-test: build
+# The package tests (deb_test, container_test, ...) install what
+# `make package` built.
+test: build package
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The Debian packages (strata, strata-dev, python3-strata, strata-bench) and
-# the Python wheel, in $(BUILD)/packages (docs/deploy.md).
-package: build
-	cmake --build $(BUILD) --target package strata_wheel -j $(JOBS)
-	ls -l $(BUILD)/packages
+# the Python wheel, in $(PKG_BUILD)/packages (docs/deploy.md). Their own
+# build: without CUDA (no Debian package provides /usr/local/cuda's
+# libraries) and without tests; ccache makes most of it cache hits.
+PKG_BUILD ?= $(BUILD)-package
+package: deps
+	cmake --preset default -B $(PKG_BUILD) -DSTRATA_WITH_CUDA=OFF \
+	  -DSTRATA_BUILD_TESTS=OFF
+	cmake --build $(PKG_BUILD) -j $(JOBS)
+	cmake --build $(PKG_BUILD) --target package strata_wheel
+	ls -l $(PKG_BUILD)/packages
 
 bench: build
 	$(BUILD)/bench/strata-bench plan

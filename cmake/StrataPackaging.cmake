@@ -10,6 +10,10 @@
 # StateDirectory= makes /var/lib/strata, DynamicUser= the users, and the
 # ldconfig trigger comes from CPack's shlibs handling.
 include(GNUInstallDirs)
+# cpack (and `cmake --build --target install`) package what is built and do
+# not rebuild the whole tree first (tests included): `make package` builds
+# first, and the package tests run after the build.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 # Every package carries the Debian-required copyright and changelog.
 set(strata_deb_names strata strata-dev python3-strata strata-bench)
@@ -60,8 +64,12 @@ coordinator places jobs on per-node workers, which start the ranks,
 checkpoint asynchronously and resume after failures. This package has the
 strata CLI, strata-coordinator and strata-worker (with systemd units),
 strata-exec (mpirun launcher), strata-train, strata-inject and libstrata.")
+# conffiles: /etc/strata; triggers: ldconfig after libstrata.so.0 changes
+# (CPack 3.25 also writes postinst/postrm calling ldconfig for it).
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
-  ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles)
+  ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles
+  ${PROJECT_SOURCE_DIR}/deploy/debian/triggers)
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/StrataCPackPreBuild.cmake)
 # strata-exec runs mpirun, hang diagnoses run eu-stack: programs, not
 # libraries, so dpkg-shlibdeps cannot see them.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "openmpi-bin, elfutils")
@@ -116,18 +124,34 @@ if(EXISTS ${STRATA_WHEEL_PYTHON})
     VERBATIM)
 endif()
 
+# The Debian packages may depend only on what Debian's archive has. A build
+# that found CUDA/NCCL under /usr/local/cuda (STRATA_WITH_CUDA=AUTO on a GPU
+# machine) links libcudart/libnccl, which no Debian package provides, so
+# `make package` packages a second build without CUDA (Makefile: PKG_BUILD,
+# this directory's name + "-package"), and the package tests take their
+# packages from there in that case.
+set(STRATA_PACKAGE_BUILD_DIR ${PROJECT_BINARY_DIR}-package CACHE PATH
+  "the CUDA-free build `make package` packages when this build links CUDA")
+if(STRATA_HAVE_CUDA)
+  set(strata_package_build ${STRATA_PACKAGE_BUILD_DIR})
+  message(STATUS "strata: this build links CUDA from /usr/local/cuda; the package "
+    "tests use the CUDA-free build in ${STRATA_PACKAGE_BUILD_DIR} (make package)")
+else()
+  set(strata_package_build ${PROJECT_BINARY_DIR})
+endif()
+
 # tests/package: the .deb files in a clean Debian 12 root, lintian.
 if(STRATA_BUILD_TESTS)
   add_test(NAME deb_test
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/deb_test.sh
-            ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+            ${strata_package_build} ${PROJECT_SOURCE_DIR})
   set_tests_properties(deb_test PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
     RUN_SERIAL TRUE)
 endif()
 if(STRATA_BUILD_TESTS)
   add_test(NAME container_test
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/container_test.sh
-            ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+            ${strata_package_build} ${PROJECT_SOURCE_DIR})
   set_tests_properties(container_test PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
     RUN_SERIAL TRUE)
 endif()
@@ -140,7 +164,7 @@ endif()
 if(STRATA_BUILD_TESTS)
   add_test(NAME systemd_container_test
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/systemd_container_test.sh
-            ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+            ${strata_package_build} ${PROJECT_SOURCE_DIR})
   set_tests_properties(systemd_container_test PROPERTIES TIMEOUT 600
     SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endif()

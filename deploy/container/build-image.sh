@@ -40,8 +40,8 @@ podman=(podman --runtime runc --cgroup-manager=cgroupfs)
 base=$cache/bookworm-minbase.tar
 if [ ! -s "$base" ]; then
   mmdebstrap --variant=minbase --quiet --skip=cleanup/apt/lists \
-    --skip=cleanup/apt/cache bookworm "$base.part"
-  mv "$base.part" "$base"
+    --skip=cleanup/apt/cache bookworm "$base.part.tar"
+  mv "$base.part.tar" "$base"
 fi
 
 work=$(mktemp -d /tmp/strata-image-XXXXXX)
@@ -61,7 +61,8 @@ unshare --mount --pid --fork bash -euc '
   mount --bind "$2" "$root/var/cache/apt/archives"
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends /debs/*.deb "${@:3}"
+    apt-get install -y -q --no-install-recommends \
+    $(cd "$root" && ls debs/*.deb | sed "s|^|/|") "${@:3}"
 ' _ "$root" "$cache/archives" "${extra[@]}"
 rm -rf "$root/debs" "$root/var/lib/apt/lists"/* "$root/etc/resolv.conf"
 : > "$root/etc/resolv.conf"  # podman writes the container's own

@@ -65,7 +65,8 @@ mount -t tmpfs -o size=512m tmpfs "$root/dev/shm"
 mount -t tmpfs tmpfs "$root/tmp"
 mount --bind "$2" "$root/var/cache/apt/archives"
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-  apt-get install -y -q --no-install-recommends /debs/*.deb > "$3/apt.log" 2>&1 || exit 10
+  apt-get install -y -q --no-install-recommends $(cd "$root" && ls debs/*.deb | sed 's|^|/|') \
+  > "$3/apt.log" 2>&1 || exit 10
 # Every ELF file of the packages resolves its libraries.
 for f in $(chroot "$root" dpkg -L strata | grep -E '^/usr/(bin|lib)/'); do
   [ -f "$root$f" ] && [ ! -L "$root$f" ] || continue

@@ -15,8 +15,8 @@ debian_base_tar() {
     # --skip=cleanup/apt/lists keeps the package lists, so later installs
     # into a copy need no `apt-get update` (only the .deb files, cached too).
     if ! mmdebstrap --variant=minbase --quiet --skip=cleanup/apt/lists \
-      --skip=cleanup/apt/cache bookworm "$tar.part" > "$cache/mmdebstrap.log" 2>&1; then
-      rm -f "$tar.part"
+      --skip=cleanup/apt/cache bookworm "$tar.part.tar" > "$cache/mmdebstrap.log" 2>&1; then
+      rm -rf "$tar.part.tar"
       if grep -Eq "Could not resolve|Failed to fetch|Temporary failure|Unable to connect|Connection (timed out|refused)" \
         "$cache/mmdebstrap.log"; then
         echo "SKIP: Debian's archive is unreachable (mmdebstrap: $(grep -Em1 'Could not resolve|Failed to fetch|Temporary failure|Unable to connect|Connection' "$cache/mmdebstrap.log"))"
@@ -26,7 +26,7 @@ debian_base_tar() {
       echo "FAIL: mmdebstrap failed" >&2
       exit 1
     fi
-    mv "$tar.part" "$tar"
+    mv "$tar.part.tar" "$tar"
   fi
   echo "$tar"
 }

@@ -3,6 +3,11 @@
 # binary is newer than them; the tests run serially, so they never race).
 fresh_packages() {
   local build=$1 out=$1/packages newest
+  if [ ! -x "$build/cli/strata" ] || [ ! -f "$build/CPackConfig.cmake" ]; then
+    echo "FAIL: no built strata in $build to package: run \`make package\` (it builds" \
+      "the CUDA-free packaging build there when the main build links CUDA)" >&2
+    exit 1
+  fi
   newest=$(ls -t "$out"/strata_*.deb 2> /dev/null | head -1 || true)
   if [ -n "$newest" ] && [ -z "$(find "$build/cli/strata" "$build/coordinator/strata-coordinator" \
     "$build/worker/strata-worker" "$build/runtime/strata-train" "$build/runtime/libstrata.so.0" \
