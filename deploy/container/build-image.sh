@@ -69,10 +69,10 @@ rm -rf "$root/debs" "$root/var/lib/apt/lists"/* "$root/etc/resolv.conf"
 mkdir -p "$root/var/lib/strata"
 tar -C "$root" -cf "$work/image.tar" .
 "${podman[@]}" import \
-  --change 'ENV=PATH=/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'WORKDIR=/var/lib/strata' \
-  --change "CMD=$cmd" \
-  --change "LABEL=org.opencontainers.image.version=$version" \
-  --change 'LABEL=org.opencontainers.image.title=strata' \
+  --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change 'WORKDIR /var/lib/strata' \
+  --change "CMD $cmd" \
+  --change "LABEL org.opencontainers.image.version=$version" \
+  --change 'LABEL org.opencontainers.image.title=strata' \
   "$work/image.tar" "$image" > /dev/null
 echo "$image"

@@ -4,7 +4,7 @@
 # one coordinator and two worker containers on their own podman network;
 # `strata submit --wait` from the host (the build's CLI, to the
 # coordinator's address on that network) runs strata-train on both workers,
-# one worker container is killed at step 4, the job resumes from its
+# one worker container is killed at step 20, the job resumes from its
 # checkpoint (a volume both workers mount) on the worker left, and every
 # step's loss matches a single-process run of the same model.
 # Podman needs this sandbox's three adjustments (runc + cgroupfs, lowered
@@ -23,8 +23,8 @@ need_bins cli/strata runtime/strata-train
 command -v podman > /dev/null || die "podman not installed (deploy/install-deps.sh test)"
 P=(podman --runtime runc --cgroup-manager=cgroupfs)
 U=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
-STEPS=12
-KILL_AT=4
+STEPS=150
+KILL_AT=20
 id=$$
 net=strata-ct-$id
 tmp=$(mktemp -d /tmp/strata-container-test-XXXXXX)
@@ -60,19 +60,25 @@ fi
 
 reference_run "$tmp/reference.out" --model tiny --steps "$STEPS"
 
-"${P[@]}" network create "$net" > /dev/null || die "podman network create"
+# Fixed addresses on the test's own subnet: container names resolve only
+# where podman runs a DNS server for the network (netavark + aardvark-dns,
+# or CNI's dnsname plugin), which this test does not require.
+subnet=10.213.$((id % 250)).0/24
+pre=${subnet%.0/24}
+"${P[@]}" network create --subnet "$subnet" "$net" > /dev/null || die "podman network create"
 mkdir -m 777 "$tmp/ckpt"
-"${P[@]}" run -d --name "strata-ct-coord-$id" --hostname coord "${U[@]}" --network "$net" "$image" \
+hosts=(--add-host "coord:$pre.10" --add-host "node0:$pre.11" --add-host "node1:$pre.12")
+"${P[@]}" run -d --name "strata-ct-coord-$id" --hostname coord "${U[@]}" --network "$net" \
+  --ip "$pre.10" "${hosts[@]}" "$image" \
   strata-coordinator --listen tcp://0.0.0.0:5555 --state-dir /var/lib/strata/coordinator \
   --heartbeat-ms 500 > /dev/null || die "starting the coordinator container"
 for i in 0 1; do
   "${P[@]}" run -d --name "strata-ct-w$i-$id" --hostname "node$i" "${U[@]}" --network "$net" \
-    --shm-size 256m -v "$tmp/ckpt:/ckpt" "$image" \
-    strata-worker --coordinator "tcp://strata-ct-coord-$id:5555" --work-dir /var/lib/strata/worker \
+    --ip "$pre.1$((i + 1))" "${hosts[@]}" --shm-size 256m -v "$tmp/ckpt:/ckpt" "$image" \
+    strata-worker --coordinator "tcp://coord:5555" --work-dir /var/lib/strata/worker \
     > /dev/null || die "starting worker container $i"
 done
-coord_ip=$("${P[@]}" inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "strata-ct-coord-$id")
-endpoint=tcp://$coord_ip:5555
+endpoint=tcp://$pre.10:5555
 say "coordinator at $endpoint (reached from the host over the podman bridge)"
 workers=""
 for _ in $(seq 1 60); do  # at most ~30 s
@@ -88,7 +94,7 @@ echo "$workers"
 cat > "$tmp/job.yaml" << YAML
 name: container-test
 launch:
-  command: [strata-train, --model, tiny, --steps, "$STEPS", --ckpt-every, "2", --resume]
+  command: [strata-train, --model, tiny, --steps, "$STEPS", --ckpt-every, "10", --resume]
   nodes: 2
   ranks_per_node: 1
   min_nodes: 1

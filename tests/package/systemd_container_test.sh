@@ -54,10 +54,10 @@ if ! "${P[@]}" run -d --name "$name" --hostname node0 "${U[@]}" --network none \
   --systemd=always "$image" > "$tmp/run.log" 2>&1; then
   echo "SKIP: podman cannot start a systemd container here: $(tail -n 2 "$tmp/run.log")"; exit 77
 fi
-in() { "${P[@]}" exec "$name" "$@"; }
+cin() { "${P[@]}" exec -i "$name" "$@"; }
 state=""
 for _ in $(seq 1 50); do  # at most ~10 s
-  state=$(in systemctl is-system-running 2> /dev/null)
+  state=$(cin systemctl is-system-running 2> /dev/null)
   case "$state" in running | degraded) break ;; esac
   sleep 0.2
 done
@@ -67,55 +67,55 @@ case "$state" in
 esac
 echo "systemd in the container: $state"
 
-in sh -c 'cat > /etc/strata/coordinator.env' <<'ENV'
+cin sh -c 'cat > /etc/strata/coordinator.env' <<'ENV'
 STRATA_COORDINATOR_LISTEN=tcp://127.0.0.1:5555
 STRATA_COORDINATOR_ARGS=--heartbeat-ms 500
 ENV
-in sh -c 'cat > /etc/strata/worker.env' <<'ENV'
+cin sh -c 'cat > /etc/strata/worker.env' <<'ENV'
 STRATA_COORDINATOR=tcp://127.0.0.1:5555
 STRATA_WORKER_ARGS=--address 127.0.0.1 --node-name node0
 ENV
-in systemctl enable --now strata-coordinator strata-worker > "$tmp/enable.log" 2>&1 \
+cin systemctl enable --now strata-coordinator strata-worker > "$tmp/enable.log" 2>&1 \
   || { cat "$tmp/enable.log"; fail "systemctl enable --now"; }
 for u in strata-coordinator strata-worker; do
-  [ "$(in systemctl is-active "$u")" = active ] || fail "$u is not active"
-  status=$(in systemctl show -p StatusText --value "$u")
+  [ "$(cin systemctl is-active "$u")" = active ] || fail "$u is not active"
+  status=$(cin systemctl show -p StatusText --value "$u")
   [ "$status" = serving ] || fail "$u: StatusText '$status', want 'serving' (READY=1)"
-  user=$(in systemctl show -p MainPID --value "$u" | xargs -I{} "${P[@]}" exec "$name" stat -c %U /proc/{})
-  echo "$u: active, Status: $status, runs as $user"
+  user=$(cin systemctl show -p MainPID --value "$u" | xargs -I{} "${P[@]}" exec "$name" stat -c %u /proc/{})
+  echo "$u: active, Status: $status, runs as uid $user (DynamicUser=)"
 done
-in sh -c 'ls -ld /var/lib/strata/coordinator/ /var/lib/strata/worker/ && test -d /var/lib/strata/coordinator/db' \
+cin sh -c 'ls -ld /var/lib/strata/coordinator/ /var/lib/strata/worker/ && test -d /var/lib/strata/coordinator/db' \
   || fail "StateDirectory= did not make /var/lib/strata/{coordinator,worker} with the coordinator's RocksDB"
 
 ok=0
 for _ in $(seq 1 40); do  # the worker registers within ~1 s
-  in strata workers --coordinator tcp://127.0.0.1:5555 2> /dev/null | awk 'NR > 1 && $2 == "yes"' | grep -q . && { ok=1; break; }
+  cin strata workers --coordinator tcp://127.0.0.1:5555 2> /dev/null | awk 'NR > 1 && $2 == "yes"' | grep -q . && { ok=1; break; }
   sleep 0.25
 done
 [ "$ok" -eq 1 ] || fail "the worker did not register"
-in timeout 120 strata submit --coordinator tcp://127.0.0.1:5555 --wait --follow --nodes 1 \
+cin timeout 120 strata submit --coordinator tcp://127.0.0.1:5555 --wait --follow --nodes 1 \
   --ranks-per-node 2 -- strata-train --model tiny --steps 10 > "$tmp/job.out" 2>&1 \
   || { cat "$tmp/job.out"; fail "the job under the units failed"; }
 grep -q 'step=10 loss=' "$tmp/job.out" || { cat "$tmp/job.out"; fail "no step=10 loss line"; }
 echo "job under the units: $(grep -o 'step=10 loss=[0-9.]*' "$tmp/job.out" | head -1)"
 
 # The watchdog: a stopped event loop is killed and restarted.
-in mkdir -p /etc/systemd/system/strata-coordinator.service.d
-in sh -c 'printf "[Service]\nWatchdogSec=2\n" > /etc/systemd/system/strata-coordinator.service.d/watchdog.conf'
-in systemctl daemon-reload
-in systemctl restart strata-coordinator
-pid=$(in systemctl show -p MainPID --value strata-coordinator)
-in kill -STOP "$pid"
+cin mkdir -p /etc/systemd/system/strata-coordinator.service.d
+cin sh -c 'printf "[Service]\nWatchdogSec=2\n" > /etc/systemd/system/strata-coordinator.service.d/watchdog.conf'
+cin systemctl daemon-reload
+cin systemctl restart strata-coordinator
+pid=$(cin systemctl show -p MainPID --value strata-coordinator)
+cin sh -c "kill -STOP $pid"
 restarted=0
 for _ in $(seq 1 40); do  # WatchdogSec=2 + RestartSec=2: ~4 s
   sleep 0.25
-  new=$(in systemctl show -p MainPID --value strata-coordinator)
-  if [ "$new" != "$pid" ] && [ "$new" != 0 ] && [ "$(in systemctl is-active strata-coordinator)" = active ]; then
+  new=$(cin systemctl show -p MainPID --value strata-coordinator)
+  if [ "$new" != "$pid" ] && [ "$new" != 0 ] && [ "$(cin systemctl is-active strata-coordinator)" = active ]; then
     restarted=1; break
   fi
 done
 [ "$restarted" -eq 1 ] || fail "systemd did not restart the stopped coordinator"
-result=$(in journalctl -u strata-coordinator --no-pager | grep -m1 -o 'Watchdog timeout[^.]*' || true)
+result=$(cin journalctl -u strata-coordinator --no-pager | grep -m1 -o 'Watchdog timeout[^.]*' || true)
 [ -n "$result" ] || fail "no watchdog timeout in the journal"
 echo "watchdog: '$result', restarted as pid $new"
 echo "PASS in $((SECONDS - start)) s"
