@@ -17,6 +17,8 @@ PACKAGES=(
   iproute2 util-linux
   # Control plane
   libzmq3-dev cppzmq-dev
+  # Rank keys derived with BLAKE2b (issue 30, coordinator/security/rank_keys.h)
+  libsodium-dev
   # Storage and schemas
   librocksdb-dev libprotobuf-dev protobuf-compiler
   # Logging, errors, CLI, config
