@@ -166,6 +166,12 @@ Status AuthorizeClientKey(const std::string& server_dir,
     ASSIGN_OR_RETURN(auto keys, ReadAuthorizedKeys(allow));
     for (const auto& k : keys) {
       if (k.public_key == public_key) {
+        const std::string listed =
+            k.role == kRoleAdmin && attributes.empty()
+                ? ""
+                : absl::StrCat("role=", k.role,
+                               k.node.empty() ? "" : " node=" + k.node);
+        if (listed == attributes) return absl::OkStatus();
         return absl::AlreadyExistsError(absl::StrCat(
             "key '", name, "' is already listed in ", allow, " as '", k.name,
             "' (role=", k.role, "); edit that line to change its role"));

@@ -82,7 +82,7 @@ Status ConfigureCurveClient(zmq::socket_t* socket,
 // empty: an admin key): writes authorized_keys/NAME.key when authorized_keys
 // is a directory or missing (created, 0700), appends "KEY NAME ATTRS" when it
 // is a file. AlreadyExists if NAME.key holds another line or the key is
-// already listed in the file. A running coordinator picks it up at the key's
+// already listed in the file with another role; OK if listed with this one. A running coordinator picks it up at the key's
 // first connection (ZapHandler).
 Status AuthorizeClientKey(const std::string& server_dir,
                           const std::string& name,
