@@ -107,9 +107,18 @@ StatusOr<std::shared_ptr<FlightRecorder>> FlightRecorder::Create(
   const size_t len = FileBytes(static_cast<uint32_t>(capacity));
   // Written under a temporary name and renamed, so a reader never sees a
   // half-initialised header.
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  int fd = open(tmp.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+  // mkostemp creates a new file (O_CREAT|O_EXCL, never through a
+  // symlink) with a random name: nothing another user planted can become
+  // the recorder or be written through (docs/security.md "Files").
+  std::string tmp = absl::StrCat(path, ".tmp.XXXXXX");
+  int fd = mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "flight recorder " + tmp);
+  if (fchmod(fd, 0600) != 0) {
+    Status st = ErrnoToStatus(errno, "flight recorder " + tmp);
+    close(fd);
+    unlink(tmp.c_str());
+    return st;
+  }
   if (ftruncate(fd, static_cast<off_t>(len)) != 0) {
     Status st = ErrnoToStatus(errno, "flight recorder " + tmp);
     close(fd);
@@ -214,14 +223,31 @@ void FlightRecorder::Op::Finish(bool ok) {
   rec_ = nullptr;
 }
 
-StatusOr<FrDump> ReadFlightRecorder(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, "flight recorder " + path);
+StatusOr<FrDump> ReadFlightRecorder(const std::string& path,
+                                    const FrExpect* expect) {
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "flight recorder ", path, " is a symlink; refusing to follow it"));
+    }
+    return ErrnoToStatus(errno, "flight recorder " + path);
+  }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     Status s = ErrnoToStatus(errno, "flight recorder " + path);
     close(fd);
     return s;
+  }
+  if (!S_ISREG(st.st_mode) || (expect != nullptr && st.st_uid != expect->uid)) {
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "flight recorder ", path, " refused: ",
+        !S_ISREG(st.st_mode) ? "not a regular file"
+                             : absl::StrCat("owned by uid ", st.st_uid,
+                                            ", not the rank's uid ",
+                                            expect->uid),
+        " (planted by another user?)"));
   }
   const auto size = static_cast<size_t>(st.st_size);
   if (size < sizeof(Header)) {
@@ -249,6 +275,15 @@ StatusOr<FrDump> ReadFlightRecorder(const std::string& path) {
   dump.rank = h->rank;
   dump.pid = h->pid;
   dump.job_id.assign(h->job_id, strnlen(h->job_id, sizeof(h->job_id)));
+  if (expect != nullptr &&
+      (dump.job_id != expect->job_id || dump.rank != expect->rank ||
+       dump.pid != expect->pid)) {
+    unmap();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "flight recorder ", path, " refused: its header says job '",
+        dump.job_id, "' rank ", dump.rank, " pid ", dump.pid, ", expected '",
+        expect->job_id, "' rank ", expect->rank, " pid ", expect->pid));
+  }
   const uint32_t groups = std::min<uint32_t>(
       h->groups.load(std::memory_order_acquire), kFlightRecorderGroups);
   dump.recorded = const_cast<Header*>(h)->next.load(std::memory_order_acquire);

@@ -22,6 +22,8 @@
 // a crash for post-mortem reading.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -123,10 +125,23 @@ class FlightRecorder {
   std::atomic<bool> paused_{false};
 };
 
-// Reads the recorder at `path` without any help from its writer.
-// NotFound when absent; DataLoss when it is not a flight recorder of this
-// version or is truncated.
-StatusOr<FrDump> ReadFlightRecorder(const std::string& path);
+// What a reader expects of a recorder it was sent to read (docs/security.md
+// "Files"): the file's owner and the header's job, rank and pid.
+struct FrExpect {
+  std::string job_id;
+  int rank = -1;
+  int pid = 0;
+  uid_t uid = 0;
+};
+
+// Reads the recorder at `path` without any help from its writer. Opens with
+// O_NOFOLLOW|O_NONBLOCK, so a symlink or FIFO planted at the name neither
+// redirects nor blocks the reader. NotFound when absent; FailedPrecondition
+// when it is not a regular file, or (with `expect`) is owned by another uid
+// or its header names another job, rank or pid; DataLoss when it is not a
+// flight recorder of this version or is truncated.
+StatusOr<FrDump> ReadFlightRecorder(const std::string& path,
+                                    const FrExpect* expect = nullptr);
 
 // Wall-clock nanoseconds since the Unix epoch.
 int64_t WallNowNs();

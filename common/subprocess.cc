@@ -40,7 +40,8 @@ class Streams {
       fds_[target] = r.fd;
     } else if (!r.path.empty()) {
       const int flags = target == 0 ? O_RDONLY | O_CLOEXEC
-                                    : O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+                                    : O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                                          O_NOFOLLOW;
       const int fd = open(r.path.c_str(), flags, 0644);
       if (fd < 0) return ErrnoToStatus(errno, "open " + r.path);
       opened_.push_back(fd);

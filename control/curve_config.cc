@@ -156,7 +156,8 @@ Status ConfigureCurveClient(zmq::socket_t* socket,
 
 Status AuthorizeClientKey(const std::string& server_dir,
                           const std::string& name,
-                          const std::string& public_key) {
+                          const std::string& public_key,
+                          const std::string& attributes) {
   RETURN_IF_ERROR(ValidateKeyName(name));
   RETURN_IF_ERROR(ValidateZ85Key(public_key, "public key"));
   const std::string allow = (fs::path(server_dir) / kAuthorizedKeys).string();
@@ -164,10 +165,21 @@ Status AuthorizeClientKey(const std::string& server_dir,
   if (fs::is_regular_file(allow, ec)) {
     ASSIGN_OR_RETURN(auto keys, ReadAuthorizedKeys(allow));
     for (const auto& k : keys) {
-      if (k.public_key == public_key) return absl::OkStatus();
+      if (k.public_key == public_key) {
+        const std::string listed =
+            k.role == kRoleAdmin && attributes.empty()
+                ? ""
+                : absl::StrCat("role=", k.role,
+                               k.node.empty() ? "" : " node=" + k.node);
+        if (listed == attributes) return absl::OkStatus();
+        return absl::AlreadyExistsError(absl::StrCat(
+            "key '", name, "' is already listed in ", allow, " as '", k.name,
+            "' (role=", k.role, "); edit that line to change its role"));
+      }
     }
     std::ofstream out(allow, std::ios::app);
-    out << public_key << " " << name << "\n";
+    out << public_key << " " << name
+        << (attributes.empty() ? "" : " " + attributes) << "\n";
     out.flush();
     if (!out) return absl::UnavailableError("cannot append to " + allow);
     return absl::OkStatus();
@@ -177,7 +189,8 @@ Status AuthorizeClientKey(const std::string& server_dir,
   }
   return WritePublicKeyFile(
       (fs::path(allow) / name).string() + kPublicKeySuffix, public_key,
-      absl::StrCat("strata CURVE public key '", name, "' (authorized client)"));
+      absl::StrCat("strata CURVE public key '", name, "' (authorized client)"),
+      attributes);
 }
 
 StatusOr<std::string> MakeEphemeralCurveDir(const std::string& parent) {

@@ -77,14 +77,17 @@ Status ConfigureCurveServer(zmq::socket_t* socket,
 Status ConfigureCurveClient(zmq::socket_t* socket,
                             const CurveClientConfig& config);
 
-// Adds `public_key` under `name` to SERVER_DIR's allow-list: writes
-// authorized_keys/NAME.key when authorized_keys is a directory or missing
-// (created, 0700), appends "KEY NAME" when it is a file. AlreadyExists if
-// NAME.key holds another key; OK if the key is already listed. A running
-// coordinator picks it up at the key's first connection (ZapHandler).
+// Adds `public_key` under `name` to SERVER_DIR's allow-list with
+// `attributes` ("role=worker node=dn1", "role=user", control::AuthorizedKey;
+// empty: an admin key): writes authorized_keys/NAME.key when authorized_keys
+// is a directory or missing (created, 0700), appends "KEY NAME ATTRS" when it
+// is a file. AlreadyExists if NAME.key holds another line or the key is
+// already listed in the file with another role; OK if listed with this one. A running coordinator picks it up at the key's
+// first connection (ZapHandler).
 Status AuthorizeClientKey(const std::string& server_dir,
                           const std::string& name,
-                          const std::string& public_key);
+                          const std::string& public_key,
+                          const std::string& attributes = "");
 
 // For `strata run`: creates PARENT/curve (mode 0700) holding a fresh server
 // keypair, a fresh client keypair and authorized_keys/client.key, and returns

@@ -109,6 +109,60 @@ StatusOr<std::string> ParseSingleKey(const std::string& path,
   return lines[0].second;
 }
 
+// KEY [NAME] [role=R] [node=N] [name=U] (curve_keys.h AuthorizedKey).
+StatusOr<AuthorizedKey> ParseKeyLine(const std::string& line,
+                                     const std::string& where,
+                                     const std::string& default_name) {
+  std::vector<std::string> fields =
+      absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  RETURN_IF_ERROR(ValidateZ85Key(fields[0], where));
+  AuthorizedKey key;
+  key.public_key = fields[0];
+  key.name = default_name;
+  for (size_t i = 1; i < fields.size(); ++i) {
+    const std::string& f = fields[i];
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos) {
+      if (i != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": '", f, "' is neither the key's name (second field) nor "
+            "role=, node= or name="));
+      }
+      key.name = f;
+      continue;
+    }
+    const std::string k = f.substr(0, eq), v = f.substr(eq + 1);
+    if (k == "role") {
+      if (v != kRoleAdmin && v != kRoleUser && v != kRoleWorker) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": role '", v, "' is not admin, user or worker (ranks get "
+            "per-attempt keys from the coordinator, never an allow-list "
+            "entry)"));
+      }
+      key.role = v;
+    } else if (k == "node") {
+      RETURN_IF_ERROR(ValidateNodeName(v));
+      key.node = v;
+    } else if (k == "name") {
+      RETURN_IF_ERROR(ValidateKeyName(v));
+      key.name = v;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": unknown attribute '", k, "' (role=, node=, name=)"));
+    }
+  }
+  if (key.role == kRoleWorker && key.node.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": a role=worker key needs node=NODE, the one node it may "
+        "register as"));
+  }
+  if (key.role != kRoleWorker && !key.node.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": node= is only for role=worker keys"));
+  }
+  return key;
+}
+
 Status WriteFileExclusive(const std::string& path, const std::string& text,
                           mode_t mode) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -234,6 +288,21 @@ std::string DecodeZ85Key(const std::string& key) {
   return raw;
 }
 
+Status ValidateNodeName(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 63 &&
+            absl::ascii_isalnum(static_cast<unsigned char>(name.front()));
+  for (char c : name) {
+    ok = ok && (absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-');
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node name '", name,
+        "' must be 1-63 characters of [A-Za-z0-9._-] starting with a letter "
+        "or digit"));
+  }
+  return absl::OkStatus();
+}
+
 Status ValidateKeyName(const std::string& name) {
   bool ok = !name.empty() && name.front() != '.' && name.size() <= 128;
   for (char c : name) {
@@ -276,18 +345,27 @@ StatusOr<CurveKeyPair> ReadKeyPair(const std::string& dir,
 }
 
 Status WritePublicKeyFile(const std::string& path, const std::string& key,
-                          const std::string& comment) {
+                          const std::string& comment,
+                          const std::string& attributes) {
   RETURN_IF_ERROR(ValidateZ85Key(key, path));
+  const std::string line =
+      attributes.empty() ? key : absl::StrCat(key, " ", attributes);
+  RETURN_IF_ERROR(ParseKeyLine(line, path, "").status());
   if (fs::exists(path)) {
-    auto existing = ReadPublicKeyFile(path);
-    if (existing.ok() && *existing == key) return absl::OkStatus();
+    auto existing = ReadSmallFile(path, kMaxKeyFileBytes, Trust::kPublic);
+    if (existing.ok()) {
+      auto lines = KeyLines(existing->text);
+      if (lines.size() == 1 && lines[0].second == line) {
+        return absl::OkStatus();
+      }
+    }
     return absl::AlreadyExistsError(absl::StrCat(
         path,
-        " already exists with another key; remove it first or choose "
-        "another --name"));
+        " already exists with another key or role; remove it first or "
+        "choose another --name"));
   }
-  return WriteFileExclusive(path, absl::StrCat("# ", comment, "\n", key, "\n"),
-                            0644);
+  return WriteFileExclusive(
+      path, absl::StrCat("# ", comment, "\n", line, "\n"), 0644);
 }
 
 Status WriteKeyPair(const std::string& dir, const std::string& name,
@@ -344,18 +422,28 @@ StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
-      ASSIGN_OR_RETURN(std::string key, ReadPublicKeyFile(f.string()));
-      keys.push_back({key, f.stem().string()});
+      ASSIGN_OR_RETURN(FileText t, ReadSmallFile(f.string(), kMaxKeyFileBytes,
+                                                 Trust::kPublic));
+      auto lines = KeyLines(t.text);
+      if (lines.size() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            f.string(), ": expected one key line, found ", lines.size(),
+            " (write key files with `strata keygen`)"));
+      }
+      ASSIGN_OR_RETURN(
+          AuthorizedKey key,
+          ParseKeyLine(lines[0].second,
+                       absl::StrCat(f.string(), ":", lines[0].first),
+                       f.stem().string()));
+      keys.push_back(std::move(key));
     }
   } else {
     ASSIGN_OR_RETURN(FileText f,
                      ReadSmallFile(path, kMaxAllowListBytes, Trust::kPublic));
     for (const auto& [number, line] : KeyLines(f.text)) {
-      std::vector<std::string> fields =
-          absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
       const std::string where = absl::StrCat(path, ":", number);
-      RETURN_IF_ERROR(ValidateZ85Key(fields[0], where));
-      keys.push_back({fields[0], fields.size() > 1 ? fields[1] : where});
+      ASSIGN_OR_RETURN(AuthorizedKey key, ParseKeyLine(line, where, where));
+      keys.push_back(std::move(key));
     }
   }
   std::set<std::string> seen;

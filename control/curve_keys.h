@@ -36,11 +36,29 @@ struct CurveKeyPair {
   std::string secret_key;  // Z85, 40 characters
 };
 
-// One allow-listed client: its public key (Z85) and a name for logs.
+// One allow-listed client: its public key (Z85), a name for logs and what
+// it may do (docs/security.md "Roles"). An allow-list line (or the key line
+// of an authorized_keys/NAME.key file) is
+//   KEY [NAME] [role=admin|user|worker] [node=NODE] [name=USER]
+// role=worker needs node= (the one node the key may register as); role=user
+// acts as `name=` (default NAME). A line without role= is an admin key
+// (what every key was before roles existed).
 struct AuthorizedKey {
   std::string public_key;
   std::string name;
+  std::string role = "admin";  // "admin", "user" or "worker"
+  std::string node;            // role=worker: its node name
 };
+
+// The roles an allow-list may grant (ranks get per-attempt keys instead).
+inline constexpr char kRoleAdmin[] = "admin";
+inline constexpr char kRoleUser[] = "user";
+inline constexpr char kRoleWorker[] = "worker";
+
+// InvalidArgument unless `name` is a usable node name: 1-63 characters of
+// [A-Za-z0-9._-], starting with a letter or digit (a hostname label plus
+// '.' and '_', so it is safe in file names, worker ids and KV keys).
+Status ValidateNodeName(const std::string& name);
 
 // A fresh keypair from libzmq (zmq_curve_keypair). FailedPrecondition if
 // libzmq was built without CURVE support (zmq_has("curve") == 0).
@@ -87,10 +105,12 @@ StatusOr<CurveKeyPair> ReadKeyPair(const std::string& dir,
 Status WriteKeyPair(const std::string& dir, const std::string& name,
                     const CurveKeyPair& keys);
 
-// Writes one public key file PATH (0644). AlreadyExists if PATH holds a
-// different key; OK without writing if it holds the same key.
+// Writes one public key file PATH (0644): the key, then `attributes`
+// ("role=worker node=dn1", see AuthorizedKey) on its line. AlreadyExists if
+// PATH holds a different line; OK without writing if it holds the same.
 Status WritePublicKeyFile(const std::string& path, const std::string& key,
-                          const std::string& comment);
+                          const std::string& comment,
+                          const std::string& attributes = "");
 
 // Loads an allow-list from a directory of *.key files or a file of keys.
 // Duplicate keys are merged. InvalidArgument names the bad file and line;

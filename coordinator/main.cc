@@ -112,6 +112,27 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
+  std::optional<strata::control::CurveServerConfig> curve;
+  if (!curve_dir.empty()) {
+    auto loaded = strata::control::LoadCurveServerConfig(curve_dir);
+    if (!loaded.ok()) {
+      std::cerr << "strata-coordinator: --curve-dir: "
+                << loaded.status().message() << "\n";
+      return 2;
+    }
+    curve = *std::move(loaded);
+  } else {
+    logger->warn(
+        "plaintext mode (no --curve-dir): nothing is authenticated and every "
+        "peer that reaches the listen address acts as an admin; for a local "
+        "run only (docs/security.md)");
+  }
+  // Under CURVE every launched rank gets a key of its own (docs/security.md).
+  std::unique_ptr<strata::coordinator::RankKeys> rank_keys;
+  if (curve) {
+    rank_keys = std::make_unique<strata::coordinator::RankKeys>(
+        curve->server.secret_key);
+  }
   strata::SystemClock clock;
   auto store = strata::coordinator::StateStore::Open(state_dir + "/db", &clock);
   if (!store.ok()) {
@@ -123,7 +144,7 @@ int main(int argc, char** argv) {
   sc::LogStore logs(state_dir + "/logs");
   sc::KvStore kv(store->get());
   sc::JobManager jobs(&clock, store->get(), &events, &logs, &kv,
-                      {.limits = limits});
+                      {.limits = limits, .rank_keys = rank_keys.get()});
   for (auto s : {events.Recover(), kv.Recover(), jobs.Recover()}) {
     if (!s.ok()) {
       std::cerr << "strata-coordinator: recovering state from " << state_dir
@@ -141,19 +162,9 @@ int main(int argc, char** argv) {
                        .events = &events,
                        .logs = &logs,
                        .store = store->get()});
-  std::optional<strata::control::CurveServerConfig> curve;
-  if (!curve_dir.empty()) {
-    auto loaded = strata::control::LoadCurveServerConfig(curve_dir);
-    if (!loaded.ok()) {
-      std::cerr << "strata-coordinator: --curve-dir: "
-                << loaded.status().message() << "\n";
-      return 2;
-    }
-    curve = *std::move(loaded);
-  }
   zmq::context_t ctx;
   strata::coordinator::RouterServer server(&ctx, &service, logger,
-                                           std::move(curve));
+                                           std::move(curve), rank_keys.get());
   auto bound = server.Bind(listen);
   if (!bound.ok()) {
     std::cerr << "strata-coordinator: " << bound.status().message() << "\n";

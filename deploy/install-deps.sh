@@ -34,6 +34,8 @@ BUILD=(
   libopenmpi-dev
   # Control plane
   libzmq3-dev cppzmq-dev
+  # Rank keys derived with BLAKE2b (issue 30, coordinator/security/rank_keys.h)
+  libsodium-dev
   # Storage and schemas
   librocksdb-dev libprotobuf-dev protobuf-compiler
   # Logging, errors, CLI, config

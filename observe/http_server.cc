@@ -1,5 +1,9 @@
 #include "observe/http_server.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <httplib.h>
 
 #include <chrono>
@@ -34,8 +38,32 @@ void Reply(httplib::Response& res, int status, const std::string& body) {
 }  // namespace
 
 bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
+  // Decided on the addresses the name resolves to, never on its spelling:
+  // "127.attacker.test" is a DNS name like any other (docs/security.md).
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') {
+    h = h.substr(1, h.size() - 2);
+  }
+  if (h.empty()) return false;  // the wildcard address
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(h.c_str(), nullptr, &hints, &found) != 0) return false;
+  bool all_loopback = found != nullptr;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      all_loopback = all_loopback && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      all_loopback = all_loopback && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    } else {
+      all_loopback = false;
+    }
+  }
+  freeaddrinfo(found);
+  return all_loopback;
 }
 
 StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(

@@ -75,7 +75,9 @@ class HttpServer {
   int port_ = 0;
 };
 
-// True for 127.0.0.0/8, ::1 and "localhost".
+// True when every address `host` resolves to (getaddrinfo; a literal is
+// itself) is in 127.0.0.0/8 or ::1. False for names that do not resolve and
+// for the wildcard (empty host).
 bool IsLoopbackHost(const std::string& host);
 
 }  // namespace strata::observe

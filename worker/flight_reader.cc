@@ -1,6 +1,7 @@
 #include "worker/flight_reader.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iterator>
@@ -11,6 +12,15 @@
 
 namespace strata::worker {
 namespace {
+
+// The recorder of (job, rank, pid), checked: a regular file of this uid
+// (ranks run as the worker's user) whose header names them.
+StatusOr<comm::FrDump> ReadChecked(const std::string& job_id, int rank,
+                                   int pid) {
+  const comm::FrExpect expect{job_id, rank, pid, geteuid()};
+  return comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid),
+                                  &expect);
+}
 
 std::string ReadSmall(const std::string& path) {
   std::ifstream in(path);
@@ -57,8 +67,7 @@ control::RankFlight ReadRankFlight(const std::string& job_id, int attempt,
   f.set_stack(Where(pid));
   f.set_stopped(f.stack().starts_with("state T") ||
                 f.stack().starts_with("state t"));
-  auto dump =
-      comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid));
+  auto dump = ReadChecked(job_id, rank, pid);
   if (!dump.ok()) {
     f.set_error(std::string(dump.status().message()));
     return f;
@@ -90,8 +99,7 @@ control::RankTrace ReadRankTrace(const std::string& job_id, int attempt,
   t.set_job_id(job_id);
   t.set_attempt(attempt);
   t.set_rank(rank);
-  auto dump =
-      comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid));
+  auto dump = ReadChecked(job_id, rank, pid);
   if (!dump.ok()) {
     t.set_error(std::string(dump.status().message()));
     return t;

@@ -27,6 +27,7 @@
 #include "topology/probe/peer_bandwidth.h"
 #include "topology/probe/probe.h"
 #include "worker/node_identity.h"
+#include "worker/private_dir.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
 #include "worker/worker_agent.h"
@@ -96,6 +97,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   node_name = *identity;
+  // It becomes a worker id, file names and KV keys: refuse anything odd.
+  if (auto s = strata::control::ValidateNodeName(node_name); !s.ok()) {
+    std::cerr << "strata-worker: --node-name: " << s.message() << "\n";
+    return 2;
+  }
   if (address.empty()) address = probe->hostname();
   // Ranks bind this address (STRATA_NODE_ADDR) and peers on other nodes
   // connect to it: a name that does not resolve here is refused now.
@@ -125,11 +131,10 @@ int main(int argc, char** argv) {
     const char* tmp = getenv("TMPDIR");
     work_dir = absl::StrCat(tmp ? tmp : "/tmp", "/strata-", node_name);
   }
-  std::error_code ec;
-  std::filesystem::create_directories(work_dir, ec);
-  if (ec) {
-    std::cerr << "strata-worker: cannot create --work-dir " << work_dir << ": "
-              << ec.message() << "\n";
+  // Private: created 0700, or refused when another user could plant files
+  // in it (docs/security.md "Files").
+  if (auto s = strata::worker::MakePrivateDir(work_dir); !s.ok()) {
+    std::cerr << "strata-worker: --work-dir: " << s.message() << "\n";
     return 2;
   }
   auto curve = strata::control::CurveClientConfigFromFlagOrEnv(curve_dir);
@@ -153,9 +158,8 @@ int main(int argc, char** argv) {
   strata::worker::RankSupervisor ranks(
       &clock, work_dir,
       {{strata::placement::kStore, StoreUri(coordinator)},
-       {strata::placement::kTelemetry, telemetry_ep},
-       {strata::control::kCurveDirEnv,
-        strata::control::ResolveCurveDir(curve_dir)}});
+       {strata::placement::kTelemetry, telemetry_ep}});
+  if (*curve) ranks.SetCurveServerKey((*curve)->server_public_key);
   strata::control::DealerClient client(&ctx, coordinator, *curve);
   strata::worker::WorkerAgentOptions options;
   options.coordinator = coordinator;

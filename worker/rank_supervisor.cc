@@ -13,6 +13,8 @@
 #include "comm/flight_recorder.h"
 #include "common/subprocess.h"
 #include "control/codec.h"
+#include "control/curve_config.h"
+#include "worker/private_dir.h"
 #include "placement/rank_env.h"
 
 extern char** environ;
@@ -50,13 +52,11 @@ void RankSupervisor::Launch(const control::RankLaunch& order) {
   rank.report.set_rank(order.rank());
   const std::string dir = absl::StrCat(work_dir_, "/", order.job_id(),
                                        "/attempt-", order.attempt());
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || order.command().empty()) {
+  Status made = MakePrivateDir(dir);
+  if (!made.ok() || order.command().empty()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
-    rank.report.set_message(
-        ec ? absl::StrCat("cannot create ", dir, ": ", ec.message())
-           : "empty command");
+    rank.report.set_message(made.ok() ? "empty command"
+                                      : std::string(made.message()));
     dirty_ = true;
     return;
   }
@@ -70,8 +70,38 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   rank.out.path = absl::StrCat(dir, "/rank-", r, ".stdout");
   rank.err.path = absl::StrCat(dir, "/rank-", r, ".stderr");
   const std::string plan_path = absl::StrCat(dir, "/plan.json");
+  Status prepared = absl::OkStatus();
   if (!order.plan_json().empty()) {
-    std::ofstream(plan_path) << order.plan_json();
+    prepared = WritePrivateFile(plan_path, order.plan_json(), 0600);
+  }
+  // The rank's own CURVE keys (docs/security.md "Ranks"): never the
+  // worker's. Without them (plaintext) the rank gets no curve dir at all.
+  std::string curve_dir;
+  if (prepared.ok() && !order.curve_secret_key().empty() &&
+      !curve_server_key_.empty()) {
+    curve_dir = absl::StrCat(dir, "/rank-", r, ".curve");
+    prepared = MakePrivateDir(curve_dir);
+    for (const char* f : {"/client.key", "/client.key_secret", "/server.key"}) {
+      unlink((curve_dir + f).c_str());  // a rank restarted in place
+    }
+    if (prepared.ok()) {
+      prepared = control::WriteKeyPair(
+          curve_dir, control::kClientKeyName,
+          {order.curve_public_key(), order.curve_secret_key()});
+    }
+    if (prepared.ok()) {
+      prepared = control::WritePublicKeyFile(
+          absl::StrCat(curve_dir, "/", control::kServerKeyName,
+                       control::kPublicKeySuffix),
+          curve_server_key_, "strata coordinator public key");
+    }
+  }
+  if (!prepared.ok()) {
+    rank.report.set_state(control::RANK_FAILED_TO_START);
+    rank.report.set_message(std::string(prepared.message()));
+    logger_->warn("rank {} of {}: {}", r, order.job_id(),
+                  rank.report.message());
+    return;
   }
   // Environment: the worker's, then the order's, then the worker's own
   // endpoints; later entries win.
@@ -84,6 +114,10 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   for (const auto& [k, v] : order.env()) env[k] = v;
   for (const auto& [k, v] : extra_env_) env[k] = v;
   env[placement::kPlan] = plan_path;
+  // Whatever curve dir the worker's environment or the job named, the rank
+  // gets only its own.
+  env.erase(control::kCurveDirEnv);
+  if (!curve_dir.empty()) env[control::kCurveDirEnv] = curve_dir;
   SubprocessOptions sub;
   sub.argv.assign(order.command().begin(), order.command().end());
   sub.env.emplace();

@@ -30,6 +30,11 @@ class RankSupervisor : public RankRunner {
                  std::map<std::string, std::string> extra_env);
   ~RankSupervisor() override;  // SIGKILLs and reaps every running rank
 
+  // Under CURVE: the coordinator's public key (Z85). Ranks whose launch
+  // order carries a key of their own get a private curve dir with it and
+  // that key as $STRATA_CURVE_DIR; no rank ever inherits the worker's.
+  void SetCurveServerKey(std::string key) { curve_server_key_ = std::move(key); }
+
   // RankRunner. Exec failures are reported as RANK_FAILED_TO_START
   // ("exec /x: No such file or directory").
   void Launch(const control::RankLaunch& order) override;
@@ -72,6 +77,7 @@ class RankSupervisor : public RankRunner {
   const Clock* clock_;
   std::string work_dir_;
   std::map<std::string, std::string> extra_env_;
+  std::string curve_server_key_;
   std::map<std::string, Attempt> attempts_;  // by "<job>/<attempt>"
   bool dirty_ = false;
   Logger logger_;

@@ -35,7 +35,18 @@ Status WorkerAgent::Step() {
   for (const auto& [id, text] : stacks_.Poll(clock_->SteadyNowMs())) {
     AddStack(id, text);
   }
+  // Forwarded only for ranks this worker started (docs/security.md
+  // "Telemetry"): a rank cannot make its worker speak for another job.
+  std::set<std::pair<std::string, int>> started;
+  for (const auto& r : ranks_->Reports()) started.insert({r.job_id(), r.rank()});
   for (auto& s : steps_->TakeChanged()) {
+    if (!started.contains({s.job_id(), s.rank()})) {
+      limiter_.Warn(s.job_id(), "foreign step",
+                    "dropped a step report for rank {} of {}: this worker "
+                    "did not start it",
+                    s.rank(), s.job_id());
+      continue;
+    }
     latest_steps_[{s.job_id(), s.rank()}] = s;
     auto& queue = unsent_steps_[{s.job_id(), s.rank()}];
     queue.push_back(std::move(s));
@@ -79,6 +90,7 @@ control::Request WorkerAgent::BuildReport() {
   if (worker_id_.empty()) {
     auto* reg = req.mutable_register_worker();
     reg->set_node_name(options_.node_name);
+    reg->set_incarnation(options_.incarnation);
     reg->set_address(options_.address);
     *reg->mutable_probe() = options_.probe;
     for (auto& r : ranks_->Reports()) *reg->add_ranks() = std::move(r);

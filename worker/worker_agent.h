@@ -80,6 +80,11 @@ struct WorkerAgentOptions {
   // Each retry delay is cut by a random fraction in [0, retry_jitter).
   double retry_jitter = 0.5;
   uint64_t jitter_seed = std::random_device{}();
+  // Sent with every registration (RegisterWorkerRequest.incarnation): the
+  // coordinator refuses a registration for a node whose live worker has
+  // another one. Random per process.
+  std::string incarnation = std::to_string(std::random_device{}()) + "-" +
+                            std::to_string(std::random_device{}());
   // SIGTERM-to-SIGKILL time when the grace expires, until the coordinator
   // has set one in a heartbeat reply.
   int64_t stop_grace_ms = 5000;

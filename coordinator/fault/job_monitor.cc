@@ -55,7 +55,9 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
   hang_reported_ = false;
   last_step_[r.rank()] = std::max(last_step_[r.rank()], r.step());
   latest_step_ = std::max(latest_step_, r.step());
-  if (r.total_steps() > 0) total_steps_ = r.total_steps();
+  // The declared length is the first one reported; a later report cannot
+  // stretch it to defeat the restart-cost guard (docs/security.md).
+  if (r.total_steps() > 0 && total_steps_ == 0) total_steps_ = r.total_steps();
   Keep(step_seconds_, r.step_seconds());
 
   const auto& sec = r.section_seconds();

@@ -88,6 +88,11 @@ Status JobManager::Recover() {
       logger_->error("{}: {}", id, s.ToString());
     }
   }
+  // Ranks that outlived a coordinator restart reconnect with the keys they
+  // were issued: derive them again (rank_keys.h).
+  for (const auto& [id, job] : jobs_) {
+    if (job.state() == control::RUNNING) IssueRankKeys(job);
+  }
   ASSIGN_OR_RETURN(auto ledgers, store_->Scan("goodput/"));
   for (const auto& [key, value] : ledgers) {
     control::GoodputState state;
@@ -148,7 +153,8 @@ int64_t JobManager::WaitMs(const control::JobInfo& job) const {
 }
 
 StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
-                                         const WorkerRegistry* registry) {
+                                         const WorkerRegistry* registry,
+                                         const std::string& owner) {
   const JobLaunch& l = spec.launch();
   if (l.command().empty() || l.command(0).empty()) {
     return absl::InvalidArgumentError("job spec: launch.command is empty");
@@ -193,6 +199,7 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
   info.set_job_id(id);
   *info.mutable_spec() = spec;
   info.set_state(control::PENDING);
+  info.set_owner(owner);
   info.set_submit_unix_ms(clock_->NowMs());
   info.set_pending_since_unix_ms(clock_->NowMs());
   RETURN_IF_ERROR(
@@ -315,6 +322,55 @@ void JobManager::Ended(const control::JobInfo& job) {
   Status s = kv_->DeletePrefix(job.job_id() + "/");
   if (!s.ok())
     logger_->warn("dropping KV keys of {}: {}", job.job_id(), s.ToString());
+  declared_steps_.erase(job.job_id());
+  if (options_.rank_keys != nullptr) options_.rank_keys->Forget(job.job_id());
+}
+
+void JobManager::IssueRankKeys(const control::JobInfo& job) {
+  if (options_.rank_keys == nullptr) return;
+  for (int r = 0; r < job.ranks_size(); ++r) {
+    options_.rank_keys->Issue(job.job_id(), job.attempt(), r);
+  }
+}
+
+bool JobManager::MayRelayLogs(const std::string& worker_id,
+                              const std::string& job_id, int attempt,
+                              int rank) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || attempt < 0 || attempt > it->second.attempt() ||
+      rank < 0 || rank >= it->second.ranks_size()) {
+    return false;
+  }
+  if (attempt < it->second.attempt() ||
+      it->second.state() != control::RUNNING) {
+    return true;
+  }
+  return PlacedOn(worker_id, job_id, attempt, rank);
+}
+
+std::optional<JobFacts> JobManager::Facts(const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return std::nullopt;
+  return JobFacts{it->second.owner(), it->second.attempt(),
+                  it->second.state() == control::RUNNING};
+}
+
+bool JobManager::PlacedOn(const std::string& worker_id,
+                          const std::string& job_id, int attempt, int rank) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.state() != control::RUNNING) {
+    return false;
+  }
+  const control::JobInfo& job = it->second;
+  if ((attempt >= 0 && attempt != job.attempt()) || rank < 0 ||
+      rank >= job.ranks_size()) {
+    return false;
+  }
+  const AttemptIndex& index = Index(job);
+  auto node = index.node_of_worker.find(worker_id);
+  if (node == index.node_of_worker.end()) return false;
+  const std::vector<int>& ranks = index.ranks_of_node[node->second];
+  return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
 }
 
 Status JobManager::FailAttempt(control::JobInfo& job,
@@ -592,6 +648,16 @@ void JobManager::OnWorkerReport(
       stop.insert(AttemptKey(r.job_id(), r.attempt()));
       continue;
     }
+    if (!PlacedOn(worker_id, r.job_id(), r.attempt(), r.rank())) {
+      // A rank this worker was never given: it must not speak for it
+      // (docs/security.md "Telemetry"). Whatever it runs of that attempt
+      // is stopped.
+      logger_->warn("{} reported rank {} of {} attempt {}, which is not "
+                    "placed on it; ignored",
+                    worker_id, r.rank(), r.job_id(), r.attempt());
+      stop.insert(AttemptKey(r.job_id(), r.attempt()));
+      continue;
+    }
     control::JobInfo& job = it->second;
     held.insert({job.job_id(), r.rank()});
     control::RankReport* cur = job.mutable_ranks(r.rank());
@@ -649,7 +715,15 @@ void JobManager::OnWorkerReport(
                                 launches.status().message()));
       continue;
     }
-    for (auto& l : *launches) *orders->add_launch() = std::move(l);
+    for (auto& l : *launches) {
+      if (options_.rank_keys != nullptr) {
+        control::CurveKeyPair keys =
+            options_.rank_keys->Issue(id, job.attempt(), l.rank());
+        l.set_curve_public_key(keys.public_key);
+        l.set_curve_secret_key(keys.secret_key);
+      }
+      *orders->add_launch() = std::move(l);
+    }
     if (touched.contains(id) &&
         std::all_of(job.ranks().begin(), job.ranks().end(), ExitedZero)) {
       (void)Finish(job, control::SUCCEEDED,
@@ -705,12 +779,35 @@ void JobManager::OnLogs(
   }
 }
 
-void JobManager::OnSteps(
+int JobManager::OnSteps(
+    const std::string& worker_id,
     const google::protobuf::RepeatedPtrField<control::StepReport>& steps) {
-  for (const auto& s : steps) {
-    auto it = jobs_.find(s.job_id());
-    if (it == jobs_.end() || it->second.state() != control::RUNNING) continue;
-    steps_[s.job_id()][s.rank()] = s;
+  int dropped = 0;
+  for (const auto& report : steps) {
+    if (!PlacedOn(worker_id, report.job_id(), -1, report.rank())) {
+      ++dropped;
+      continue;
+    }
+    auto it = jobs_.find(report.job_id());
+    auto& latest = steps_[report.job_id()];
+    if (auto prev = latest.find(report.rank());
+        prev != latest.end() && report.step() <= prev->second.step()) {
+      ++dropped;  // steps only move forward
+      continue;
+    }
+    // The job's declared length is what it said first; a later report
+    // cannot stretch it (docs/security.md "Telemetry").
+    int64_t& declared = declared_steps_[report.job_id()];
+    if (declared == 0 && report.total_steps() > 0) {
+      declared = report.total_steps();
+    }
+    if (declared > 0 && report.step() > declared) {
+      ++dropped;
+      continue;
+    }
+    control::StepReport s = report;
+    s.set_total_steps(declared);
+    latest[s.rank()] = s;
     if (s.rank() == 0) {  // the job moves in lock-step: rank 0's steps
       auto ckpt = s.section_seconds().find("checkpoint");
       LedgerOf(it->second).OnStep(
@@ -720,6 +817,7 @@ void JobManager::OnSteps(
     }
     Watch(it->second, s);
   }
+  return dropped;
 }
 
 }  // namespace strata::coordinator

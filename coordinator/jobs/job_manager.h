@@ -40,6 +40,8 @@
 #include "coordinator/jobs/job_limits.h"
 #include "coordinator/jobs/log_store.h"
 #include "coordinator/kv/kv_store.h"
+#include "coordinator/security/access_policy.h"
+#include "coordinator/security/rank_keys.h"
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
 #include "observe/goodput.h"
@@ -52,6 +54,9 @@ struct JobOptions {
   int64_t default_worker_wait_ms = 60000;  // JobLaunch.worker_wait_s = 0
   int64_t default_grace_ms = 5000;         // JobLaunch.stop_grace_ms = 0
   JobLimits limits;
+  // With CURVE: issues each launched rank its own key (rank_keys.h) and
+  // forgets a job's keys when it ends. Null: plaintext, no rank keys.
+  RankKeys* rank_keys = nullptr;
 };
 
 class JobManager {
@@ -77,8 +82,24 @@ class JobManager {
   // launch.ranks_per_node is set, against the registered workers' capacity;
   // stores it as a PENDING job ("job-<n>"). The store's error (nothing
   // stored) when the write fails.
+  // `owner` (the submitter's identity name, docs/security.md) is stored in
+  // JobInfo.owner.
   StatusOr<std::string> Submit(const JobSpec& spec,
-                               const WorkerRegistry* registry = nullptr);
+                               const WorkerRegistry* registry = nullptr,
+                               const std::string& owner = "");
+  // What the access policy needs to know about a job; nullopt if unknown.
+  std::optional<JobFacts> Facts(const std::string& job_id) const;
+  // Whether (job, attempt, rank) is a rank of the job's running attempt
+  // placed on `worker_id`'s node: the only reports (steps, logs, flight
+  // recorders, traces, rank states) a worker may make (docs/security.md
+  // "Telemetry"). `attempt` < 0: the running attempt.
+  bool PlacedOn(const std::string& worker_id, const std::string& job_id,
+                int attempt, int rank);
+  // Output may also arrive after its attempt ended, when placement has
+  // moved on: accepted for ranks of the job's ended attempts (whose
+  // placement is no longer kept) and else as PlacedOn.
+  bool MayRelayLogs(const std::string& worker_id, const std::string& job_id,
+                    int attempt, int rank);
   StatusOr<control::JobInfo> Get(const std::string& job_id) const;
   // Moves a PENDING/RUNNING job to CANCELLED (its ranks are stopped through
   // the next heartbeats); FailedPrecondition if it has already ended, the
@@ -100,7 +121,12 @@ class JobManager {
       const google::protobuf::RepeatedPtrField<control::RankReport>& ranks,
       control::HeartbeatReply* orders);
   void OnLogs(const google::protobuf::RepeatedPtrField<control::LogChunk>& c);
-  void OnSteps(
+  // Step reports of ranks placed on `worker_id` (PlacedOn) are kept when
+  // their step moves forward and stays within the job's declared steps
+  // (the first total_steps the job reported, which later reports cannot
+  // change); the others are dropped and counted in the return value.
+  int OnSteps(
+      const std::string& worker_id,
       const google::protobuf::RepeatedPtrField<control::StepReport>& s);
   // Flight recorders a worker read for a hang diagnosis (job_faults.cc).
   void OnFlights(
@@ -241,6 +267,10 @@ class JobManager {
   // Latest telemetry per job and rank (memory only).
   std::map<std::string, std::map<int, control::StepReport>> steps_;
   std::map<std::string, AttemptIndex> index_;
+  // job id -> its declared last step: the first non-zero total_steps any of
+  // its ranks reported (memory only; keys are active jobs).
+  std::map<std::string, int64_t> declared_steps_;
+  void IssueRankKeys(const control::JobInfo& job);
   // Goodput accounting per job, and the job with it filled. The ledgers
   // are written to the store (goodput/<job>) at most every
   // kGoodputSaveIntervalMs while their job is active and once at its end

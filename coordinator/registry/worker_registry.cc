@@ -4,6 +4,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "control/curve_keys.h"
 
 namespace strata::coordinator {
 
@@ -17,7 +19,28 @@ StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
   if (request.node_name().empty()) {
     return absl::InvalidArgumentError("RegisterWorker: node_name is empty");
   }
+  if (Status s = control::ValidateNodeName(request.node_name()); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RegisterWorker: ", s.message()));
+  }
   std::string id = absl::StrCat("w-", request.node_name());
+  if (auto live = workers_.find(id);
+      live != workers_.end() && live->second.alive() &&
+      incarnation_[id] != request.incarnation()) {
+    // Another process claims a node whose worker is alive: refused, so it
+    // cannot take over the node's launch orders (docs/security.md). The
+    // worker retries (AlreadyExists is not fatal to it) and gets in once
+    // the old one is declared lost.
+    const std::string why = absl::StrCat(
+        "RegisterWorker: node '", request.node_name(), "' already has a live "
+        "worker (", id, ", last heartbeat ",
+        clock_->NowMs() - live->second.last_heartbeat_unix_ms(),
+        " ms ago) with another incarnation; a second registration is refused "
+        "until it is lost");
+    GetLogger("CTRL")->warn("{}", why);
+    return absl::AlreadyExistsError(why);
+  }
+  incarnation_[id] = request.incarnation();
   control::WorkerInfo& info = workers_[id];
   info.set_worker_id(id);
   info.set_node_name(request.node_name());

@@ -29,8 +29,10 @@ class WorkerRegistry {
   // `clock` must outlive the registry.
   WorkerRegistry(const Clock* clock, RegistryOptions options);
 
-  // Registers (or re-adopts, by node name) a worker. Node name must be
-  // non-empty. Returns the worker id ("w-<node_name>").
+  // Registers (or re-adopts, by node name) a worker. The node name must
+  // pass control::ValidateNodeName (InvalidArgument). A node whose record
+  // is alive with another incarnation is refused (AlreadyExists, logged):
+  // one live worker per node. Returns the worker id ("w-<node_name>").
   StatusOr<control::RegisterWorkerReply> Register(
       const control::RegisterWorkerRequest& request);
 
@@ -68,6 +70,8 @@ class WorkerRegistry {
   const Clock* clock_;
   RegistryOptions options_;
   std::map<std::string, control::WorkerInfo> workers_;  // by worker id
+  // Keys are those of workers_: the incarnation that registered last.
+  std::map<std::string, std::string> incarnation_;
   fault::Liveness liveness_;                            // by worker id
   observe::HistogramCounts rtt_;
 };

@@ -27,8 +27,17 @@ std::string EncodeZ85(const std::string& raw) {
 
 AllowList MakeAllowList(const std::vector<control::AuthorizedKey>& keys) {
   AllowList list;
-  for (const auto& k : keys)
-    list.emplace(control::DecodeZ85Key(k.public_key), k.name);
+  for (const auto& k : keys) {
+    Identity who;
+    if (k.role == control::kRoleWorker) {
+      who.role = Role::kWorker;
+      who.name = k.node;
+    } else {
+      who.role = k.role == control::kRoleUser ? Role::kUser : Role::kAdmin;
+      who.name = k.name;
+    }
+    list.emplace(control::DecodeZ85Key(k.public_key), ZapUserId(who));
+  }
   return list;
 }
 
@@ -46,7 +55,8 @@ StatusOr<ZapRequest> ParseZapRequest(const std::vector<std::string>& frames) {
   return r;
 }
 
-ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
+ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed,
+                      const RankKeys* ranks) {
   if (request.version != "1.0") {
     return Deny(absl::StrCat("unsupported ZAP version '", request.version,
                              "' (RFC 27 is 1.0)"));
@@ -66,6 +76,11 @@ ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
   }
   const std::string z85 = EncodeZ85(request.credentials[0]);
   auto it = allowed.find(request.credentials[0]);
+  if (it == allowed.end() && ranks != nullptr) {
+    if (auto rank = ranks->Find(request.credentials[0])) {
+      return {true, "200", "OK", ZapUserId(*rank), z85};
+    }
+  }
   if (it == allowed.end()) {
     return Deny(absl::StrCat("client key ", z85, " is not authorized"), z85);
   }
@@ -73,12 +88,14 @@ ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed) {
 }
 
 ZapHandler::ZapHandler(zmq::context_t* context,
-                       const control::CurveServerConfig& config, Logger logger)
+                       const control::CurveServerConfig& config, Logger logger,
+                       const RankKeys* ranks)
     : socket_(*context, zmq::socket_type::rep),
       logger_(std::move(logger)),
       limiter_(logger_),
       authorized_path_(config.authorized_path),
-      allowed_keys_(MakeAllowList(config.authorized)) {
+      allowed_keys_(MakeAllowList(config.authorized)),
+      ranks_(ranks) {
   socket_.set(zmq::sockopt::linger, 0);
 }
 
@@ -123,7 +140,7 @@ void ZapHandler::Loop() {
 }
 
 ZapDecision ZapHandler::Decide(const ZapRequest& request) {
-  ZapDecision d = DecideZap(request, allowed_keys_);
+  ZapDecision d = DecideZap(request, allowed_keys_, ranks_);
   const auto now = std::chrono::steady_clock::now();
   if (d.allowed || d.key_z85.empty() || authorized_path_.empty() ||
       now - last_reload_ < kReloadPeriod) {
@@ -145,7 +162,7 @@ ZapDecision ZapHandler::Decide(const ZapRequest& request) {
   }
   reload_error_.clear();
   if (!keys->empty()) allowed_keys_ = MakeAllowList(*keys);
-  return DecideZap(request, allowed_keys_);
+  return DecideZap(request, allowed_keys_, ranks_);
 }
 
 void ZapHandler::HandleOne() {

@@ -27,12 +27,15 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "control/curve_config.h"
+#include "coordinator/security/rank_keys.h"
 
 namespace strata::coordinator {
 
 inline constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
 
-// Raw 32-byte client public key -> name used as ZAP user id and in logs.
+// Raw 32-byte client public key -> the ZAP user id of its identity
+// (identity.h: "admin:NAME", "user:NAME", "worker:NODE"), which libzmq puts
+// on every message of the connection for the access policy.
 using AllowList = std::unordered_map<std::string, std::string>;
 AllowList MakeAllowList(const std::vector<control::AuthorizedKey>& keys);
 
@@ -62,14 +65,16 @@ StatusOr<ZapRequest> ParseZapRequest(const std::vector<std::string>& frames);
 
 // The pure decision for one request. Version must be "1.0", domain
 // control::kZapDomain, mechanism CURVE with one 32-byte credential in
-// `allowed`.
-ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed);
+// `allowed` or issued by `ranks` (when given): a rank's per-attempt key.
+ZapDecision DecideZap(const ZapRequest& request, const AllowList& allowed,
+                      const RankKeys* ranks = nullptr);
 
 class ZapHandler {
  public:
-  // `context` must outlive the handler. Does not bind yet.
+  // `context` and `ranks` (nullable) must outlive the handler. Does not
+  // bind yet.
   ZapHandler(zmq::context_t* context, const control::CurveServerConfig& config,
-             Logger logger);
+             Logger logger, const RankKeys* ranks = nullptr);
   ~ZapHandler();  // Stop()
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
@@ -94,6 +99,7 @@ class ZapHandler {
   LogLimiter limiter_;
   std::string authorized_path_;
   AllowList allowed_keys_;  // the thread's once started
+  const RankKeys* ranks_;
   std::chrono::steady_clock::time_point last_reload_{};
   std::string reload_error_;  // why the last re-read was refused, if it was
   std::atomic<bool> stop_{false};

@@ -22,9 +22,11 @@ std::string PeerOf(zmq::message_t& msg) {
 
 RouterServer::RouterServer(zmq::context_t* context, Service* service,
                            Logger logger,
-                           std::optional<control::CurveServerConfig> curve)
+                           std::optional<control::CurveServerConfig> curve,
+                           const RankKeys* ranks)
     : context_(context),
       curve_(std::move(curve)),
+      ranks_(ranks),
       socket_(*context, zmq::socket_type::router),
       service_(service),
       logger_(std::move(logger)),
@@ -46,7 +48,7 @@ Status RouterServer::StartSecurity() {
   // Order matters: the ZAP handler must answer before the socket accepts
   // anything, or libzmq without ZMQ_ZAP_ENFORCE_DOMAIN lets CURVE clients in
   // unchecked (curve_config.h).
-  auto zap = std::make_unique<ZapHandler>(context_, *curve_, logger_);
+  auto zap = std::make_unique<ZapHandler>(context_, *curve_, logger_, ranks_);
   RETURN_IF_ERROR(zap->Start());
   RETURN_IF_ERROR(control::ConfigureCurveServer(&socket_, *curve_));
   auto monitor =
@@ -146,9 +148,23 @@ bool RouterServer::PollOnce(int timeout_ms) {
                   "rejected request from {} ({} rejects so far): {}", peer,
                   rejects_.Total(), std::string(request.status().message()));
     reply = control::MakeReply(request_id, request.status());
-  } else {
+  } else if (!curve_) {
     reply = service_->Handle(*request);
     ++handled_;
+  } else {
+    // Who ZAP said this connection is (zap_handler.h).
+    const char* user = zmq_msg_gets(parts.back().handle(), "User-Id");
+    auto who = ParseZapUserId(user != nullptr ? user : "");
+    if (!who.ok()) {
+      ++rejects_.malformed;
+      reply = control::MakeReply(
+          request_id, absl::PermissionDeniedError(absl::StrCat(
+                          "no strata identity on this connection: ",
+                          who.status().message())));
+    } else {
+      reply = service_->Handle(*request, *who);
+      ++handled_;
+    }
   }
   const uint64_t reply_id = reply.request_id();
   std::string out = control::EncodeReply(std::move(reply));

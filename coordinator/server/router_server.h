@@ -38,8 +38,13 @@ class RouterServer {
   // `service` and `context` must outlive the server. With `curve`, the
   // server's ZAP handler is bound in `context` by the first Bind(): one CURVE
   // server per context.
+  // `ranks` (nullable, must outlive the server): per-attempt rank keys the
+  // ZAP handler also admits. Every message is handed to the service with
+  // the sender's identity (security/identity.h): under CURVE the one ZAP
+  // gave its key, in plaintext PlaintextIdentity().
   RouterServer(zmq::context_t* context, Service* service, Logger logger,
-               std::optional<control::CurveServerConfig> curve = std::nullopt);
+               std::optional<control::CurveServerConfig> curve = std::nullopt,
+               const RankKeys* ranks = nullptr);
   ~RouterServer();
 
   // Binds `endpoint` (tcp://host:port, ipc://path). Returns the endpoint
@@ -70,6 +75,7 @@ class RouterServer {
 
   zmq::context_t* context_;
   std::optional<control::CurveServerConfig> curve_;
+  const RankKeys* ranks_;
   std::unique_ptr<ZapHandler> zap_;  // outlives socket_: destroyed after it
   zmq::socket_t socket_;
   std::unique_ptr<HandshakeMonitor> monitor_;  // destroyed before socket_

@@ -1,5 +1,7 @@
 #include "coordinator/server/service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "control/codec.h"
@@ -16,7 +18,8 @@ Service::Service(const Clock* clock, RegistryOptions options, Services services)
     : clock_(clock),
       options_(options),
       registry_(clock, options),
-      s_(services) {}
+      s_(services),
+      limiter_(GetLogger("CTRL"), {}, clock) {}
 
 void Service::NoteLoopGap(int64_t gap_ms) {
   if (gap_ms <= options_.heartbeat_interval_ms) return;
@@ -53,6 +56,7 @@ void Service::Tick() {
       if (s.ok()) synced_generation_ = s_.store->generation();
     }
   }
+  limiter_.Flush();
   std::vector<std::string> lost;
   for (const auto& id : registry_.CheckLiveness()) {
     lost.push_back(absl::StrCat(id, " missed its heartbeats"));
@@ -61,14 +65,25 @@ void Service::Tick() {
   if (s_.jobs != nullptr) s_.jobs->Tick(registry_);
 }
 
-control::Reply Service::Handle(const control::Request& request) {
-  auto reply = HandleBody(request);
+control::Reply Service::Handle(const control::Request& request,
+                               const Identity& who) {
+  auto reply = HandleBody(request, who);
   if (!reply.ok())
     return control::MakeReply(request.request_id(), reply.status());
   return *std::move(reply);
 }
 
-StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
+StatusOr<control::Reply> Service::HandleBody(const control::Request& request,
+                                             const Identity& who) {
+  Status allowed = CheckAccess(who, request, [&](const std::string& id) {
+    return s_.jobs != nullptr ? s_.jobs->Facts(id) : std::nullopt;
+  });
+  if (!allowed.ok()) {
+    ++denied_;
+    limiter_.Warn(who.Describe(), "denied", "refused: {} ({} refusals so far)",
+                  std::string(allowed.message()), denied_);
+    return allowed;
+  }
   control::Reply reply =
       control::MakeReply(request.request_id(), absl::OkStatus());
   switch (request.body_case()) {
@@ -84,25 +99,8 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
       }
       return reply;
     }
-    case control::Request::kHeartbeat: {
-      const int64_t received_us = clock_->NowUs();
-      const control::HeartbeatRequest& hb = request.heartbeat();
-      control::HeartbeatReply* out = reply.mutable_heartbeat();
-      *out = registry_.Heartbeat(hb);
-      if (out->reregister()) return reply;
-      registry_.SetHolds(hb.worker_id(), hb.ranks());
-      if (s_.jobs != nullptr) {
-        s_.jobs->OnLogs(hb.logs());
-        s_.jobs->OnSteps(hb.steps());
-        s_.jobs->OnFlights(hb.flights());
-        s_.jobs->OnTraces(hb.traces());
-        s_.jobs->OnWorkerReport(hb.worker_id(), hb.ranks(), out);
-      }
-      // The sample for the worker's clock estimate; the answer's stamp last.
-      out->set_coordinator_recv_unix_us(received_us);
-      out->set_coordinator_unix_us(clock_->NowUs());
-      return reply;
-    }
+    case control::Request::kHeartbeat:
+      return HandleHeartbeat(request);
     case control::Request::kListWorkers:
       *reply.mutable_list_workers() = registry_.List();
       *reply.mutable_list_workers()->mutable_health() = Health();
@@ -154,15 +152,102 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request) {
       reply.mutable_logs()->set_finished(ended && reply.logs().data().empty());
       return reply;
     }
-    case control::Request::kSubmitJob:
+    case control::Request::kSubmitJob: {
+      if (s_.jobs == nullptr) return Missing("job manager");
+      // The owner is who submitted; plaintext jobs have none.
+      ASSIGN_OR_RETURN(std::string id,
+                       s_.jobs->Submit(request.submit_job().spec(), &registry_,
+                                       who.plaintext ? "" : who.name));
+      reply.mutable_submit_job()->set_job_id(id);
+      return reply;
+    }
+    case control::Request::kListJobs:
+      if (s_.jobs == nullptr) return Missing("job manager");
+      *reply.mutable_jobs() = s_.jobs->List();
+      if (!who.plaintext && who.role == Role::kUser) {
+        auto* jobs = reply.mutable_jobs()->mutable_jobs();
+        jobs->erase(std::remove_if(jobs->begin(), jobs->end(),
+                                   [&](const control::JobInfo& j) {
+                                     return j.owner() != who.name;
+                                   }),
+                    jobs->end());
+      }
+      *reply.mutable_jobs()->mutable_health() = Health();
+      return reply;
     case control::Request::kJobStatus:
     case control::Request::kCancelJob:
-    case control::Request::kListJobs:
       return HandleJob(request);
     case control::Request::BODY_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError("request has no body");
+}
+
+StatusOr<control::Reply> Service::HandleHeartbeat(
+    const control::Request& request) {
+  control::Reply reply =
+      control::MakeReply(request.request_id(), absl::OkStatus());
+  const int64_t received_us = clock_->NowUs();
+  control::HeartbeatReply* out = reply.mutable_heartbeat();
+  *out = registry_.Heartbeat(request.heartbeat());
+  if (out->reregister()) return reply;
+  control::HeartbeatRequest copy;
+  const control::HeartbeatRequest& hb = PlacedOnly(request.heartbeat(), &copy);
+  registry_.SetHolds(hb.worker_id(), hb.ranks());
+  if (s_.jobs != nullptr) {
+    s_.jobs->OnLogs(hb.logs());
+    if (int dropped = s_.jobs->OnSteps(hb.worker_id(), hb.steps());
+        dropped > 0) {
+      dropped_reports_ += dropped;
+      limiter_.Warn(hb.worker_id(), "steps",
+                    "dropped {} step report(s) from {}: not of a rank placed "
+                    "on it in the running attempt, not moving forward, or "
+                    "past the job's declared steps ({} dropped so far)",
+                    dropped, hb.worker_id(), dropped_reports_);
+    }
+    s_.jobs->OnFlights(hb.flights());
+    s_.jobs->OnTraces(hb.traces());
+    s_.jobs->OnWorkerReport(hb.worker_id(), hb.ranks(), out);
+  }
+  // The sample for the worker's clock estimate; the answer's stamp last.
+  out->set_coordinator_recv_unix_us(received_us);
+  out->set_coordinator_unix_us(clock_->NowUs());
+  return reply;
+}
+
+const control::HeartbeatRequest& Service::PlacedOnly(
+    const control::HeartbeatRequest& hb, control::HeartbeatRequest* copy) {
+  if (s_.jobs == nullptr) return hb;
+  const std::string& w = hb.worker_id();
+  auto placed = [&](const auto& r) {
+    return s_.jobs->PlacedOn(w, r.job_id(), r.attempt(), r.rank());
+  };
+  auto relayable = [&](const control::LogChunk& c) {
+    return s_.jobs->MayRelayLogs(w, c.job_id(), c.attempt(), c.rank());
+  };
+  const bool all =
+      std::all_of(hb.logs().begin(), hb.logs().end(), relayable) &&
+      std::all_of(hb.flights().begin(), hb.flights().end(), placed) &&
+      std::all_of(hb.traces().begin(), hb.traces().end(), placed);
+  if (all) return hb;
+  *copy = hb;
+  int dropped = 0;
+  auto keep = [&](auto* field, auto ok) {
+    const int before = field->size();
+    field->erase(std::remove_if(field->begin(), field->end(),
+                                [&](const auto& r) { return !ok(r); }),
+                 field->end());
+    dropped += before - field->size();
+  };
+  keep(copy->mutable_logs(), relayable);
+  keep(copy->mutable_flights(), placed);
+  keep(copy->mutable_traces(), placed);
+  dropped_reports_ += dropped;
+  limiter_.Warn(w, "reports",
+                "dropped {} log/flight/trace report(s) from {} about ranks "
+                "not placed on it in the running attempt",
+                dropped, w);
+  return *copy;
 }
 
 StatusOr<control::Reply> Service::HandleKv(const control::Request& request) {
@@ -205,16 +290,6 @@ StatusOr<control::Reply> Service::HandleJob(const control::Request& request) {
       control::MakeReply(request.request_id(), absl::OkStatus());
   control::JobInfo info;
   switch (request.body_case()) {
-    case control::Request::kSubmitJob: {
-      auto id = s_.jobs->Submit(request.submit_job().spec(), &registry_);
-      if (!id.ok()) return id.status();
-      reply.mutable_submit_job()->set_job_id(*id);
-      return reply;
-    }
-    case control::Request::kListJobs:
-      *reply.mutable_jobs() = s_.jobs->List();
-      *reply.mutable_jobs()->mutable_health() = Health();
-      return reply;
     case control::Request::kJobStatus: {
       ASSIGN_OR_RETURN(info, s_.jobs->Get(request.job_status().job_id()));
       break;

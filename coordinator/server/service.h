@@ -7,10 +7,13 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/log_limiter.h"
 #include "coordinator/jobs/event_log.h"
 #include "coordinator/jobs/job_manager.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/registry/worker_registry.h"
+#include "coordinator/security/access_policy.h"
+#include "coordinator/security/identity.h"
 #include "proto/control.pb.h"
 
 namespace strata::coordinator {
@@ -30,8 +33,17 @@ class Service {
  public:
   Service(const Clock* clock, RegistryOptions options, Services services = {});
 
-  // Never fails: errors are reported in reply.status.
-  control::Reply Handle(const control::Request& request);
+  // Never fails: errors are reported in reply.status. `who` is the
+  // authenticated sender (RouterServer; plaintext: an admin). Requests its
+  // role does not allow (security/access_policy.h) are answered
+  // PermissionDenied, logged (rate-limited per sender) and counted
+  // (denied()); a worker's reports about ranks not placed on it are dropped
+  // and logged the same way.
+  control::Reply Handle(const control::Request& request,
+                        const Identity& who = PlaintextIdentity());
+  // Requests refused by the access policy, and reports dropped, so far.
+  uint64_t denied() const { return denied_; }
+  uint64_t dropped_reports() const { return dropped_reports_; }
 
   // Periodic work (store recovery, liveness, placement, restarts); call
   // from the event loop.
@@ -53,7 +65,12 @@ class Service {
   const Clock* clock() const { return clock_; }
 
  private:
-  StatusOr<control::Reply> HandleBody(const control::Request& request);
+  StatusOr<control::Reply> HandleBody(const control::Request& request,
+                                      const Identity& who);
+  StatusOr<control::Reply> HandleHeartbeat(const control::Request& request);
+  // Drops the heartbeat's reports about ranks not placed on its worker.
+  const control::HeartbeatRequest& PlacedOnly(
+      const control::HeartbeatRequest& hb, control::HeartbeatRequest* copy);
   StatusOr<control::Reply> HandleKv(const control::Request& request);
   StatusOr<control::Reply> HandleJob(const control::Request& request);
 
@@ -62,6 +79,9 @@ class Service {
   WorkerRegistry registry_;
   Services s_;
   int64_t synced_generation_ = 0;  // store generation memory was written to
+  LogLimiter limiter_;             // refusals, per sender
+  uint64_t denied_ = 0;
+  uint64_t dropped_reports_ = 0;
 };
 
 }  // namespace strata::coordinator

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -63,7 +65,54 @@ void Wait(int64_t ms, const std::atomic<bool>& stop) {
 
 }  // namespace
 
-StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank) {
+namespace {
+
+// The parent pid (/proc/PID/stat field 4, after the parenthesised comm,
+// which may itself hold ')': proc(5)); -1 when gone.
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The file name of /proc/PID/exe ("" when unreadable).
+std::string ExeName(pid_t pid) {
+  char buf[4096];
+  const ssize_t n = readlink(absl::StrCat("/proc/", pid, "/exe").c_str(), buf,
+                             sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string DescribeProcess(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"), std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(in)), {});
+  for (char& c : cmd) c = c == '\0' ? ' ' : c;
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  if (cmd.size() > 120) cmd = cmd.substr(0, 117) + "...";
+  struct stat st;
+  const std::string uid =
+      stat(absl::StrCat("/proc/", pid).c_str(), &st) == 0
+          ? absl::StrCat(st.st_uid)
+          : "?";
+  const pid_t parent = ParentOf(pid);
+  return absl::StrCat("pid ", pid, " (uid ", uid, ", `", cmd, "`, child of ",
+                      ExeName(parent), " pid ", parent, ")");
+}
+
+StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank,
+                                      const std::string& started_by) {
   DIR* proc = opendir("/proc");
   if (proc == nullptr) {
     return absl::UnavailableError(
@@ -76,15 +125,25 @@ StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank) {
     if (!absl::SimpleAtoi(e->d_name, &pid) || pid == self) continue;
     const std::string env = Environ(pid);
     if (HasVar(env, "STRATA_JOB_ID=" + job_id) &&
-        HasVar(env, absl::StrCat("RANK=", rank))) {
+        HasVar(env, absl::StrCat("RANK=", rank)) &&
+        (started_by.empty() || ExeName(ParentOf(pid)) == started_by)) {
       pids.push_back(pid);
     }
   }
   closedir(proc);
   if (pids.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no process with STRATA_JOB_ID=", job_id,
-                     " and RANK=", rank, " on this machine"));
+    return absl::NotFoundError(absl::StrCat(
+        "no process with STRATA_JOB_ID=", job_id, " and RANK=", rank,
+        started_by.empty() ? "" : absl::StrCat(" started by ", started_by),
+        " on this machine"));
+  }
+  if (!started_by.empty() && pids.size() > 1) {
+    std::vector<std::string> names;
+    for (pid_t p : pids) names.push_back(DescribeProcess(p));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", rank, " of ", job_id, " is ambiguous: ",
+        absl::StrJoin(names, "; "),
+        ". Nothing signalled; name one with --pid"));
   }
   return pids;
 }

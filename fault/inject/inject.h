@@ -26,7 +26,18 @@ namespace strata::fault {
 // Processes whose environment has STRATA_JOB_ID=`job_id` and RANK=`rank`
 // (the variables every strata rank gets, docs/runtime.md), found in /proc;
 // threads and the worker's own processes are not ranks. NotFound when none.
-StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank);
+//
+// With `started_by` (strata-inject passes "strata-worker"), only processes
+// whose parent's executable has that name count: a rank a strata worker
+// started, not any process (another user's decoy) that copied the
+// variables (docs/security.md). More than one such process is ambiguous:
+// FailedPrecondition naming them, nothing is chosen.
+StatusOr<std::vector<pid_t>> FindRank(const std::string& job_id, int rank,
+                                      const std::string& started_by = "");
+
+// "pid 123 (uid 0, `python train.py`, child of strata-worker pid 99)": what
+// strata-inject names before it signals.
+std::string DescribeProcess(pid_t pid);
 
 struct SlowOptions {
   double factor = 1.3;       // wall time / run time, > 1

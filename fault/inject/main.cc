@@ -56,7 +56,10 @@ strata::StatusOr<std::vector<pid_t>> Resolve(const Target& t) {
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(t.wait_s * 1000));
   while (true) {
-    auto pids = strata::fault::FindRank(t.job, t.rank);
+    // Only a rank a strata worker started, never a look-alike
+    // (docs/security.md).
+    auto pids = strata::fault::FindRank(t.job, t.rank, "strata-worker");
+    if (absl::IsFailedPrecondition(pids.status())) return pids;
     if (pids.ok() || g_stop || std::chrono::steady_clock::now() >= end) {
       return pids;
     }
@@ -150,6 +153,11 @@ int main(int argc, char** argv) {
     return Fail(absl::IsInvalidArgument(pids.status()) ? 2 : 1,
                 std::string(pids.status().message()));
   }
+  for (pid_t p : *pids) {
+    std::printf("strata-inject: target %s\n",
+                strata::fault::DescribeProcess(p).c_str());
+  }
+  std::fflush(stdout);
   WaitSeconds(after_s);
   if (g_stop) return 0;
   if (slow->parsed()) {

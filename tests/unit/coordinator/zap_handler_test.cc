@@ -28,7 +28,7 @@ TEST_F(ZapDecisionTest, AcceptsAllowListedCurveKey) {
       DecideZap(Curve(control::DecodeZ85Key(key_.public_key)), allowed_);
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.status_code, "200");
-  EXPECT_EQ(d.user_id, "node-a");
+  EXPECT_EQ(d.user_id, "admin:node-a");  // no role= in the list: admin
   EXPECT_EQ(d.key_z85, key_.public_key);
 }
 
@@ -109,7 +109,7 @@ TEST(ZapHandlerTest, AnswersRequestsOverInproc) {
   EXPECT_EQ(ok[0], "1.0");
   EXPECT_EQ(ok[1], "r1");
   EXPECT_EQ(ok[2], "200");
-  EXPECT_EQ(ok[4], "node-a");
+  EXPECT_EQ(ok[4], "admin:node-a");
   auto no = ask({"1.0", "r2", control::kZapDomain, "127.0.0.1", "", "NULL"});
   EXPECT_EQ(no[1], "r2");
   EXPECT_EQ(no[2], "400");

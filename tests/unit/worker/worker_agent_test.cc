@@ -547,5 +547,28 @@ TEST_F(WorkerAgentTest, OutputAndTelemetryAreDroppedOnlyOnceAccepted) {
   EXPECT_EQ(LastRequest().heartbeat().steps_size(), 0);
 }
 
+// docs/security.md "Telemetry": what a rank writes to $STRATA_TELEMETRY is
+// forwarded only for ranks this worker started (issue 30, finding 2: a rank
+// of one job pushing reports for another job through its own worker).
+TEST_F(WorkerAgentTest, ForwardsStepsOnlyOfRanksItStarted) {
+  coordinator_.launch = {Order("job-1", 0, 0)};
+  Start();
+  StepOk();
+  control::StepReport mine;
+  mine.set_job_id("job-1");
+  mine.set_rank(0);
+  mine.set_step(3);
+  control::StepReport forged = mine;
+  forged.set_job_id("job-2");
+  control::StepReport other_rank = mine;
+  other_rank.set_rank(5);
+  steps_.pending = {forged, mine, other_rank};
+  StepWhenDue();
+  const auto& hb = LastRequest().heartbeat();
+  ASSERT_EQ(hb.steps_size(), 1);
+  EXPECT_EQ(hb.steps(0).job_id(), "job-1");
+  EXPECT_EQ(hb.steps(0).rank(), 0);
+}
+
 }  // namespace
 }  // namespace strata::worker

@@ -1,0 +1,80 @@
+#include "worker/private_dir.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata::worker {
+
+Status MakePrivateDir(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoToStatus(errno, "mkdir " + path);
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                        O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "work dir ", path, " is not a directory of its own (",
+        std::strerror(errno), "; a symlink is refused): remove it or pass "
+        "another --work-dir"));
+  }
+  struct stat st;
+  Status s = absl::OkStatus();
+  if (fstat(fd, &st) != 0) {
+    s = ErrnoToStatus(errno, "stat " + path);
+  } else if (st.st_uid != geteuid()) {
+    s = absl::FailedPreconditionError(absl::StrCat(
+        "refusing work dir ", path, ": owned by uid ", st.st_uid,
+        ", not by this worker's uid ", geteuid(),
+        "; another user could have planted files in it. Remove it or pass "
+        "another --work-dir"));
+  } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
+    s = absl::FailedPreconditionError(absl::StrCat(
+        "refusing work dir ", path, ": writable by group or others (mode ",
+        mode, "); remove it or pass another --work-dir"));
+  } else if (fchmod(fd, 0700) != 0) {
+    s = ErrnoToStatus(errno, "chmod 0700 " + path);
+  }
+  close(fd);
+  return s;
+}
+
+Status WritePrivateFile(const std::string& path, const std::string& text,
+                        int mode) {
+  const std::string tmp = absl::StrCat(path, ".new.", getpid());
+  unlink(tmp.c_str());  // ours from an earlier crash, or a planted one
+  const int fd = open(tmp.c_str(),
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      mode);
+  if (fd < 0) return ErrnoToStatus(errno, "create " + tmp);
+  size_t done = 0;
+  int err = 0;
+  while (done < text.size() && err == 0) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  if (err == 0 && fchmod(fd, mode) != 0) err = errno;
+  close(fd);
+  if (err == 0 && rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    unlink(tmp.c_str());
+    return ErrnoToStatus(err, "write " + path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata::worker
