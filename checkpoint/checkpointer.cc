@@ -19,6 +19,7 @@
 #include "checkpoint/location.h"
 #include "checkpoint/reader.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 
 namespace strata::checkpoint {
 namespace {
@@ -42,9 +43,9 @@ void LowerThreadPriority(int nice) {
 }  // namespace
 
 // The saves in flight and the two background threads. Every member below
-// mu_ is guarded by it. A save moves unstaged_ (deferred copy pending) ->
-// copying_ (being copied) -> queue_ (staged) -> persist thread -> pool_
-// (its buffers, free for a later save).
+// mu_ but the threads is guarded by it (ABSL_GUARDED_BY). A save moves
+// unstaged_ (deferred copy pending) -> copying_ (being copied) -> queue_
+// (staged) -> persist thread -> pool_ (its buffers, free for a later save).
 class Checkpointer::Impl {
  public:
   explicit Impl(CheckpointOptions options);
@@ -70,28 +71,31 @@ class Checkpointer::Impl {
   void RecordResult(const Status& st);
   // Gives back a slot (and the save's buffers) once the save has ended.
   void ReleaseSlot(Staged staged);
-  void StageFront(std::unique_lock<std::mutex>& lock);
+  void StageFront(UniqueLock& lock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status Persist(const Staged& s);
   void Loop();
   void SnapshotLoop();
 
   CheckpointOptions opts_;
   // Steps whose save failed on this rank: their leftovers are garbage at
-  // the next save even before a newer step commits. Guarded by mu_.
-  std::set<int64_t> failed_steps_;
+  // the next save even before a newer step commits.
+  std::set<int64_t> failed_steps_ ABSL_GUARDED_BY(mu_);
   // Opened on first use by the caller's thread, read by the persist thread
   // only for saves queued after that.
   std::shared_ptr<Storage> storage_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Staged> queue_;          // staged, to persist
-  std::deque<Staged> unstaged_;       // deferred copies not yet started
-  std::shared_ptr<CopyJob> copying_;  // the deferred copy in progress
-  std::vector<Staged> pool_;          // free buffer sets
-  int in_flight_ = 0;                 // queued + persisting
-  bool stopping_ = false;
-  Status last_;  // first failure since the last Wait or Poll
-  int consecutive_failures_ = 0;
+  std::deque<Staged> queue_ ABSL_GUARDED_BY(mu_);  // staged, to persist
+  // Deferred copies not yet started.
+  std::deque<Staged> unstaged_ ABSL_GUARDED_BY(mu_);
+  // The deferred copy in progress.
+  std::shared_ptr<CopyJob> copying_ ABSL_GUARDED_BY(mu_);
+  std::vector<Staged> pool_ ABSL_GUARDED_BY(mu_);  // free buffer sets
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;         // queued + persisting
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The first failure since the last Wait or Poll.
+  Status last_ ABSL_GUARDED_BY(mu_);
+  int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread worker_;
   std::thread snapshotter_;  // with deferred_snapshot only
 };
@@ -130,7 +134,7 @@ Checkpointer::Impl::Impl(CheckpointOptions options)
 Checkpointer::Impl::~Impl() {
   (void)Wait();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -139,22 +143,24 @@ Checkpointer::Impl::~Impl() {
 }
 
 Status Checkpointer::Impl::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return in_flight_ == 0; });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return in_flight_ == 0;
+  });
   Status st = last_;
   last_ = absl::OkStatus();
   return st;
 }
 
 Status Checkpointer::Impl::Poll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Status st = last_;
   last_ = absl::OkStatus();
   return st;
 }
 
 int Checkpointer::Impl::consecutive_failures() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return consecutive_failures_;
 }
 
@@ -181,8 +187,10 @@ StatusOr<int64_t> Checkpointer::Impl::Latest() {
 }
 
 Staged Checkpointer::Impl::AcquireSlot() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return in_flight_ < std::max(1, opts_.max_in_flight); });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return in_flight_ < std::max(1, opts_.max_in_flight);
+  });
   ++in_flight_;
   Staged staged;
   if (!pool_.empty()) {
@@ -193,13 +201,13 @@ Staged Checkpointer::Impl::AcquireSlot() {
 }
 
 void Checkpointer::Impl::RecordResult(const Status& st) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!st.ok() && last_.ok()) last_ = st;
   consecutive_failures_ = st.ok() ? 0 : consecutive_failures_ + 1;
 }
 
 void Checkpointer::Impl::ReleaseSlot(Staged staged) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pool_.push_back(std::move(staged));
   --in_flight_;
   cv_.notify_all();
@@ -230,7 +238,7 @@ StatusOr<std::shared_ptr<SaveState>> Checkpointer::Impl::SaveAsync(
   internal::PlanCopies(staged);
   if (!opts_.deferred_snapshot) internal::CopyAll(staged);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     (opts_.deferred_snapshot ? unstaged_ : queue_).push_back(std::move(staged));
   }
   cv_.notify_all();
@@ -238,7 +246,7 @@ StatusOr<std::shared_ptr<SaveState>> Checkpointer::Impl::SaveAsync(
 }
 
 void Checkpointer::Impl::WaitSnapshot() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   for (;;) {
     if (copying_) {  // help the copier finish, then wait for its hand-off
       std::shared_ptr<CopyJob> job = copying_;
@@ -246,7 +254,9 @@ void Checkpointer::Impl::WaitSnapshot() {
       internal::RunCopies(*job);
       lock.lock();
       cv_.notify_all();
-      cv_.wait(lock, [&] { return copying_ != job; });
+      cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return copying_ != job;
+      });
     } else if (!unstaged_.empty()) {  // the copier has not started: copy
       StageFront(lock);
     } else {
@@ -258,26 +268,29 @@ void Checkpointer::Impl::WaitSnapshot() {
 // Copies the oldest deferred save (mu_ held on entry and exit; released
 // while copying) and hands it to the persist thread. WaitSnapshot may share
 // the copy meanwhile.
-void Checkpointer::Impl::StageFront(std::unique_lock<std::mutex>& lock) {
+void Checkpointer::Impl::StageFront(UniqueLock& lock) {
   Staged staged = std::move(unstaged_.front());
   unstaged_.pop_front();
   auto job = std::make_shared<CopyJob>();
   job->copies = &staged.copies;
   job->left = staged.copies.size();
   copying_ = job;
-  lock.unlock();
+  // `lock` holds mu_; released through the mutex, which the analysis sees
+  // (it cannot tie a UniqueLock parameter to mu_).
+  mu_.unlock();
   internal::RunCopies(*job);
-  lock.lock();
-  cv_.wait(lock, [&] { return job->left == 0; });  // a helper's last piece
+  mu_.lock();
+  // A helper's last piece.
+  cv_.wait(lock.native(), [&] { return job->left == 0; });
   copying_ = nullptr;
   queue_.push_back(std::move(staged));
   cv_.notify_all();
 }
 
 void Checkpointer::Impl::SnapshotLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] {
+    cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_ || (!unstaged_.empty() && copying_ == nullptr);
     });
     if (unstaged_.empty()) return;  // stopping
@@ -286,9 +299,11 @@ void Checkpointer::Impl::SnapshotLoop() {
 }
 
 void Checkpointer::Impl::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || !queue_.empty();
+    });
     if (queue_.empty()) return;
     Staged staged = std::move(queue_.front());
     queue_.pop_front();
@@ -300,7 +315,7 @@ void Checkpointer::Impl::Loop() {
     }
     RecordResult(st);
     {
-      std::lock_guard<std::mutex> guard(mu_);
+      MutexLock guard(mu_);
       if (!st.ok()) failed_steps_.insert(staged.step);
     }
     staged.handle->Finish(st);
@@ -317,7 +332,7 @@ Status Checkpointer::Impl::Persist(const Staged& s) {
   Storage& storage = *storage_;
   std::set<int64_t> failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     failed = failed_steps_;
   }
   Status written = [&]() -> Status {

@@ -38,3 +38,27 @@ message(STATUS "strata: CUDA ${STRATA_HAVE_CUDA}, NCCL ${STRATA_HAVE_NCCL}")
 find_package(MPI COMPONENTS CXX)
 set(STRATA_HAVE_MPI ${MPI_CXX_FOUND})
 message(STATUS "strata: MPI ${STRATA_HAVE_MPI}")
+
+# Libraries found through pkg-config, as global imported targets
+# PkgConfig::<PREFIX>. strata_pkg_check forgets pkg_check_modules' cached
+# result first, so every configure queries pkg-config: CMake 3.25's
+# FindPkgConfig moves `-isystem DIR` from the compile options to the include
+# directories only on the configure that queries pkg-config, and later ones,
+# reading its cache, pass it as a compile option instead. libzmq.pc has
+# `-isystem /usr/include/mit-krb5`, so the second configure (`make demo`
+# after `make test`) changed the flags of every target linking libzmq and
+# rebuilt 94 objects. tests/toolchain/configure_test.sh checks that configuring
+# twice gives the same build files.
+find_package(PkgConfig REQUIRED)
+macro(strata_pkg_check prefix module)
+  unset(__pkg_config_checked_${prefix} CACHE)
+  pkg_check_modules(${prefix} REQUIRED IMPORTED_TARGET GLOBAL ${module})
+endmacro()
+strata_pkg_check(ZMQ libzmq)               # control/
+strata_pkg_check(HTTPLIB cpp-httplib)      # observe/ (see strata_http there)
+strata_pkg_check(HWLOC hwloc)              # topology/probe/
+strata_pkg_check(OPENBLAS openblas)        # topology/probe/, train/
+
+find_package(RocksDB REQUIRED)             # common/, checkpoint/, coordinator/
+find_package(ZLIB REQUIRED)                # observe/ (PNG pictures, png.h)
+find_library(STRATA_XXHASH_LIBRARY xxhash REQUIRED)  # checkpoint/

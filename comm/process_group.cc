@@ -33,18 +33,18 @@ class ProcessGroup::OpWork final : public Work {
     // waiting thread: saves the worker's wake-up and the completion hand-off
     // (latency-bound small collectives) without making the call blocking.
     if (!IsCompleted()) group_->RunIfHead(this);
-    std::unique_lock<std::mutex> lock(mu_);
-    auto done = [&] { return done_; };
+    UniqueLock lock(mu_);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
     if (timeout == std::chrono::milliseconds::max()) {
-      cv_.wait(lock, done);
-    } else if (!cv_.wait_for(lock, timeout, done)) {
+      cv_.wait(lock.native(), done);
+    } else if (!cv_.wait_for(lock.native(), timeout, done)) {
       return absl::DeadlineExceededError("Work::Wait timed out");
     }
     return status_;
   }
 
   bool IsCompleted() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return done_;
   }
 
@@ -52,7 +52,7 @@ class ProcessGroup::OpWork final : public Work {
 
   void Finish(Status st) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       status_ = std::move(st);
       done_ = true;
     }
@@ -61,10 +61,10 @@ class ProcessGroup::OpWork final : public Work {
 
  private:
   ProcessGroup* group_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;  // guarded by mu_
-  Status status_;      // guarded by mu_
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 class ProcessGroup::DoneWork final : public Work {
@@ -99,7 +99,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
   if (options_.recorder) {
     uint64_t seq;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       seq = ++next_seq_;
     }
     rec = options_.recorder->Begin(recorder_group_, seq, what, bytes);
@@ -121,7 +121,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
   if (opts.synchronous) {
     bool idle;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       idle = queue_.empty() && !running_ && broken_.ok();
       running_ = running_ || idle;
     }
@@ -129,7 +129,7 @@ std::shared_ptr<Work> ProcessGroup::Submit(const char* what, size_t bytes,
       Status st = Annotate(what, f(SteadyClock::now() + timeout));
       bool queued;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         running_ = false;
         if (!st.ok() && broken_.ok()) broken_ = st;
         queued = !queue_.empty();
@@ -176,7 +176,7 @@ ProcessGroup::ProcessGroup(std::unique_ptr<Transport> transport,
 ProcessGroup::~ProcessGroup() {
   bool busy;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     busy = running_ || !queue_.empty();
   }
@@ -204,7 +204,7 @@ Algorithm ProcessGroup::ChooseAllReduce(size_t bytes) const {
 
 void ProcessGroup::Abort() {
   transport_->Abort();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (broken_.ok()) broken_ = absl::AbortedError("process group aborted");
 }
 
@@ -218,7 +218,7 @@ std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
   };
   bool wake = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.emplace_back(work, std::move(timed));
     // A synchronous op at the head runs on this thread: leave the worker
     // asleep (waking it costs a context switch on a busy core).
@@ -231,15 +231,17 @@ std::shared_ptr<Work> ProcessGroup::Enqueue(const char* what,
 
 void ProcessGroup::Loop() {
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
+    UniqueLock lock(mu_);
+    cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || (!queue_.empty() && !running_);
+    });
     if (queue_.empty()) return;
     RunHead(lock);
   }
 }
 
 bool ProcessGroup::RunIfHead(const Work* work) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (queue_.empty() || running_ || queue_.front().first.get() != work) {
     return false;
   }
@@ -247,13 +249,15 @@ bool ProcessGroup::RunIfHead(const Work* work) {
   return true;
 }
 
-void ProcessGroup::RunHead(std::unique_lock<std::mutex>& lock) {
+void ProcessGroup::RunHead(UniqueLock& lock) {
   running_ = true;
   std::shared_ptr<OpWork> work = std::move(queue_.front().first);
   Op op = std::move(queue_.front().second);
   queue_.pop_front();
   const Status broken = broken_;
-  lock.unlock();
+  // `lock` holds mu_; released through the mutex, which the analysis sees
+  // (it cannot tie a UniqueLock parameter to mu_).
+  mu_.unlock();
   {
     Status st = broken.ok()
                     ? op(Deadline{})
@@ -263,14 +267,14 @@ void ProcessGroup::RunHead(std::unique_lock<std::mutex>& lock) {
     if (!st.ok() && broken.ok())
       logger_->error("{}", std::string(st.message()));
     {
-      std::lock_guard<std::mutex> guard(mu_);
+      MutexLock guard(mu_);
       running_ = false;
       if (!st.ok() && broken_.ok()) broken_ = st;
     }
     cv_.notify_all();
     work->Finish(std::move(st));
   }
-  lock.lock();
+  mu_.lock();
 }
 
 std::shared_ptr<Work> ProcessGroup::AllReduce(void* buf, size_t count,

@@ -16,6 +16,7 @@
 #include "comm/recording_transport.h"
 #include "comm/transport.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 
 namespace strata::comm {
 
@@ -102,7 +103,7 @@ class ProcessGroup final : public Backend {
   void Loop();
   // Runs the queue's head (lock held on entry and exit, released while the
   // op runs).
-  void RunHead(std::unique_lock<std::mutex>& lock);
+  void RunHead(UniqueLock& lock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `work` on the calling thread if it is the queue's head and nothing
   // is running; returns whether it did.
   bool RunIfHead(const Work* work);
@@ -114,7 +115,7 @@ class ProcessGroup final : public Backend {
   RecordingTransport* recording_ = nullptr;       // wraps transport_, always
   std::atomic<int64_t> wait_ns_{0}, comm_ns_{0};  // comm_time()
   int recorder_group_ = -1;
-  uint64_t next_seq_ = 0;  // guarded by mu_
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   Logger logger_;
   bool hierarchical_ok_ = false;  // > 1 node, equal ranks per node
   // What every synchronous operation that succeeds returns: completed work
@@ -128,12 +129,14 @@ class ProcessGroup final : public Backend {
   // (one op runs at a time).
   std::vector<char> scatter_buf_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::shared_ptr<OpWork>, Op>> queue_;  // guarded by mu_
-  bool stopping_ = false;                                     // guarded by mu_
-  bool running_ = false;  // an op is executing (worker or inline); mu_
-  Status broken_;         // guarded by mu_
+  std::deque<std::pair<std::shared_ptr<OpWork>, Op>> queue_
+      ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // An op is executing (worker or inline).
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  Status broken_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;
 };
 

@@ -21,7 +21,7 @@ bool LogLimiter::Admit(spdlog::level::level_enum level, std::string_view peer,
   std::vector<Summary> due;
   bool allowed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const int64_t now = NowMs();
     Key key{std::string(peer), std::string(category)};
     if (!windows_.contains(key) && windows_.size() >= options_.max_keys) {
@@ -71,7 +71,7 @@ void LogLimiter::TakeEnded(int64_t now, bool all, std::vector<Summary>* out) {
 void LogLimiter::Flush() {
   std::vector<Summary> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     TakeEnded(NowMs(), /*all=*/false, &due);
   }
   LogSummaries(due);
@@ -87,14 +87,14 @@ void LogLimiter::LogSummaries(const std::vector<Summary>& summaries) {
 void LogLimiter::FlushAll() {
   std::vector<Summary> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     TakeEnded(NowMs(), /*all=*/true, &due);
   }
   LogSummaries(due);
 }
 
 uint64_t LogLimiter::suppressed_total() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return suppressed_total_;
 }
 

@@ -23,7 +23,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 
 namespace strata {
 
@@ -97,17 +97,18 @@ class LogLimiter {
   bool Admit(spdlog::level::level_enum level, std::string_view peer,
              std::string_view category);
   int64_t NowMs() const;
-  // REQUIRES: mu_ held. Erases the windows that have ended at `now` (every
-  // window if `all`), moving those with suppressed lines to `out`.
-  void TakeEnded(int64_t now, bool all, std::vector<Summary>* out);
+  // Erases the windows that have ended at `now` (every window if `all`),
+  // moving those with suppressed lines to `out`.
+  void TakeEnded(int64_t now, bool all, std::vector<Summary>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LogSummaries(const std::vector<Summary>& summaries);
 
   Logger logger_;
   const LogLimiterOptions options_;
   const Clock* clock_;
-  mutable std::mutex mu_;
-  std::map<Key, Window> windows_;  // guarded by mu_
-  uint64_t suppressed_total_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<Key, Window> windows_ ABSL_GUARDED_BY(mu_);
+  uint64_t suppressed_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // protobuf logs some parse errors of bad input itself, to stderr, one line

@@ -1,17 +1,17 @@
 #include "common/logging.h"
 
-#include <mutex>
-
+#include "common/mutex.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 
 namespace strata {
 namespace {
-std::mutex g_mu;
-spdlog::level::level_enum g_level = spdlog::level::warn;
+// Also serializes creating loggers (spdlog::get then register).
+Mutex g_mu;
+spdlog::level::level_enum g_level ABSL_GUARDED_BY(g_mu) = spdlog::level::warn;
 }  // namespace
 
 Logger GetLogger(const std::string& module) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(g_mu);
   if (Logger existing = spdlog::get(module)) return existing;
   Logger logger = spdlog::stderr_color_mt(module);
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %n %v");
@@ -22,7 +22,7 @@ Logger GetLogger(const std::string& module) {
 bool SetLogLevel(const std::string& level) {
   spdlog::level::level_enum parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off") return false;
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(g_mu);
   g_level = parsed;
   spdlog::apply_all([parsed](Logger l) { l->set_level(parsed); });
   return true;

@@ -51,7 +51,7 @@ StatusOr<std::unique_ptr<RocksDb>> RocksDb::Open(rocksdb::Options o,
   }
   std::unique_ptr<RocksDb> db(
       new RocksDb(FailSafeRocksDbOptions(std::move(o), logger), path, logger));
-  std::lock_guard<std::mutex> lock(db->mu_);
+  MutexLock lock(db->mu_);
   RETURN_IF_ERROR(db->OpenLocked());
   return db;
 }
@@ -81,13 +81,13 @@ Status RocksDb::RecoverLocked() {
 }
 
 StatusOr<std::shared_ptr<rocksdb::DB>> RocksDb::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (broken_ || db_ == nullptr) RETURN_IF_ERROR(RecoverLocked());
   return db_;
 }
 
 StatusOr<std::shared_ptr<rocksdb::DB>> RocksDb::GetForRead() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (db_ == nullptr) RETURN_IF_ERROR(RecoverLocked());
   return db_;
 }
@@ -110,12 +110,12 @@ Status RocksDb::Flush(const std::string& what) {
 }
 
 int64_t RocksDb::reopens() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reopens_;
 }
 
 void RocksDb::Broken(const std::shared_ptr<rocksdb::DB>& db) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (db_ == db) broken_ = true;
 }
 

@@ -18,11 +18,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -80,18 +80,18 @@ class RocksDb {
  private:
   RocksDb(rocksdb::Options o, std::string path, Logger logger)
       : options_(std::move(o)), path_(std::move(path)), logger_(logger) {}
-  Status OpenLocked();
-  Status RecoverLocked();
+  Status OpenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status RecoverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `db` (the instance the failed call used) broken.
   void Broken(const std::shared_ptr<rocksdb::DB>& db);
 
   const rocksdb::Options options_;
   const std::string path_;
   const Logger logger_;
-  mutable std::mutex mu_;
-  std::shared_ptr<rocksdb::DB> db_;  // guarded by mu_; null while closed
-  bool broken_ = false;              // guarded by mu_
-  int64_t reopens_ = 0;              // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<rocksdb::DB> db_ ABSL_GUARDED_BY(mu_);  // null while closed
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace strata

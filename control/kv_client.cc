@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/mutex.h"
 #include "control/dealer_client.h"
 
 namespace strata::control {
@@ -74,7 +75,7 @@ class CoordinatorStore : public comm::Store {
 
  private:
   StatusOr<control::Reply> Call(const control::Request& req) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto reply = client_.Call(req, static_cast<int>(rpc_timeout_.count()));
     if (absl::IsDeadlineExceeded(reply.status())) {
       return absl::UnavailableError(absl::StrCat(
@@ -84,8 +85,8 @@ class CoordinatorStore : public comm::Store {
   }
 
   zmq::context_t ctx_;
-  std::mutex mu_;
-  DealerClient client_;
+  Mutex mu_;
+  DealerClient client_ ABSL_GUARDED_BY(mu_);  // one call at a time
   Duration rpc_timeout_;
 };
 

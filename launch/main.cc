@@ -34,6 +34,7 @@
 #include "launch/child_env.h"
 #include "launch/mpi_world.h"
 #include "launch/nodes.h"
+#include "placement/layout.h"
 #include "placement/rank_env.h"
 
 extern char** environ;

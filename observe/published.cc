@@ -7,14 +7,16 @@ namespace strata::observe {
 StatusOr<std::string> Published::Get() {
   std::shared_ptr<const std::function<std::string()>> source;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     const int64_t now = clock_->SteadyNowMs();
     read_ms_ = now;
     if (!has_text_ || now - published_ms_ > options_.max_age_ms) {
       const uint64_t seen = generation_;
       ++waiting_;
-      cv_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
-                   [&] { return generation_ != seen; });
+      cv_.wait_for(lock.native(), std::chrono::milliseconds(options_.wait_ms),
+                   [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                     return generation_ != seen;
+                   });
       --waiting_;
     }
     if (!has_text_) {
@@ -29,7 +31,7 @@ StatusOr<std::string> Published::Get() {
 }
 
 bool Published::Wanted() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (waiting_ > 0) return true;
   const int64_t now = clock_->SteadyNowMs();
   // Warm: re-rendered only once the current text was read, so a scraper
@@ -47,7 +49,7 @@ void Published::Publish(std::function<std::string()> render) {
   auto source =
       std::make_shared<const std::function<std::string()>>(std::move(render));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     source_ = std::move(source);
     has_text_ = true;
     published_ms_ = clock_->SteadyNowMs();

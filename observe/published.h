@@ -20,6 +20,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace strata::observe {
@@ -53,15 +54,16 @@ class Published {
  private:
   const Clock* clock_;
   const PublishedOptions options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
   // The latest publication: a text or a snapshot's renderer.
-  std::shared_ptr<const std::function<std::string()>> source_;
-  bool has_text_ = false;
-  int64_t published_ms_ = 0;  // steady
-  int64_t read_ms_ = -1;      // steady; -1: never read
-  uint64_t generation_ = 0;
-  int waiting_ = 0;
+  std::shared_ptr<const std::function<std::string()>> source_
+      ABSL_GUARDED_BY(mu_);
+  bool has_text_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t published_ms_ ABSL_GUARDED_BY(mu_) = 0;  // steady
+  int64_t read_ms_ ABSL_GUARDED_BY(mu_) = -1;      // steady; -1: never read
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace strata::observe

@@ -7,7 +7,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "planner/placement.h"
 
 extern char** environ;
 
@@ -98,50 +97,12 @@ Status Mismatch(const char* name, int got, const std::string& why) {
 
 }  // namespace
 
-int DataParallelSize(int64_t world, int tp, int pp, int cp) {
-  if (tp < 1 || pp < 1 || cp < 1 || world < 1) return 0;
-  const int64_t model = static_cast<int64_t>(tp) * pp * cp;
-  return world % model == 0 ? static_cast<int>(world / model) : 0;
-}
-
-StatusOr<Plan> PlanForNodes(const std::vector<int>& node_of_rank, int tp,
-                            int pp, int cp) {
-  const int world = static_cast<int>(node_of_rank.size());
-  planner::Candidate c;
-  c.tp = tp;
-  c.pp = pp;
-  c.cp = cp;
-  c.dp = DataParallelSize(world, tp, pp, cp);
-  if (c.dp == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "world size ", world,
-        " is not divisible by tp*pp*cp = ", static_cast<int64_t>(tp) * pp * cp,
-        " (tp ", tp, " pp ", pp, " cp ", cp, ")"));
-  }
-  Plan plan = planner::SizesPlan(c);
-  Placement* pl = plan.mutable_placement();
-  pl->set_order("tp-cp-dp-pp");
-  std::map<int, int> next_local;  // node -> ranks seen so far
-  for (int r = 0; r < world; ++r) {
-    const planner::RankCoord rc = planner::CoordOf(c, r);
-    RankPlacement* p = pl->add_ranks();
-    p->set_rank(r);
-    p->set_node(node_of_rank[r]);
-    p->set_local_gpu(next_local[node_of_rank[r]]++);
-    p->set_tp_rank(rc.tp);
-    p->set_cp_rank(rc.cp);
-    p->set_dp_rank(rc.dp);
-    p->set_pp_rank(rc.pp);
-  }
-  return plan;
-}
-
 StatusOr<std::vector<RankEnv>> RankEnvsFor(
     const Plan& plan, const std::vector<int>& ranks,
     const std::vector<NodeEndpoint>& nodes, const JobEndpoints& job) {
   const Placement& pl = plan.placement();
   const int world = pl.ranks_size();
-  planner::Candidate c;
+  Sizes c;
   c.tp = plan.tp();
   c.pp = plan.pp();
   c.cp = std::max(1, plan.cp());
@@ -168,7 +129,7 @@ StatusOr<std::vector<RankEnv>> RankEnvsFor(
                        world, " placed ranks"));
     }
     const RankPlacement& me = pl.ranks(rank);
-    const planner::RankCoord rc = planner::CoordOf(c, rank);
+    const Coord rc = CoordOf(c, rank);
     if (me.tp_rank() != rc.tp || me.cp_rank() != rc.cp ||
         me.dp_rank() != rc.dp || me.pp_rank() != rc.pp) {
       return absl::InvalidArgumentError(
@@ -367,12 +328,8 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
                     absl::StrCat(src->world, "=", e.world_size, " / (tp ", e.tp,
                                  " x pp ", e.pp, " x cp ", e.cp, ") = ", e.dp));
   }
-  planner::Candidate c;
-  c.tp = e.tp;
-  c.pp = e.pp;
-  c.dp = e.dp;
-  c.cp = e.cp;
-  const planner::RankCoord rc = planner::CoordOf(c, e.rank);
+  const Coord rc =
+      CoordOf({.tp = e.tp, .cp = e.cp, .dp = e.dp, .pp = e.pp}, e.rank);
   e.tp_rank = rc.tp;
   e.cp_rank = rc.cp;
   e.dp_rank = rc.dp;

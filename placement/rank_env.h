@@ -6,10 +6,9 @@
 // RankEnv. Pure functions over maps, so the whole contract is unit-tested;
 // ProcessEnvironment() reads environ.
 //
-// Coordinates follow the planner's tp-cp-dp-pp order (tp innermost,
-// planner::CoordOf), and DP takes the ranks TP x PP x CP leaves
-// (DataParallelSize), the same order a planned placement carries and
-// comm::BuildPlanGroups groups by.
+// Coordinates follow the tp-cp-dp-pp order of placement/order.h (CoordOf),
+// and DP takes the ranks TP x PP x CP leave (DataParallelSize), the order
+// every Placement carries and comm::BuildPlanGroups groups by.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "placement/order.h"
 #include "proto/plan.pb.h"
 
 namespace strata::placement {
@@ -118,10 +118,6 @@ struct RankEnv {
   bool operator==(const RankEnv&) const = default;
 };
 
-// DP when `world` ranks are split by TP x PP x CP: world / (tp pp cp), or 0
-// when a size is < 1 or the product does not divide `world`.
-int DataParallelSize(int64_t world, int tp, int pp, int cp);
-
 // One node of a job, indexed by RankPlacement.node.
 struct NodeEndpoint {
   std::string name;
@@ -141,13 +137,6 @@ struct JobEndpoints {
   std::string telemetry;  // empty: added later (the worker's)
   std::string plan_path;  // empty: added later (the worker's file)
 };
-
-// A plan of `tp` x `pp` x `cp` x (the rest) ranks on nodes that hold
-// `node_of_rank[r]`'s ranks; local ranks count each node's ranks in rank
-// order. For launchers without a planner (strata-exec). InvalidArgument
-// when the sizes do not divide the world.
-StatusOr<Plan> PlanForNodes(const std::vector<int>& node_of_rank, int tp,
-                            int pp, int cp);
 
 // The environment of `rank` of `plan` (its placement lists every rank)
 // whose nodes are `nodes`. LOCAL_WORLD_SIZE is the number of ranks the

@@ -2,28 +2,12 @@
 
 #include <set>
 
+#include "placement/layout.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {
 
-RankCoord CoordOf(const Candidate& c, int64_t rank) {
-  RankCoord rc;
-  rc.tp = static_cast<int>(rank % c.tp);
-  rank /= c.tp;
-  rc.cp = static_cast<int>(rank % c.cp);
-  rank /= c.cp;
-  rc.dp = static_cast<int>(rank % c.dp);
-  rc.pp = static_cast<int>(rank / c.dp);
-  return rc;
-}
-
 namespace {
-
-int64_t RankOf(const Candidate& c, int tp, int cp, int dp, int pp) {
-  return tp + static_cast<int64_t>(c.tp) *
-                  (cp + static_cast<int64_t>(c.cp) *
-                            (dp + static_cast<int64_t>(c.dp) * pp));
-}
 
 // NIC type shared by every member's node, or "mixed".
 std::string GroupNicType(const Group& g, const Network& net) {
@@ -41,51 +25,18 @@ std::string GroupNicType(const Group& g, const Network& net) {
 
 Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
                          const Network& net) {
-  Placement pl;
-  pl.set_order("tp-cp-dp-pp");
   const int gpn = net.gpus_per_node();
-  const int64_t n = c.Gpus();
   const int64_t stage_ranks = static_cast<int64_t>(c.tp) * c.cp * c.dp;
   const int stage_nodes = static_cast<int>((stage_ranks + gpn - 1) / gpn);
-  for (int64_t r = 0; r < n; ++r) {
-    RankCoord rc = CoordOf(c, r);
-    RankPlacement* rp = pl.add_ranks();
-    rp->set_rank(static_cast<int>(r));
-    rp->set_node(net.PhysicalNode(r / gpn, stage_nodes));
-    rp->set_local_gpu(static_cast<int>(r % gpn));
-    rp->set_tp_rank(rc.tp);
-    rp->set_cp_rank(rc.cp);
-    rp->set_dp_rank(rc.dp);
-    rp->set_pp_rank(rc.pp);
+  std::vector<int> node_of(c.Gpus());
+  for (int64_t r = 0; r < c.Gpus(); ++r) {
+    node_of[r] = net.PhysicalNode(r / gpn, stage_nodes);
   }
-  // Each kind: iterate over the other three coordinates, vary this one.
-  auto add_groups = [&](const char* kind, int size, auto rank_of) {
-    int index = 0;
-    for (int pp = 0; pp < (std::string(kind) == "pp" ? 1 : c.pp); ++pp)
-      for (int dp = 0; dp < (std::string(kind) == "dp" ? 1 : c.dp); ++dp)
-        for (int cp = 0; cp < (std::string(kind) == "cp" ? 1 : c.cp); ++cp)
-          for (int tp = 0; tp < (std::string(kind) == "tp" ? 1 : c.tp); ++tp) {
-            Group* g = pl.add_groups();
-            g->set_kind(kind);
-            g->set_index(index++);
-            for (int i = 0; i < size; ++i) {
-              g->add_ranks(static_cast<int>(rank_of(tp, cp, dp, pp, i)));
-            }
-            g->set_nic_type(GroupNicType(*g, net));
-          }
-  };
-  add_groups("tp", c.tp, [&](int, int cp, int dp, int pp, int i) {
-    return RankOf(c, i, cp, dp, pp);
-  });
-  add_groups("cp", c.cp, [&](int tp, int, int dp, int pp, int i) {
-    return RankOf(c, tp, i, dp, pp);
-  });
-  add_groups("dp", c.dp, [&](int tp, int cp, int, int pp, int i) {
-    return RankOf(c, tp, cp, i, pp);
-  });
-  add_groups("pp", c.pp, [&](int tp, int cp, int dp, int, int i) {
-    return RankOf(c, tp, cp, dp, i);
-  });
+  StatusOr<Placement> fixed = placement::FixedPlacement(
+      {.tp = c.tp, .cp = c.cp, .dp = c.dp, .pp = c.pp}, node_of);
+  STRATA_CHECK(fixed.ok());  // a candidate's sizes are >= 1
+  Placement pl = *std::move(fixed);
+  for (Group& g : *pl.mutable_groups()) g.set_nic_type(GroupNicType(g, net));
   // MoE layers (Megatron-core parallel folding): within each stage the
   // ranks are ordered tp(etp)-ep-edp, so local index j = etp_rank + etp
   // (ep_rank + ep edp_rank). EP groups vary ep_rank, ETP groups etp_rank.
@@ -111,17 +62,12 @@ Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
   if (c.ep > 1) add_expert_groups("ep", true);
   if (c.etp > 1) add_expert_groups("etp", false);
   for (int s = 0; s < c.pp; ++s) {
-    StageInfo* st = pl.add_stages();
-    st->set_pp_rank(s);
+    StageInfo* st = pl.mutable_stages(s);
     st->set_num_layers(s < static_cast<int>(layers.size()) ? layers[s] : 0);
-    std::set<int> nodes;
     std::set<std::string> types;
     for (int64_t r = s * stage_ranks; r < (s + 1) * stage_ranks; r += 1) {
-      const auto& node = net.nodes()[r / gpn];
-      nodes.insert(net.PhysicalNode(r / gpn, stage_nodes));
-      types.insert(topology::NicTypeName(node.nic_type));
+      types.insert(topology::NicTypeName(net.nodes()[r / gpn].nic_type));
     }
-    for (int nd : nodes) st->add_nodes(nd);
     st->set_nic_type(types.size() == 1 ? *types.begin() : "mixed");
   }
   return pl;

@@ -1,8 +1,10 @@
-// Placement: maps every rank's (tp, cp, dp, pp) coordinates onto nodes and
-// local GPUs and lists each group's members (docs/planner.md).
+// The planner's placement: which nodes a candidate's ranks run on and the
+// NIC type of every group and stage (docs/planner.md). Coordinates and
+// group membership are placement/'s (placement::FixedPlacement); this adds
+// what needs the network.
 //
-// Order is tp innermost, then cp, dp, pp (Megatron-LM's default): TP groups
-// are consecutive ranks inside one node's NVLink domain, a stage's DP x CP
+// Ranks keep the tp-cp-dp-pp order (placement/order.h): TP groups are
+// consecutive ranks inside one node's NVLink domain, a stage's DP x CP
 // ranks fill consecutive nodes (so DP groups stay under as few leaf switches
 // as the stage size allows, as MegaScale does), and nodes arrive ordered by
 // class from topology::SelectNodes, so on a mixed-NIC cluster each pipeline
@@ -18,14 +20,11 @@
 
 namespace strata::planner {
 
-struct RankCoord {
-  int tp, cp, dp, pp;
-};
-
-// Coordinates of `rank` under the tp-cp-dp-pp order.
-RankCoord CoordOf(const Candidate& c, int64_t rank);
-
-// Builds the placement of `c` with `layers[i]` layers on stage i.
+// Builds the placement of `c` with `layers[i]` layers on stage i: logical
+// node j (ranks [j g, (j + 1) g), g = GPUs per node) on
+// net.PhysicalNode(j, nodes per stage), the groups of placement::AddGroups
+// plus MoE's EP and ETP groups, every group and stage labelled with its
+// nodes' NIC type ("mixed" when they differ).
 Placement BuildPlacement(const Candidate& c, const std::vector<int>& layers,
                          const Network& net);
 

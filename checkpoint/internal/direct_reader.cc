@@ -42,7 +42,7 @@ DirectReader::~DirectReader() {
 
 char* DirectReader::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!free_.empty()) {
       char* b = free_.back();
       free_.pop_back();
@@ -55,7 +55,7 @@ char* DirectReader::Acquire() {
 }
 
 void DirectReader::Release(char* b) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   free_.push_back(b);
 }
 

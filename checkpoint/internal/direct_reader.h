@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace strata::checkpoint::internal {
@@ -45,8 +46,8 @@ class DirectReader {
   const std::string path_;
   const int fd_;
   const bool direct_;
-  std::mutex mu_;
-  std::vector<char*> free_;  // idle bounce buffers, guarded by mu_
+  Mutex mu_;
+  std::vector<char*> free_ ABSL_GUARDED_BY(mu_);  // idle bounce buffers
 };
 
 }  // namespace strata::checkpoint::internal

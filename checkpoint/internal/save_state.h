@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace strata::checkpoint::internal {
@@ -19,20 +20,21 @@ class SaveState {
 
   int64_t step() const { return step_; }
   bool done() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return done_;
   }
   // Blocks until Finish has been called; its status.
   Status Wait() const {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
+    UniqueLock lock(mu_);
+    cv_.wait(lock.native(),
+             [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; });
     return status_;
   }
   // Records the save's result and wakes every waiter.
   // REQUIRES: called once.
   void Finish(Status status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_ = true;
       status_ = std::move(status);
     }
@@ -41,10 +43,10 @@ class SaveState {
 
  private:
   const int64_t step_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
-  bool done_ = false;  // guarded by mu_
-  Status status_;      // guarded by mu_
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace strata::checkpoint::internal

@@ -22,6 +22,7 @@
 #include "checkpoint/internal/direct_writer.h"
 #include "checkpoint/internal/file_util.h"
 #include "checkpoint/storage/storages.h"
+#include "common/mutex.h"
 
 namespace strata::checkpoint {
 namespace {
@@ -65,7 +66,7 @@ class FileStorage final : public Storage {
     const std::string path = Where(step, name);
     std::shared_ptr<internal::DirectReader> reader;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto& r = readers_[path];
       if (r == nullptr) {
         if (Status st = CheckStepDir(step); !st.ok()) {
@@ -154,7 +155,7 @@ class FileStorage final : public Storage {
     }
     {
       // Close the step's files (a reader still using one keeps it open).
-      std::lock_guard<std::mutex> guard(mu_);
+      MutexLock guard(mu_);
       const std::string prefix = path + "/";
       std::erase_if(readers_, [&](const auto& e) {
         return e.first.compare(0, prefix.size(), prefix) == 0;
@@ -261,9 +262,10 @@ class FileStorage final : public Storage {
 
   const std::string dir_;
   const int rank_;
-  std::mutex mu_;
-  // Open data files, guarded by mu_.
-  std::map<std::string, std::shared_ptr<internal::DirectReader>> readers_;
+  Mutex mu_;
+  // Open data files.
+  std::map<std::string, std::shared_ptr<internal::DirectReader>> readers_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

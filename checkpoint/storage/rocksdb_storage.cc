@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint/internal/file_util.h"
 #include "checkpoint/storage/storages.h"
+#include "common/mutex.h"
 #include "common/rocks_db.h"
 #include "common/rocksdb_log.h"
 #include "rocksdb/db.h"
@@ -136,7 +137,7 @@ class RocksDbStorage final : public Storage {
   RocksDbStorage(std::string dir, int rank, bool writable)
       : dir_(std::move(dir)), rank_(rank), writable_(writable) {}
   ~RocksDbStorage() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     readers_.clear();
   }
 
@@ -373,7 +374,7 @@ class RocksDbStorage final : public Storage {
   // Callers share ownership, so a reopen never frees an instance in use.
   StatusOr<std::shared_ptr<rocksdb::DB>> Db(int rank, bool fresh) {
     if (writable_ && rank == rank_) return own_->Get();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = readers_.find(rank);
     if (it != readers_.end() && !fresh) return it->second;
     if (access((DbPath(rank) + "/CURRENT").c_str(), F_OK) != 0) {
@@ -417,9 +418,9 @@ class RocksDbStorage final : public Storage {
   const int rank_;
   const bool writable_;
   std::unique_ptr<RocksDb> own_;  // this rank's instance when writable
-  std::mutex mu_;
-  // Read-only instances of other ranks' databases; guarded by mu_.
-  std::map<int, std::shared_ptr<rocksdb::DB>> readers_;
+  Mutex mu_;
+  // Read-only instances of other ranks' databases.
+  std::map<int, std::shared_ptr<rocksdb::DB>> readers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -36,12 +36,12 @@ class FaultyStorage::Sink final : public DataSink {
 };
 
 void FaultyStorage::FailPutMeta(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   failing_meta_.insert(name);
 }
 
 void FaultyStorage::MarkFinished(int64_t step, const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   finished_.insert(absl::StrCat(step, "/", name));
 }
 
@@ -55,7 +55,7 @@ StatusOr<std::unique_ptr<DataSink>> FaultyStorage::CreateData(
 Status FaultyStorage::ReadData(int64_t step, const std::string& name,
                                uint64_t offset, void* buf, size_t n) {
   if (drop_unfinished_) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!finished_.count(absl::StrCat(step, "/", name))) {
       return absl::DataLossError(Where(step, name) +
                                  " was lost (never made durable)");
@@ -67,7 +67,7 @@ Status FaultyStorage::ReadData(int64_t step, const std::string& name,
 Status FaultyStorage::PutMeta(int64_t step, const std::string& name,
                               const std::string& bytes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (failing_meta_.count(name))
       return absl::UnavailableError("injected failure writing " + name);
   }

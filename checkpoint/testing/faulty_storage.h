@@ -12,6 +12,7 @@
 #include <string>
 
 #include "checkpoint/storage.h"
+#include "common/mutex.h"
 
 namespace strata::checkpoint::testing {
 
@@ -49,9 +50,9 @@ class FaultyStorage final : public StorageWrapper {
 
   std::atomic<int> appends_left_{-1};
   std::atomic<bool> fail_finish_{false}, drop_unfinished_{false};
-  std::mutex mu_;
-  std::set<std::string> failing_meta_;  // guarded by mu_
-  std::set<std::string> finished_;      // "<step>/<name>", guarded by mu_
+  Mutex mu_;
+  std::set<std::string> failing_meta_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> finished_ ABSL_GUARDED_BY(mu_);  // "<step>/<name>"
 };
 
 }  // namespace strata::checkpoint::testing

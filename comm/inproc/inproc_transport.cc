@@ -9,14 +9,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/transport.h"
+#include "common/mutex.h"
 
 namespace strata::comm {
 namespace {
 
 struct Pipe {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::deque<std::vector<char>> chunks;  // guarded by mu
+  std::deque<std::vector<char>> chunks ABSL_GUARDED_BY(mu);
   size_t offset = 0;                     // consumed bytes of chunks.front()
 };
 
@@ -29,7 +30,7 @@ struct World {
   void AbortAll() {
     aborted = true;
     for (Pipe& p : pipes) {
-      std::lock_guard<std::mutex> lock(p.mu);
+      MutexLock lock(p.mu);
       p.cv.notify_all();
     }
   }
@@ -51,7 +52,7 @@ class InProcTransport final : public Transport {
       Pipe& p = world_->At(rank_, send_peer);
       std::vector<char> chunk(static_cast<const char*>(send),
                               static_cast<const char*>(send) + send_bytes);
-      std::lock_guard<std::mutex> lock(p.mu);
+      MutexLock lock(p.mu);
       p.chunks.push_back(std::move(chunk));
       p.cv.notify_all();
     }
@@ -59,11 +60,12 @@ class InProcTransport final : public Transport {
     Pipe& p = world_->At(recv_peer, rank_);
     char* out = static_cast<char*>(recv);
     size_t got = 0;
-    std::unique_lock<std::mutex> lock(p.mu);
+    UniqueLock lock(p.mu);
     while (got < recv_bytes) {
       if (world_->aborted) return absl::AbortedError("transport aborted");
       if (p.chunks.empty()) {
-        if (p.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+        if (p.cv.wait_until(lock.native(), deadline) ==
+                std::cv_status::timeout &&
             p.chunks.empty()) {
           return absl::DeadlineExceededError(absl::StrCat(
               "rank ", rank_, ": timed out receiving from rank ", recv_peer,

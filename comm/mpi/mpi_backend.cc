@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/algorithms/algorithms.h"
+#include "common/mutex.h"
 
 namespace strata::comm {
 namespace {
@@ -27,15 +28,15 @@ std::string MpiMessage(int rc) {
 // or broken. Abort() touches only this (no MPI call), so any thread may.
 struct GroupState {
   std::atomic<bool> aborted{false};
-  std::mutex mu;
-  Status broken;  // guarded by mu; the first error
+  Mutex mu;
+  Status broken ABSL_GUARDED_BY(mu);  // the first error
 
   void Break(Status st) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (broken.ok()) broken = std::move(st);
   }
   Status Broken() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     return broken;
   }
   void Abort() {

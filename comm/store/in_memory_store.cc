@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "comm/store.h"
+#include "common/mutex.h"
 
 namespace strata::comm {
 namespace {
@@ -15,7 +16,7 @@ class InMemoryStore final : public Store {
  public:
   Status Set(const std::string& key, const std::string& value) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       data_[key] = value;
     }
     cv_.notify_all();
@@ -23,8 +24,11 @@ class InMemoryStore final : public Store {
   }
 
   StatusOr<std::string> Get(const std::string& key, Duration timeout) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return data_.count(key) > 0; })) {
+    UniqueLock lock(mu_);
+    if (!cv_.wait_for(lock.native(), timeout,
+                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        return data_.count(key) > 0;
+                      })) {
       return absl::DeadlineExceededError("store: timed out waiting for key '" +
                                          key + "'");
     }
@@ -34,7 +38,7 @@ class InMemoryStore final : public Store {
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
     int64_t value = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = data_.find(key);
       if (it != data_.end() && !absl::SimpleAtoi(it->second, &value)) {
         return absl::FailedPreconditionError("store: key '" + key +
@@ -48,14 +52,14 @@ class InMemoryStore final : public Store {
   }
 
   Status Wait(const std::vector<std::string>& keys, Duration timeout) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto all_present = [&] {
+    UniqueLock lock(mu_);
+    auto all_present = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& k : keys) {
         if (data_.count(k) == 0) return false;
       }
       return true;
     };
-    if (!cv_.wait_for(lock, timeout, all_present)) {
+    if (!cv_.wait_for(lock.native(), timeout, all_present)) {
       std::vector<std::string> missing;
       for (const auto& k : keys) {
         if (data_.count(k) == 0) missing.push_back(k);
@@ -67,20 +71,20 @@ class InMemoryStore final : public Store {
   }
 
   StatusOr<bool> Check(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return data_.count(key) > 0;
   }
 
   Status Delete(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     data_.erase(key);
     return absl::OkStatus();
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, std::string> data_;  // guarded by mu_
+  std::map<std::string, std::string> data_ ABSL_GUARDED_BY(mu_);
 };
 
 class PrefixStore final : public Store {

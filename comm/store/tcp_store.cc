@@ -23,6 +23,7 @@
 #include "comm/tcp/socket.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 
 namespace strata::comm {
 namespace {
@@ -112,7 +113,7 @@ class Server final : public TcpStoreServer {
     shutdown(fd_, SHUT_RDWR);
     thread_.join();
     close(fd_);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [cfd, t] : clients_) shutdown(cfd, SHUT_RDWR);
     for (auto& [cfd, t] : clients_) {
       t.join();
@@ -130,7 +131,7 @@ class Server final : public TcpStoreServer {
       int cfd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (cfd < 0) continue;
       tcp::SetNoDelay(cfd);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       clients_.emplace_back(cfd, std::thread([this, cfd] { ClientLoop(cfd); }));
     }
   }
@@ -154,8 +155,8 @@ class Server final : public TcpStoreServer {
   LogLimiter limiter_;  // shared by the client threads (thread-safe)
   std::atomic<bool> stopping_{false};
   std::thread thread_;
-  std::mutex mu_;
-  std::list<std::pair<int, std::thread>> clients_;  // guarded by mu_
+  Mutex mu_;
+  std::list<std::pair<int, std::thread>> clients_ ABSL_GUARDED_BY(mu_);
 };
 
 class Client final : public Store {
@@ -190,7 +191,7 @@ class Client final : public Store {
 
  private:
   StatusOr<std::string> Call(const std::vector<std::string>& req) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Status st = WriteFrame(fd_, req);
     if (!st.ok())
       return absl::UnavailableError("tcp store: " + std::string(st.message()));
@@ -209,7 +210,7 @@ class Client final : public Store {
   }
 
   int fd_;
-  std::mutex mu_;
+  Mutex mu_;
 };
 
 }  // namespace

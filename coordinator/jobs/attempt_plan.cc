@@ -4,12 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "placement/layout.h"
 #include "placement/rank_env.h"
 #include "planner/calibrate.h"
 #include "planner/candidate.h"
 #include "planner/model.h"
 #include "planner/network.h"
-#include "planner/placement.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
 
@@ -174,7 +174,7 @@ StatusOr<Plan> PlanAttempt(
   }
 
   const PlanConstraints& k = spec.constraints();
-  planner::Candidate c;
+  placement::Sizes c;
   c.tp = k.has_tp() ? k.tp() : 1;
   c.pp = k.has_pp() ? k.pp() : 1;
   c.cp = k.has_cp() ? k.cp() : 1;
@@ -187,12 +187,18 @@ StatusOr<Plan> PlanAttempt(
                      " nodes x ", rpn, ")"));
   }
   c.dp = dp;
+  // The nodes in the order topology::SelectNodes gives them (by class: a
+  // node slowed by node_speed is a class of its own), each node's ranks a
+  // contiguous block; every probed node has the one NIC ClusterFromProbes
+  // describes.
   ASSIGN_OR_RETURN(auto infos, topology::SelectNodes(
                                    cluster, static_cast<int>(nodes.size())));
-  planner::Network net(cluster, std::move(infos));
-  Plan plan = planner::SizesPlan(c);
+  std::vector<int> node_of_rank(world);
+  for (int64_t r = 0; r < world; ++r) node_of_rank[r] = infos[r / rpn].index;
+  ASSIGN_OR_RETURN(
+      Plan plan, placement::FixedPlan(c, node_of_rank,
+                                      topology::NicTypeName(infos[0].nic_type)));
   plan.set_global_batch(spec.global_batch());
-  *plan.mutable_placement() = planner::BuildPlacement(c, {}, net);
   return plan;
 }
 

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "control/dealer_client.h"
@@ -16,6 +19,13 @@ namespace {
 
 using strata::testing::KillAndReap;
 using strata::testing::Spawn;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // Retries only on a timeout, so callers pass idempotent requests only
 // (a submit that timed out may still have been stored).
@@ -30,6 +40,16 @@ StatusOr<control::Reply> CallRetry(control::DealerClient& client,
     }
   }
   return reply;
+}
+
+// Whether the coordinator lists exactly one worker and it is alive.
+bool OneWorkerAlive(control::DealerClient& client) {
+  control::Request lw;
+  lw.mutable_list_workers();
+  auto workers = CallRetry(client, lw);
+  EXPECT_TRUE(workers.ok()) << workers.status();
+  return workers.ok() && workers->list_workers().workers_size() == 1 &&
+         workers->list_workers().workers(0).alive();
 }
 
 TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
@@ -48,7 +68,8 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
       "--heartbeat-ms", "500"};
   pid_t coord = Spawn(coord_args, state + ".coord.log");
   pid_t worker = Spawn({dir + "/worker/strata-worker", "--coordinator",
-                        endpoint, "--node-name", "n0"});
+                        endpoint, "--node-name", "n0"},
+                       state + ".worker.log");
   strata::testing::ProcessReaper reaper;
   reaper.Watch(&coord);
   reaper.Watch(&worker);
@@ -74,10 +95,32 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   cancel.mutable_cancel_job()->set_job_id(r2->submit_job().job_id());
   ASSERT_TRUE(client.Call(cancel, 10000).ok());
 
+  // The worker registers once its node probe is done (1.2-1.4 s on a
+  // 2-core VM with other builds running, more under `ctest -j2`): kill the
+  // coordinator only after that, so what follows measures re-adoption, not
+  // the worker's start. (Killed earlier, the worker's first registration
+  // landed in the window below and failed it under load.)
+  const auto registering =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool registered = false;
+  while (!(registered = OneWorkerAlive(client)) &&
+         std::chrono::steady_clock::now() < registering) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(registered) << "the worker did not register within 60 s:\n"
+                          << ReadFile(state + ".worker.log");
+
   KillAndReap(coord);
+  const auto killed = std::chrono::steady_clock::now();
+  auto ms_since_kill = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now() - killed)
+        .count();
+  };
   coord = Spawn(coord_args, state + ".coord.log");
 
   auto jobs = CallRetry(client, list);
+  const int64_t answered_ms = ms_since_kill();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->jobs().jobs_size(), 2);
   EXPECT_EQ(jobs->jobs().jobs(0).job_id(), r1->submit_job().job_id());
@@ -93,15 +136,18 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   // The worker is told to re-register on its next heartbeat.
   bool adopted = false;
   for (int i = 0; i < 50 && !adopted; ++i) {
-    control::Request lw;
-    lw.mutable_list_workers();
-    auto workers = CallRetry(client, lw);
-    ASSERT_TRUE(workers.ok());
-    adopted = workers->list_workers().workers_size() == 1 &&
-              workers->list_workers().workers(0).alive();
+    adopted = OneWorkerAlive(client);
     if (!adopted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(adopted);
+  std::printf(
+      "restarted coordinator answered %lld ms after the kill; worker "
+      "%s after %lld ms\n",
+      static_cast<long long>(answered_ms), adopted ? "adopted" : "NOT adopted",
+      static_cast<long long>(ms_since_kill()));
+  EXPECT_TRUE(adopted) << "worker log:\n"
+                       << ReadFile(state + ".worker.log")
+                       << "coordinator log:\n"
+                       << ReadFile(state + ".coord.log");
 
   // Bad input over the wire: unknown job.
   control::Request status;
@@ -116,6 +162,7 @@ TEST(CoordinatorRestartTest, JobsAndWorkersSurviveSigkill) {
   std::filesystem::remove_all(state);
   std::filesystem::remove(state + ".sock");
   std::filesystem::remove(state + ".coord.log");
+  std::filesystem::remove(state + ".worker.log");
 }
 
 }  // namespace

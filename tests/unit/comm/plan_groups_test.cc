@@ -3,28 +3,18 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "planner/model.h"
-#include "planner/search.h"
-#include "topology/cluster.h"
+#include "placement/layout.h"
 
 namespace strata::comm {
 namespace {
 
-// A real plan from the planner: 16 ranks, tp=2 pp=2 dp=2 cp=2.
+// 16 ranks, tp=2 pp=2 dp=2 cp=2 on nodes of 8: the placement the planner
+// gives such a job on dgx-h100 nodes (planner::BuildPlacement builds its
+// ranks and groups with placement::FixedPlacement, as here).
 Placement MakePlacement() {
-  planner::PlanRequest req;
-  req.model = *planner::LoadModel("llama3-8b");
-  req.cluster = *topology::LoadCluster("dgx-h100");
-  req.gpus = 16;
-  req.job.set_global_batch(32);
-  PlanConstraints* fix = req.job.mutable_constraints();
-  fix->set_tp(2);
-  fix->set_pp(2);
-  fix->set_dp(2);
-  fix->set_cp(2);
-  auto report = planner::PlanJob(req);
-  EXPECT_TRUE(report.ok()) << report.status();
-  return report->plans(0).placement();
+  auto placed = placement::UniformPlacement(2, 2, 2, 2, 8);
+  EXPECT_TRUE(placed.ok()) << placed.status();
+  return *placed;
 }
 
 TEST(PlanGroupsTest, EveryRankBuildsItsGroupsAndTheyReduceTheRightMembers) {

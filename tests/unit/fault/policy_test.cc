@@ -1,12 +1,10 @@
-// The fault policy: defaults, key=value settings, ranges and job files.
+// The fault policy: defaults and key=value settings (its ranges and job
+// files: tests/unit/planner/job_fault_test.cc, with the job validation).
 #include "fault/policy.h"
 
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "planner/job.h"
 
 namespace strata::fault {
 namespace {
@@ -51,47 +49,6 @@ TEST(PolicyTest, BadSettingsNameTheKey) {
   expect("hang_k=nan", "is not a number");
   expect("hang_floor_s=1.5", "is not an integer");
   expect("hang_k", "is not key=value");
-}
-
-TEST(PolicyTest, RangesAreCheckedOnTheJob) {
-  JobSpec job;
-  job.mutable_fault()->set_hang_k(0);
-  Status st = planner::ValidateJob(job, "job");
-  EXPECT_NE(std::string(st.message()).find("fault.hang_k"), std::string::npos)
-      << st;
-  job.mutable_fault()->set_hang_k(3);
-  job.mutable_fault()->set_straggler_threshold(-1.1);
-  st = planner::ValidateJob(job, "job");
-  EXPECT_NE(std::string(st.message()).find("fault.straggler_threshold"),
-            std::string::npos)
-      << st;
-  job.mutable_fault()->set_straggler_threshold(1.0);  // exclusive minimum
-  EXPECT_FALSE(planner::ValidateJob(job, "job").ok());
-  job.mutable_fault()->set_straggler_threshold(1.05);
-  EXPECT_TRUE(planner::ValidateJob(job, "job").ok());
-}
-
-TEST(PolicyTest, JobFilesCarryAFaultSection) {
-  const std::string path = ::testing::TempDir() + "/fault_policy_job.yaml";
-  {
-    std::ofstream f(path);
-    f << "name: j\nfault:\n  hang: restart\n  straggler: evict\n"
-         "  straggler_threshold: 1.3\n";
-  }
-  auto job = planner::LoadJob(path);
-  ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_EQ(job->fault().straggler(), FaultPolicy::evict);
-  EXPECT_DOUBLE_EQ(job->fault().straggler_threshold(), 1.3);
-  {
-    std::ofstream f(path);
-    f << "name: j\nfault:\n  hang_timeout: 5\n";
-  }
-  job = planner::LoadJob(path);
-  ASSERT_FALSE(job.ok());
-  EXPECT_NE(std::string(job.status().message()).find("hang_timeout"),
-            std::string::npos)
-      << job.status();
-  std::remove(path.c_str());
 }
 
 }  // namespace

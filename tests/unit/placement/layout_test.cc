@@ -4,7 +4,6 @@
 #include <set>
 
 #include "gtest/gtest.h"
-#include "planner/placement.h"
 
 namespace strata::placement {
 namespace {
@@ -46,14 +45,14 @@ TEST(UniformPlacementTest, RanksAndGroupsFollowTheOrder) {
   auto pl = UniformPlacement(2, 2, 3, 2, 4);  // tp pp dp cp, 24 ranks
   ASSERT_TRUE(pl.ok()) << pl.status();
   ASSERT_EQ(pl->ranks_size(), 24);
-  planner::Candidate c;
+  Sizes c;
   c.tp = 2;
   c.pp = 2;
   c.dp = 3;
   c.cp = 2;
   for (int r = 0; r < 24; ++r) {
     const RankPlacement& p = pl->ranks(r);
-    const planner::RankCoord rc = planner::CoordOf(c, r);
+    const Coord rc = CoordOf(c, r);
     EXPECT_EQ(p.rank(), r);
     EXPECT_EQ(p.node(), r / 4);
     EXPECT_EQ(p.local_gpu(), r % 4);

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "planner/placement.h"
+#include "placement/layout.h"
 
 namespace strata::placement {
 namespace {
@@ -85,13 +85,13 @@ TEST(RankEnvRoundTripTest, EveryRankOfSeveralPlans) {
       auto parsed = ParseRankEnv(Variables(*built));
       ASSERT_TRUE(parsed.ok()) << parsed.status();
       EXPECT_EQ(*parsed, *built);
-      // And the coordinates are the planner's.
-      planner::Candidate k;
+      // And the coordinates are placement/order.h's.
+      Sizes k;
       k.tp = c.tp;
       k.pp = c.pp;
       k.cp = c.cp;
       k.dp = c.world / (c.tp * c.pp * c.cp);
-      const planner::RankCoord rc = planner::CoordOf(k, r);
+      const Coord rc = CoordOf(k, r);
       EXPECT_EQ(parsed->tp_rank, rc.tp);
       EXPECT_EQ(parsed->cp_rank, rc.cp);
       EXPECT_EQ(parsed->dp_rank, rc.dp);

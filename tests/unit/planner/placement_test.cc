@@ -168,19 +168,5 @@ TEST(PlacementTest, StagesStayUnderOneLeafWhenTheClusterHasSpareNodes) {
   EXPECT_EQ(report->plans(0).placement().stages(1).nodes(0), 3);
 }
 
-TEST(PlacementTest, CoordinatesFollowTpCpDpPpOrder) {
-  Candidate c;
-  c.tp = 2;
-  c.cp = 2;
-  c.dp = 3;
-  c.pp = 2;
-  // rank 19 = tp 19%2 = 1, cp (19/2)%2 = 1, dp (19/4)%3 = 1, pp 19/12 = 1
-  RankCoord rc = CoordOf(c, 19);
-  EXPECT_EQ(rc.tp, 1);
-  EXPECT_EQ(rc.cp, 1);
-  EXPECT_EQ(rc.dp, 1);
-  EXPECT_EQ(rc.pp, 1);
-}
-
 }  // namespace
 }  // namespace strata::planner
