@@ -23,7 +23,7 @@ NODE=(
   # compute theirs with dpkg-shlibdeps instead of this list)
   libzmq5 librocksdb7.8 libprotobuf32 libspdlog1.10 libfmt9 libyaml-cpp0.7
   libhwloc15 libopenblas0 libxxhash0 libsystemd0 zlib1g
-  libabsl20220623
+  libabsl20220623 libsodium23
   # Python ranks (python/strata)
   python3
 )
