@@ -124,15 +124,17 @@ std::string CompactBacktrace(const std::string& raw, size_t max_chars) {
 }
 
 StackDumps::~StackDumps() {
-  for (auto& [id, r] : running_) {
-    for (Child* c : {&r.native, &r.python}) {
-      if (c->pid <= 0) continue;
-      if (!c->done) {
-        kill(c->pid, SIGKILL);
-        waitpid(c->pid, nullptr, 0);
-      }
-      close(c->out_fd);
+  for (auto& [id, r] : running_) Reap(r);
+}
+
+void StackDumps::Reap(Running& r) {
+  for (Child* c : {&r.native, &r.python}) {
+    if (c->pid <= 0) continue;
+    if (!c->done) {
+      kill(c->pid, SIGKILL);
+      waitpid(c->pid, nullptr, 0);
     }
+    close(c->out_fd);
   }
 }
 
@@ -255,14 +257,7 @@ std::map<int, std::string> StackDumps::Poll(int64_t now_ms) {
                       : py.empty()   ? "py-spy printed no frames"
                                      : py);
     }
-    for (Child* c : {&r.native, &r.python}) {
-      if (c->pid <= 0) continue;
-      if (!c->done) {
-        kill(c->pid, SIGKILL);
-        waitpid(c->pid, nullptr, 0);
-      }
-      close(c->out_fd);
-    }
+    Reap(r);
     done[it->first] = std::move(text);
     it = running_.erase(it);
   }

@@ -54,6 +54,10 @@ class StackDumps {
     Child native, python;  // python.pid -1: no Python stack taken
     int64_t deadline_ms = 0;
   };
+  // Kills the dumpers of `r` still running, waits for them, closes their
+  // output files.
+  static void Reap(Running& r);
+
   int64_t budget_ms_;
   std::map<int, Running> running_;
 };
