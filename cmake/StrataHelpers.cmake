@@ -46,3 +46,14 @@ function(strata_embed_files)
     "}  // namespace strata\n")
   file(COPY_FILE ${ARG_OUT}.tmp ${ARG_OUT} ONLY_IF_DIFFERENT)
 endfunction()
+
+# strata_add_script_test(NAME SCRIPT BUILD_DIR TIMEOUT [SERIAL]): a ctest
+# test running `bash SCRIPT BUILD_DIR SOURCE_DIR` (the install and package
+# tests); exit 77 is a skip. SERIAL: nothing else runs beside it.
+function(strata_add_script_test name script build_dir timeout)
+  add_test(NAME ${name} COMMAND bash ${script} ${build_dir} ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
+  if("SERIAL" IN_LIST ARGN)
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endfunction()

@@ -102,15 +102,8 @@ install(DIRECTORY python/strata DESTINATION ${STRATA_PYTHON_DIR}
 
 # tests/install: the install, find_package, pkg-config, RPATH checks.
 if(STRATA_BUILD_TESTS)
-  add_test(NAME install_test
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install/install_test.sh
-            ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(install_test PROPERTIES TIMEOUT 300
-    SKIP_RETURN_CODE 77)
-endif()
-if(STRATA_BUILD_TESTS)
-  add_test(NAME pip_test
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install/pip_test.sh
-            ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(pip_test PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+  strata_add_script_test(install_test
+    ${PROJECT_SOURCE_DIR}/tests/install/install_test.sh ${PROJECT_BINARY_DIR} 300)
+  strata_add_script_test(pip_test
+    ${PROJECT_SOURCE_DIR}/tests/install/pip_test.sh ${PROJECT_BINARY_DIR} 300)
 endif()

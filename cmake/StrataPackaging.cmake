@@ -140,31 +140,16 @@ else()
   set(strata_package_build ${PROJECT_BINARY_DIR})
 endif()
 
-# tests/package: the .deb files in a clean Debian 12 root, lintian.
+# tests/package: the .deb files in a clean Debian 12 root, lintian; the
+# units; the image under podman.
 if(STRATA_BUILD_TESTS)
-  add_test(NAME deb_test
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/deb_test.sh
-            ${strata_package_build} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(deb_test PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
-    RUN_SERIAL TRUE)
-endif()
-if(STRATA_BUILD_TESTS)
-  add_test(NAME container_test
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/container_test.sh
-            ${strata_package_build} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(container_test PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
-    RUN_SERIAL TRUE)
-endif()
-if(STRATA_BUILD_TESTS)
-  add_test(NAME systemd_test
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/systemd_test.sh
-            ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(systemd_test PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-endif()
-if(STRATA_BUILD_TESTS)
-  add_test(NAME systemd_container_test
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/package/systemd_container_test.sh
-            ${strata_package_build} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(systemd_container_test PROPERTIES TIMEOUT 600
-    SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  set(pkg_tests ${PROJECT_SOURCE_DIR}/tests/package)
+  strata_add_script_test(deb_test ${pkg_tests}/deb_test.sh
+    ${strata_package_build} 900 SERIAL)
+  strata_add_script_test(container_test ${pkg_tests}/container_test.sh
+    ${strata_package_build} 900 SERIAL)
+  strata_add_script_test(systemd_test ${pkg_tests}/systemd_test.sh
+    ${PROJECT_BINARY_DIR} 120)
+  strata_add_script_test(systemd_container_test
+    ${pkg_tests}/systemd_container_test.sh ${strata_package_build} 600 SERIAL)
 endif()
