@@ -3,15 +3,28 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <httplib.h>
-
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
+#include "observe/http/reply.h"
+#include "observe/http/request_head.h"
 
 namespace strata::observe {
 namespace {
@@ -24,18 +37,561 @@ bool SameToken(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-std::string TokenOf(const httplib::Request& req) {
-  const std::string auth = req.get_header_value("Authorization");
+std::string TokenOf(const http::RequestHead& head) {
+  const std::string auth = head.Field("authorization").value_or("");
   if (auth.rfind("Bearer ", 0) == 0) return auth.substr(7);
-  return req.has_param("token") ? req.get_param_value("token") : "";
+  auto it = head.params.find("token");
+  return it == head.params.end() ? "" : it->second;
 }
 
-void Reply(httplib::Response& res, int status, const std::string& body) {
-  res.status = status;
-  res.set_content(body + "\n", "text/plain; charset=utf-8");
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string PeerOf(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof(a);
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    if (a.ss_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&a)->sin_addr, host,
+                sizeof(host));
+    } else if (a.ss_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&a)->sin6_addr,
+                host, sizeof(host));
+    }
+  }
+  return host;
+}
+
+// A listening socket on host:port (port 0: any free one), SO_REUSEADDR
+// only: with SO_REUSEPORT a second coordinator would silently share (and
+// split) the port. -1 if none of the host's addresses binds.
+int Listen(const std::string& host, int port, int* bound_port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(),
+                  &hints, &found) != 0) {
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) return -1;
+  sockaddr_storage a{};
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *bound_port = ntohs(a.ss_family == AF_INET6
+                          ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
+                          : reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+  return fd;
 }
 
 }  // namespace
+
+// One I/O thread multiplexes every connection with epoll (level-triggered)
+// and never blocks on a client; `threads` handler threads run the routes'
+// handlers on complete, authorised requests and hand the serialised reply
+// back through `done_` and an eventfd.
+//
+// Invariants: keys of `handling_` are a subset of keys of `conns_`' entries
+// in State::kHandling at the time the job was queued (a connection closed
+// meanwhile drops its reply); every connection has at most one request
+// queued or running, so `jobs_` holds at most max_connections entries.
+class HttpServer::Loop {
+ public:
+  Loop(const HttpServerOptions& o, std::map<std::string, HttpHandler> routes,
+       int listen_fd);
+  ~Loop();
+  HttpServerStats stats() const;
+
+ private:
+  enum class State { kReading, kHandling, kWriting, kDraining };
+  struct Conn {
+    int fd = -1;
+    std::string peer;
+    std::string in;  // unparsed input, at most max_header_bytes + kChunk
+    std::string out;
+    size_t out_off = 0;
+    State state = State::kReading;
+    bool head_started = false;  // bytes of the next head have arrived
+    bool keep_alive = true;     // after the reply being written
+    bool drain = false;         // after the reply: half-close and discard
+    size_t drained = 0;
+    int served = 0;
+    int64_t opened_ms = 0;
+    int64_t active_ms = 0;    // last byte read or written
+    int64_t deadline_ms = 0;  // not in kHandling
+  };
+  struct Job {
+    uint64_t id;
+    http::RequestHead head;
+    const HttpHandler* handler;
+    http::ReplyOptions reply;
+  };
+  struct Done {
+    uint64_t id;
+    std::string bytes;
+    bool keep_alive;
+  };
+  static constexpr size_t kChunk = 4096;
+  static constexpr size_t kMaxDrainBytes = 1 << 20;
+  static constexpr int64_t kDrainMs = 1000;
+  static constexpr uint64_t kListenId = 0, kWakeId = 1;
+
+  void Run();
+  void Work();
+  void Accept(int64_t now);
+  void OnEvent(uint64_t id, uint32_t events, int64_t now);
+  void Read(uint64_t id, Conn& c, int64_t now);
+  void Parse(uint64_t id, Conn& c, int64_t now);
+  void Route(uint64_t id, Conn& c, http::RequestHead head, int64_t now);
+  void Refuse(uint64_t id, Conn& c, http::Reply reply, bool keep_alive,
+              bool head_only, int64_t now);
+  void StartWrite(uint64_t id, Conn& c, std::string bytes, bool keep_alive,
+                  int64_t now);
+  void Write(uint64_t id, Conn& c, int64_t now);
+  void Watch(uint64_t id, const Conn& c, uint32_t events);
+  void Close(uint64_t id);
+  void Expire(int64_t now);
+  void TakeDone(int64_t now);
+
+  const HttpServerOptions o_;
+  const std::map<std::string, HttpHandler> routes_;
+  std::string known_;  // " /a /b": for 404s
+  const http::HeadLimits limits_;
+  int listen_fd_;
+  int epoll_fd_;
+  int wake_fd_;
+  Logger log_;
+  LogLimiter limited_;
+
+  // I/O thread only.
+  std::unordered_map<uint64_t, Conn> conns_;
+  uint64_t next_id_ = 2;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::deque<Job> jobs_;    // guarded by mu_
+  std::vector<Done> done_;  // guarded by mu_
+  bool stopping_ = false;   // guarded by mu_
+  HttpServerStats stats_;   // guarded by mu_
+
+  std::thread io_;
+  std::vector<std::thread> workers_;
+};
+
+HttpServer::Loop::Loop(const HttpServerOptions& o,
+                       std::map<std::string, HttpHandler> routes,
+                       int listen_fd)
+    : o_(o),
+      routes_(std::move(routes)),
+      limits_{.max_request_line_bytes = o.max_request_line_bytes,
+              .max_head_bytes = o.max_header_bytes},
+      listen_fd_(listen_fd),
+      epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
+      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      log_(GetLogger("OBSERVE")),
+      limited_(log_) {
+  for (const auto& [path, h] : routes_) absl::StrAppend(&known_, " ", path);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenId;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.data.u64 = kWakeId;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  io_ = std::thread([this] { Run(); });
+  for (int i = 0; i < std::max(1, o.threads); ++i)
+    workers_.emplace_back([this] { Work(); });
+}
+
+HttpServer::Loop::~Loop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  io_.join();
+  for (auto& t : workers_) t.join();
+  for (auto& [id, c] : conns_) close(c.fd);
+  close(listen_fd_);
+  close(wake_fd_);
+  close(epoll_fd_);
+  limited_.FlushAll();
+}
+
+HttpServerStats HttpServer::Loop::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void HttpServer::Loop::Run() {
+  epoll_event events[64];
+  int64_t next_scan = 0;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    // 50 ms: the resolution of every deadline below.
+    const int n = epoll_wait(epoll_fd_, events, 64, 50);
+    const int64_t now = NowMs();
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kListenId) {
+        Accept(now);
+      } else if (id == kWakeId) {
+        uint64_t count;
+        (void)!read(wake_fd_, &count, sizeof(count));
+        TakeDone(now);
+      } else {
+        OnEvent(id, events[i].events, now);
+      }
+    }
+    if (now >= next_scan) {
+      Expire(now);
+      limited_.Flush();
+      next_scan = now + 50;
+    }
+  }
+}
+
+void HttpServer::Loop::Accept(int64_t now) {
+  // Bounded per wake-up so a connection flood cannot starve the others.
+  for (int i = 0; i < 256; ++i) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or EMFILE: retried on the next wake-up
+    if (static_cast<int>(conns_.size()) >= o_.max_connections) {
+      // Make room: the least recently active connection that holds no
+      // handler thread (idle keep-alive, a slow head, a drain).
+      uint64_t oldest = 0;
+      int64_t oldest_ms = 0;
+      for (const auto& [cid, c] : conns_) {
+        if (c.state == State::kHandling || c.state == State::kWriting)
+          continue;
+        if (oldest == 0 || c.active_ms < oldest_ms ||
+            (c.active_ms == oldest_ms && cid < oldest)) {
+          oldest = cid;
+          oldest_ms = c.active_ms;
+        }
+      }
+      if (oldest == 0) {
+        close(fd);
+        continue;
+      }
+      limited_.Log(spdlog::level::info, conns_[oldest].peer, "evicted",
+                   "http: closed a connection from {} to make room ({} open)",
+                   conns_[oldest].peer, conns_.size());
+      Close(oldest);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.evicted;
+    }
+    const uint64_t id = next_id_++;
+    Conn& c = conns_[id];
+    c.fd = fd;
+    c.peer = PeerOf(fd);
+    c.opened_ms = c.active_ms = now;
+    c.deadline_ms = now + o_.idle_timeout_ms;
+    Watch(id, c, EPOLLIN);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.accepted;
+  }
+}
+
+void HttpServer::Loop::Watch(uint64_t id, const Conn& c, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = id;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev) != 0)
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev);
+}
+
+void HttpServer::Loop::Close(uint64_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+  close(it->second.fd);
+  conns_.erase(it);
+}
+
+void HttpServer::Loop::OnEvent(uint64_t id, uint32_t events, int64_t now) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  if ((events & (EPOLLERR | EPOLLHUP)) && c.state != State::kWriting &&
+      c.state != State::kReading && c.state != State::kDraining) {
+    return Close(id);  // the client went away while a handler runs
+  }
+  if (c.state == State::kWriting &&
+      (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+    return Write(id, c, now);
+  }
+  if (c.state == State::kReading || c.state == State::kDraining) {
+    return Read(id, c, now);
+  }
+}
+
+void HttpServer::Loop::Read(uint64_t id, Conn& c, int64_t now) {
+  char buf[kChunk];
+  if (c.state == State::kDraining) {
+    for (;;) {
+      const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        return Close(id);
+      if (n < 0) return;
+      c.drained += n;
+      if (c.drained > kMaxDrainBytes) return Close(id);
+    }
+  }
+  // Input beyond the head limit is never read: the parser refuses it first.
+  while (c.in.size() <= o_.max_header_bytes) {
+    const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+    if (n == 0) return Close(id);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return Close(id);
+    }
+    if (!c.head_started) {
+      c.head_started = true;
+      c.deadline_ms = now + o_.header_timeout_ms;
+    }
+    c.active_ms = now;
+    c.in.append(buf, n);
+  }
+  Parse(id, c, now);
+}
+
+void HttpServer::Loop::Parse(uint64_t id, Conn& c, int64_t now) {
+  if (c.in.empty()) return;
+  http::HeadResult r = http::ParseRequestHead(c.in, limits_);
+  if (r.kind == http::HeadResult::kIncomplete) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.requests;
+  }
+  if (r.kind == http::HeadResult::kError) {
+    limited_.Log(spdlog::level::info, c.peer, "refused", "http: {} from {}: {}",
+                 r.status, c.peer, r.error);
+    c.in.clear();
+    c.drain = true;
+    return Refuse(id, c, http::TextReply(r.status, r.error + "\n"), false,
+                  false, now);
+  }
+  c.in.erase(0, r.consumed);
+  c.head_started = !c.in.empty();
+  Route(id, c, std::move(r.head), now);
+}
+
+void HttpServer::Loop::Route(uint64_t id, Conn& c, http::RequestHead head,
+                             int64_t now) {
+  const bool head_only = head.method == "HEAD";
+  const bool keep_alive = head.KeepAlive() &&
+                          c.served + 1 < o_.max_requests_per_connection &&
+                          now - c.opened_ms < o_.max_connection_ms;
+  if (head.method != "GET" && !head_only) {
+    return Refuse(id, c,
+                  http::TextReply(405,
+                                  "method " + head.method.substr(0, 32) +
+                                      " is not allowed (GET, HEAD)\n",
+                                  {{"Allow", "GET, HEAD"}}),
+                  keep_alive, false, now);
+  }
+  if (head.query_bytes > o_.max_query_bytes) {
+    return Refuse(id, c,
+                  http::TextReply(
+                      414, absl::StrCat("query of ", head.query_bytes,
+                                        " bytes exceeds the limit of ",
+                                        o_.max_query_bytes, "\n")),
+                  keep_alive, head_only, now);
+  }
+  if (!o_.token.empty() && !SameToken(TokenOf(head), o_.token)) {
+    return Refuse(id, c,
+                  http::TextReply(
+                      401, "a token is required (Authorization: Bearer T)\n",
+                      {{"WWW-Authenticate", "Bearer"}}),
+                  keep_alive, head_only, now);
+  }
+  auto route = routes_.find(head.path);
+  if (route == routes_.end()) {
+    return Refuse(id, c,
+                  http::TextReply(
+                      404, absl::StrCat("no page ", head.path.substr(0, 200),
+                                        "; pages:", known_, "\n")),
+                  keep_alive, head_only, now);
+  }
+  const bool gzip = head.Field("accept-encoding")
+                        .value_or("")
+                        .find("gzip") != std::string::npos;
+  c.state = State::kHandling;
+  c.keep_alive = keep_alive;
+  Watch(id, c, 0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back({id, std::move(head), &route->second,
+                     {.head_only = head_only, .keep_alive = keep_alive,
+                      .gzip = gzip}});
+  }
+  work_cv_.notify_one();
+}
+
+void HttpServer::Loop::Refuse(uint64_t id, Conn& c, http::Reply reply,
+                              bool keep_alive, bool head_only, int64_t now) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.refused;
+  }
+  StartWrite(id, c,
+             http::Serialize(std::move(reply), {.head_only = head_only,
+                                                .keep_alive = keep_alive}),
+             keep_alive, now);
+}
+
+void HttpServer::Loop::Work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    HttpRequest request{job.head.path, std::move(job.head.params)};
+    http::Reply reply;
+    try {
+      HttpResponse out = (*job.handler)(request);
+      reply.status = out.status;
+      reply.content_type = std::move(out.content_type);
+      reply.body = std::move(out.body);
+    } catch (const std::exception& e) {  // a handler's bug is its reply
+      reply = http::TextReply(500, absl::StrCat("error: ", e.what(), "\n"));
+    } catch (...) {
+      reply = http::TextReply(500, "error: unknown exception\n");
+    }
+    Done done{job.id, http::Serialize(std::move(reply), job.reply),
+              job.reply.keep_alive};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.push_back(std::move(done));
+    }
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+}
+
+void HttpServer::Loop::TakeDone(int64_t now) {
+  std::vector<Done> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(done_);
+  }
+  for (Done& d : done) {
+    auto it = conns_.find(d.id);
+    if (it == conns_.end()) continue;  // closed while its handler ran
+    StartWrite(d.id, it->second, std::move(d.bytes), d.keep_alive, now);
+  }
+}
+
+void HttpServer::Loop::StartWrite(uint64_t id, Conn& c, std::string bytes,
+                                  bool keep_alive, int64_t now) {
+  c.state = State::kWriting;
+  c.out = std::move(bytes);
+  c.out_off = 0;
+  c.keep_alive = keep_alive;
+  c.deadline_ms = now + o_.write_timeout_ms;
+  Write(id, c, now);
+}
+
+void HttpServer::Loop::Write(uint64_t id, Conn& c, int64_t now) {
+  while (c.out_off < c.out.size()) {
+    const ssize_t n = send(c.fd, c.out.data() + c.out_off,
+                           c.out.size() - c.out_off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return Watch(id, c, EPOLLOUT);
+      }
+      return Close(id);
+    }
+    c.out_off += n;
+    c.active_ms = now;
+  }
+  std::string().swap(c.out);
+  ++c.served;
+  if (c.drain) {
+    // An error reply: the client may still be sending (80 MB of headers);
+    // closing with unread input would reset the connection and lose the
+    // reply, so half-close and discard a bounded amount first.
+    shutdown(c.fd, SHUT_WR);
+    c.state = State::kDraining;
+    c.deadline_ms = now + kDrainMs;
+    return Watch(id, c, EPOLLIN);
+  }
+  if (!c.keep_alive) return Close(id);
+  c.state = State::kReading;
+  c.deadline_ms = c.head_started ? now + o_.header_timeout_ms
+                                 : now + o_.idle_timeout_ms;
+  Watch(id, c, EPOLLIN);
+  Parse(id, c, now);  // a pipelined request may already be here
+}
+
+void HttpServer::Loop::Expire(int64_t now) {
+  std::vector<uint64_t> expired;
+  for (const auto& [id, c] : conns_) {
+    if (c.state != State::kHandling && now >= c.deadline_ms)
+      expired.push_back(id);
+  }
+  for (uint64_t id : expired) {
+    Conn& c = conns_[id];
+    if (c.state == State::kDraining) {
+      Close(id);
+      continue;
+    }
+    if (c.state == State::kReading && c.head_started) {
+      // A slow head (slow-loris): tell it why, best effort, then cut.
+      const std::string reply = http::Serialize(
+          http::TextReply(408, absl::StrCat("request head not complete within ",
+                                            o_.header_timeout_ms, " ms\n")),
+          {.keep_alive = false});
+      (void)!send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+      limited_.Log(spdlog::level::info, c.peer, "slow head",
+                   "http: cut a connection from {}: request head not "
+                   "complete within {} ms",
+                   c.peer, o_.header_timeout_ms);
+    } else if (c.state == State::kWriting) {
+      limited_.Log(spdlog::level::info, c.peer, "slow reader",
+                   "http: cut a connection from {}: reply not read within "
+                   "{} ms",
+                   c.peer, o_.write_timeout_ms);
+    }
+    const bool idle = c.state == State::kReading && !c.head_started;
+    Close(id);
+    if (!idle) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.timed_out;
+    }
+  }
+}
 
 bool IsLoopbackHost(const std::string& host) {
   // Decided on the addresses the name resolves to, never on its spelling:
@@ -85,117 +641,31 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         " (not loopback) requires a token: anyone who reaches it could read "
         "every job's state"));
   }
-  std::unique_ptr<HttpServer> s(new HttpServer());
-  s->server_ = std::make_unique<httplib::Server>();
-  s->host_ = host;
-  httplib::Server& srv = *s->server_;
-  const int threads = std::max(1, o.threads);
-  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  srv.set_payload_max_length(0);
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which
-  // a second coordinator would silently share (and split) the port.
-  srv.set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  srv.set_read_timeout(5, 0);
-  srv.set_write_timeout(5, 0);
-  srv.set_keep_alive_max_count(100);
-  // cpp-httplib compresses text and JSON replies with the first encoding the
-  // client accepts, brotli before gzip, and its brotli encoder runs at the
-  // library's default quality, 11, the slowest (Debian's 0.11.4 is built
-  // with both). A client accepting br (curl --compressed, cpp-httplib's own
-  // client) then costs the server a slow brotli pass of every reply: 261 ms
-  // for a 314 KB exposition of 4,096 workers here, against 1.9 ms for zlib
-  // at its default level 6. Only gzip is offered: Prometheus asks for it.
-  // The Request is cpp-httplib's own non-const object; its handlers see it
-  // const.
-  srv.set_pre_routing_handler([](const httplib::Request& req,
-                                 httplib::Response&) {
-    auto& headers = const_cast<httplib::Request&>(req).headers;
-    auto it = headers.find("Accept-Encoding");
-    if (it != headers.end()) {
-      const bool gzip = it->second.find("gzip") != std::string::npos;
-      headers.erase("Accept-Encoding");
-      if (gzip) headers.emplace("Accept-Encoding", "gzip");
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
-  std::string known;
-  for (const auto& [path, h] : routes) absl::StrAppend(&known, " ", path);
-  auto serve = [routes = std::move(routes), known, token = o.token,
-                max_query = o.max_query_bytes](const httplib::Request& req,
-                                               httplib::Response& res) {
-    size_t query = 0;
-    for (const auto& [k, v] : req.params) query += k.size() + v.size() + 2;
-    if (query > max_query) {
-      return Reply(res, 414,
-                   absl::StrCat("query of ", query,
-                                " bytes exceeds the limit of ", max_query));
-    }
-    if (!token.empty() && !SameToken(TokenOf(req), token)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      return Reply(res, 401, "a token is required (Authorization: Bearer T)");
-    }
-    auto it = routes.find(req.path);
-    if (it == routes.end()) {
-      return Reply(
-          res, 404,
-          absl::StrCat("no page ", req.path.substr(0, 200), "; pages:", known));
-    }
-    HttpRequest r{req.path, {}};
-    for (const auto& [k, v] : req.params) r.params[k] = v;
-    HttpResponse out = it->second(r);
-    res.status = out.status;
-    res.set_content(std::move(out.body), out.content_type);
-  };
-  srv.Get(".*", serve);
-  auto refuse = [](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Allow", "GET, HEAD");
-    Reply(res, 405, "method " + req.method + " is not allowed (GET, HEAD)");
-  };
-  srv.Post(".*", refuse);
-  srv.Put(".*", refuse);
-  srv.Patch(".*", refuse);
-  srv.Delete(".*", refuse);
-  srv.Options(".*", refuse);
-
-  if (port == 0) {
-    port = srv.bind_to_any_port(host);
-  } else if (!srv.bind_to_port(host, port)) {
-    port = -1;
+  if (o.max_connections < 1 || o.max_requests_per_connection < 1 ||
+      o.header_timeout_ms < 1 || o.idle_timeout_ms < 1 ||
+      o.write_timeout_ms < 1 || o.max_connection_ms < 1) {
+    return absl::InvalidArgumentError(
+        "http listener limits (connections, requests, timeouts) must be "
+        "positive");
   }
-  if (port <= 0) {
+  int bound = 0;
+  const int fd = Listen(host, port, &bound);
+  if (fd < 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", o.listen,
                      " (address in use or not on this host)"));
   }
-  s->port_ = port;
-  s->thread_ = std::thread([&srv, done = &s->done_] {
-    srv.listen_after_bind();
-    *done = true;
-  });
-  // cpp-httplib's stop() does nothing before the listen loop runs (and the
-  // loop then never ends): return only once it runs.
-  for (int i = 0; i < 5000 && !srv.is_running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (!srv.is_running()) {
-    return absl::UnavailableError(
-        absl::StrCat("http listener on ", o.listen, " did not start in 5 s"));
-  }
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->host_ = host;
+  s->port_ = bound;
+  s->loop_ = std::make_unique<Loop>(o, std::move(routes), fd);
   GetLogger("OBSERVE")->info("serving http on {}", s->url());
   return s;
 }
 
-HttpServer::~HttpServer() {
-  // stop() is lost if the listen loop has not started yet: repeat it.
-  while (thread_.joinable() && !done_) {
-    server_->stop();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (thread_.joinable()) thread_.join();
-}
+HttpServer::~HttpServer() = default;
+
+HttpServerStats HttpServer::stats() const { return loop_->stats(); }
 
 std::string HttpServer::url() const {
   const bool v6 = host_.find(':') != std::string::npos;
