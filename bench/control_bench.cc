@@ -390,6 +390,7 @@ int ControlBench(int argc, char** argv) {
   // Phase 2: place and hand out one job over every simulated worker.
   // In this process (the scraper thread runs: no fork from here on).
   const double submit_at = Now();
+  std::string refused;  // the coordinator's refusal of the job, if any
   {
     zmq::context_t ctx;
     zmq::socket_t s(ctx, zmq::socket_type::dealer);
@@ -407,7 +408,16 @@ int ControlBench(int argc, char** argv) {
     s.send(zmq::buffer(bytes));
     zmq::message_t reply;
     s.set(zmq::sockopt::rcvtimeo, 10000);
-    if (!s.recv(reply)) std::fprintf(stderr, "strata-bench control: no reply to the submit\n");
+    control::Reply decoded;
+    if (!s.recv(reply)) {
+      refused = "no reply to the submit";
+    } else if (decoded.ParseFromArray(reply.data(), reply.size()) &&
+               decoded.status().code() != 0) {
+      refused = decoded.status().message();
+    }
+    if (!refused.empty())
+      std::fprintf(stderr, "strata-bench control: job refused: %s\n",
+                   refused.c_str());
   }
   int failures = 0;
   for (pid_t p : children) {
@@ -474,10 +484,15 @@ int ControlBench(int argc, char** argv) {
         Percentile(lat1, 0.5), Percentile(lat1, 0.99), Percentile(lat1, 1.0));
     std::printf("  coordinator CPU                 %8.1f %% of one core\n",
                 cpu_pct);
-    std::printf(
-        "  %d-rank job placed, orders at all %d workers after %.3f s   (goal < "
-        "5 s)\n",
-        workers * ranks_per_worker, with_orders, handout_s);
+    if (!refused.empty()) {
+      std::printf("  %d-rank job REFUSED: %s\n", workers * ranks_per_worker,
+                  refused.c_str());
+    } else {
+      std::printf(
+          "  %d-rank job placed, orders at all %d workers after %.3f s   "
+          "(goal < 5 s)\n",
+          workers * ranks_per_worker, with_orders, handout_s);
+    }
     std::printf("  round trip p99 during hand-out  %8.3f ms\n",
                 Percentile(lat2, 0.99));
     if (scrape_every_s > 0) {

@@ -89,6 +89,15 @@ int main(int argc, char** argv) {
                  "pending and running jobs kept at once")
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
+  app.add_option("--max-active-launch-bytes", limits.max_active_launch_bytes,
+                 "bytes of launch.command + launch.env across pending and "
+                 "running jobs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-active-ranks", limits.max_active_ranks,
+                 "ranks across pending and running jobs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

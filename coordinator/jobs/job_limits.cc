@@ -109,6 +109,42 @@ Status CheckJobLimits(const JobSpec& spec, const JobLimits& limits) {
   return absl::OkStatus();
 }
 
+void ActiveTotals::Add(const JobSpec& spec) {
+  ++jobs;
+  launch_bytes += CommandBytes(spec.launch()) + EnvBytes(spec.launch());
+  ranks += RanksOf(spec);
+}
+
+int64_t RanksOf(const JobSpec& spec) {
+  return std::max<int64_t>(1, spec.launch().nodes()) *
+         std::max<int64_t>(1, spec.launch().ranks_per_node());
+}
+
+Status CheckActiveLimits(const JobSpec& spec, const ActiveTotals& active,
+                         const JobLimits& limits) {
+  const int64_t bytes =
+      CommandBytes(spec.launch()) + EnvBytes(spec.launch());
+  if (active.launch_bytes + bytes > limits.max_active_launch_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "job refused: its launch.command and launch.env hold ", bytes,
+        " bytes and the ", active.jobs, " pending or running jobs already ",
+        active.launch_bytes, "; this coordinator allows at most ",
+        limits.max_active_launch_bytes,
+        " bytes across them (strata-coordinator --max-active-launch-bytes): "
+        "wait for jobs to end or cancel some"));
+  }
+  const int64_t ranks = RanksOf(spec);
+  if (active.ranks + ranks > limits.max_active_ranks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "job refused: it asks for ", ranks, " ranks and the ", active.jobs,
+        " pending or running jobs already hold ", active.ranks,
+        "; this coordinator allows at most ", limits.max_active_ranks,
+        " ranks across them (strata-coordinator --max-active-ranks): wait "
+        "for jobs to end or cancel some"));
+  }
+  return absl::OkStatus();
+}
+
 Status CheckNodeCapacity(int ranks, const control::WorkerInfo& worker,
                          const JobLimits& limits) {
   if (ranks > limits.max_ranks_per_node) {

@@ -16,12 +16,13 @@
 
 namespace strata::coordinator {
 
-// Defaults sized for the largest documented job (16,384 ranks) with room to
-// spare; each is a strata-coordinator flag (named in the error messages).
+// Defaults sized for the largest job the planner plans for (16,384 nodes of
+// 8 GPUs: 131,072 ranks) with room to spare; each is a strata-coordinator
+// flag (named in the error messages). docs/control-plane.md "Limits".
 struct JobLimits {
-  int max_nodes = 4096;          // --max-nodes
-  int max_ranks_per_node = 512;  // --max-ranks-per-node
-  int64_t max_ranks = 65536;     // --max-ranks: nodes x ranks per node
+  int max_nodes = 32768;          // --max-nodes
+  int max_ranks_per_node = 512;   // --max-ranks-per-node
+  int64_t max_ranks = 262144;     // --max-ranks: nodes x ranks per node
   // Ranks one worker may run: this many per CPU core or GPU it reported
   // (the larger of the two); workers that report neither are not capped
   // beyond max_ranks_per_node. --max-ranks-per-core
@@ -30,7 +31,45 @@ struct JobLimits {
   size_t max_env_bytes = 64 << 10;      // --max-env-bytes: keys + values
   int max_active_jobs = 10000;          // --max-active-jobs: PENDING+RUNNING
   int max_restarts = 1000;
+  // Totals over all PENDING and RUNNING jobs (CheckActiveLimits), so that
+  // many jobs each within the limits above cannot add up to gigabytes.
+  // Launch bytes: the coordinator held ~2.96x a job's argv + env bytes in
+  // memory (issue 34: 200 jobs at 64 + 64 KiB added 75.7 MB), so 64 MiB of
+  // argv and env across active jobs costs it ~190 MB at most.
+  int64_t max_active_launch_bytes = int64_t{64} << 20;  // --max-active-launch-bytes
+  // Ranks: four jobs of the largest size above (4 x 131,072).
+  int64_t max_active_ranks = 524288;  // --max-active-ranks
 };
+
+// What the PENDING and RUNNING jobs hold in total.
+struct ActiveTotals {
+  int64_t jobs = 0;
+  int64_t launch_bytes = 0;  // CommandBytes + EnvBytes
+  int64_t ranks = 0;         // RanksOf
+  void Add(const JobSpec& spec);
+};
+
+// The ranks a job counts for in ActiveTotals: launch.nodes x
+// launch.ranks_per_node, where a 0 (left to the coordinator) counts as 1.
+int64_t RanksOf(const JobSpec& spec);
+
+// Totals over the entries of `jobs` (a map of id -> control::JobInfo) for
+// which `is_active(info)` holds.
+template <typename Jobs, typename IsActive>
+ActiveTotals SumActive(const Jobs& jobs, IsActive is_active) {
+  ActiveTotals totals;
+  for (const auto& [id, info] : jobs) {
+    if (is_active(info)) totals.Add(info.spec());
+  }
+  return totals;
+}
+
+// ResourceExhausted (retry once jobs end) when admitting `spec` next to
+// `active` would exceed max_active_launch_bytes or max_active_ranks; the
+// message names the limit, its flag, the job's own amount and the current
+// totals.
+Status CheckActiveLimits(const JobSpec& spec, const ActiveTotals& active,
+                         const JobLimits& limits);
 
 // Bytes of launch.command (sum of its strings) and launch.env (keys and
 // values).

@@ -194,6 +194,8 @@ StatusOr<std::string> JobManager::Submit(const JobSpec& spec,
         options_.limits.max_active_jobs,
         " (strata-coordinator --max-active-jobs): wait or cancel some"));
   }
+  RETURN_IF_ERROR(CheckActiveLimits(spec, SumActive(jobs_, Active),
+                                    options_.limits));  // job_limits.h
   std::string id = absl::StrCat("job-", next_id_);
   control::JobInfo info;
   info.set_job_id(id);

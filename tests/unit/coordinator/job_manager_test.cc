@@ -167,7 +167,7 @@ TEST_F(JobsTest, SizesOverTheLimitsAreRefusedNamingTheFlag) {
         << reply.status().message();
   };
   refused(Spec("rpn", 1, 100000000), "--max-ranks-per-node");
-  refused(Spec("nodes", 5000, 1), "--max-nodes");
+  refused(Spec("nodes", 40000, 1), "--max-nodes");
   refused(Spec("world", 4096, 512), "--max-ranks");
   JobSpec cmd = Spec("cmd");
   cmd.mutable_launch()->add_command(std::string(70 << 10, 'x'));
