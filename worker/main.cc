@@ -30,6 +30,7 @@
 #include "worker/private_dir.h"
 #include "worker/rank_supervisor.h"
 #include "worker/telemetry.h"
+#include "worker/work_dir_gc.h"
 #include "worker/worker_agent.h"
 
 namespace {
@@ -71,6 +72,18 @@ int main(int argc, char** argv) {
   app.add_option("--peer", peer,
                  "measure TCP bandwidth to HOST:PORT (`strata probe "
                  "--serve-peer PORT` there) and report it in the probe");
+  strata::worker::WorkDirGcOptions gc_options;  // worker/work_dir_gc.h
+  int64_t retention_s = gc_options.retention_ms / 1000;
+  app.add_option("--job-dir-retention-s", retention_s,
+                 "remove an ended job's directory under --work-dir this long "
+                 "after its last output")
+      ->check(CLI::Range(int64_t{0}, int64_t{10} * 365 * 86400))
+      ->capture_default_str();
+  app.add_option("--max-ended-job-dirs", gc_options.max_ended_jobs,
+                 "keep at most this many ended jobs' directories (oldest "
+                 "removed first)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--coordinator-grace-ms", grace_ms,
                  "keep ranks running this long without an answer from the "
                  "coordinator (paused, restarting, unreachable), then stop "
@@ -169,6 +182,9 @@ int main(int argc, char** argv) {
   options.coordinator_grace_ms = grace_ms;
   strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
                                     std::move(options), logger);
+  gc_options.retention_ms = retention_s * 1000;
+  strata::worker::WorkDirGc work_dir_gc(&clock, work_dir, &ranks, gc_options,
+                                        logger);
   int exit_code = 0;
   // Under systemd (deploy/systemd/): READY=1 after the first step (the
   // telemetry socket is bound and the first report went out), WATCHDOG=1
@@ -180,6 +196,7 @@ int main(int argc, char** argv) {
       exit_code = 1;
       break;
     }
+    work_dir_gc.Tick();
     notifier.Ready("serving");
     notifier.Tick(clock.SteadyNowMs());
     std::this_thread::sleep_for(std::chrono::milliseconds(
