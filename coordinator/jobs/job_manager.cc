@@ -315,6 +315,7 @@ void JobManager::Ended(const control::JobInfo& job) {
   SaveLedgers({job.job_id()});
   watched_.erase(job.job_id());
   restart_began_ms_.erase(job.job_id());
+  backoff_.erase(job.job_id());
   restart_cost_ms_.erase(job.job_id());
   const control::JobState state = job.state();
   std::string kind = state == control::SUCCEEDED   ? "succeeded"
@@ -346,11 +347,16 @@ Status JobManager::FailAttempt(control::JobInfo& job,
            absl::StrCat(reason, " (no restarts left: max_restarts=",
                         job.spec().launch().max_restarts(), ")"),
            clock_->NowMs());
-  } else {
+  }
+  fault::RestartBackoff::Decision backoff;
+  if (restart) {
+    backoff = backoff_[job.job_id()].OnFailure(
+        job.start_unix_ms() > 0 ? clock_->NowMs() - job.start_unix_ms() : 0,
+        clock_->SteadyNowMs());
     next.set_restart_count(job.restart_count() + 1);
     next.set_attempt(next.restart_count());
     next.set_state(control::PENDING);
-    next.set_message(reason);
+    next.set_message(absl::StrCat(reason, "; ", backoff.Describe()));
     next.clear_ranks();
     next.set_start_unix_ms(0);
     next.set_pending_since_unix_ms(clock_->NowMs());
@@ -369,7 +375,8 @@ Status JobManager::FailAttempt(control::JobInfo& job,
   events_->Record(
       job.job_id(), job.attempt(), "restarting",
       absl::StrCat("restart ", job.restart_count(), " of ",
-                   job.spec().launch().max_restarts(), " after: ", reason));
+                   job.spec().launch().max_restarts(), " after: ", reason,
+                   "; ", backoff.Describe()));
   (void)logs_->Note(job.job_id(),
                     absl::StrCat("[strata] attempt ", job.attempt(),
                                  ": restarting after: ", reason));
@@ -403,7 +410,10 @@ void JobManager::Tick(const WorkerRegistry& registry) {
                    absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
     }
     if (job.state() == control::RUNNING) WatchTick(job);
-    if (job.state() == control::PENDING) TryPlace(job, registry);
+    if (job.state() == control::PENDING &&
+        (!backoff_.contains(id) ||
+         backoff_.at(id).Ready(clock_->SteadyNowMs())))  // restart_backoff.h
+      TryPlace(job, registry);
   }
   SaveLedgers();
 }

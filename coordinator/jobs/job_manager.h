@@ -44,6 +44,7 @@
 #include "coordinator/security/rank_keys.h"
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/state/state_store.h"
+#include "fault/restart_backoff.h"
 #include "observe/goodput.h"
 #include "observe/metrics.h"
 #include "proto/control.pb.h"
@@ -232,6 +233,9 @@ class JobManager {
   // restarting, and the last measured cost (ms) from a failure to the
   // first step of the next attempt.
   std::map<std::string, int64_t> restart_began_ms_, restart_cost_ms_;
+  // Restart backoff (fault/restart_backoff.h); keys: active jobs that failed
+  // an attempt. A PENDING job is not placed before its backoff is Ready().
+  std::map<std::string, fault::RestartBackoff> backoff_;
   // Self-calibration (docs/planner.md "Calibration"): the stored compute
   // scale of a device key (attempt_plan.h CalibrationKey; 1 when none), the
   // scale each job's current plan used, and the update from a job's plan
