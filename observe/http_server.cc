@@ -14,7 +14,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "observe/http/reply.h"
 #include "observe/http/request_head.h"
 
@@ -186,12 +186,12 @@ class HttpServer::Loop {
   std::unordered_map<uint64_t, Conn> conns_;
   uint64_t next_id_ = 2;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable work_cv_;
-  std::deque<Job> jobs_;    // guarded by mu_
-  std::vector<Done> done_;  // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
-  HttpServerStats stats_;   // guarded by mu_
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  HttpServerStats stats_ ABSL_GUARDED_BY(mu_);
 
   std::thread io_;
   std::vector<std::thread> workers_;
@@ -223,7 +223,7 @@ HttpServer::Loop::Loop(const HttpServerOptions& o,
 
 HttpServer::Loop::~Loop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   work_cv_.notify_all();
@@ -239,7 +239,7 @@ HttpServer::Loop::~Loop() {
 }
 
 HttpServerStats HttpServer::Loop::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -248,7 +248,7 @@ void HttpServer::Loop::Run() {
   int64_t next_scan = 0;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return;
     }
     // 50 ms: the resolution of every deadline below.
@@ -302,7 +302,7 @@ void HttpServer::Loop::Accept(int64_t now) {
                    "http: closed a connection from {} to make room ({} open)",
                    conns_[oldest].peer, conns_.size());
       Close(oldest);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.evicted;
     }
     const uint64_t id = next_id_++;
@@ -312,7 +312,7 @@ void HttpServer::Loop::Accept(int64_t now) {
     c.opened_ms = c.active_ms = now;
     c.deadline_ms = now + o_.idle_timeout_ms;
     Watch(id, c, EPOLLIN);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.accepted;
   }
 }
@@ -386,7 +386,7 @@ void HttpServer::Loop::Parse(uint64_t id, Conn& c, int64_t now) {
   http::HeadResult r = http::ParseRequestHead(c.in, limits_);
   if (r.kind == http::HeadResult::kIncomplete) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.requests;
   }
   if (r.kind == http::HeadResult::kError) {
@@ -446,7 +446,7 @@ void HttpServer::Loop::Route(uint64_t id, Conn& c, http::RequestHead head,
   c.keep_alive = keep_alive;
   Watch(id, c, 0);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_.push_back({id, std::move(head), &route->second,
                      {.head_only = head_only, .keep_alive = keep_alive,
                       .gzip = gzip}});
@@ -457,7 +457,7 @@ void HttpServer::Loop::Route(uint64_t id, Conn& c, http::RequestHead head,
 void HttpServer::Loop::Refuse(uint64_t id, Conn& c, http::Reply reply,
                               bool keep_alive, bool head_only, int64_t now) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.refused;
   }
   StartWrite(id, c,
@@ -470,8 +470,10 @@ void HttpServer::Loop::Work() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      UniqueLock lock(mu_);
+      work_cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !jobs_.empty();
+      });
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -491,7 +493,7 @@ void HttpServer::Loop::Work() {
     Done done{job.id, http::Serialize(std::move(reply), job.reply),
               job.reply.keep_alive};
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_.push_back(std::move(done));
     }
     const uint64_t one = 1;
@@ -502,7 +504,7 @@ void HttpServer::Loop::Work() {
 void HttpServer::Loop::TakeDone(int64_t now) {
   std::vector<Done> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     done.swap(done_);
   }
   for (Done& d : done) {
@@ -587,7 +589,7 @@ void HttpServer::Loop::Expire(int64_t now) {
     const bool idle = c.state == State::kReading && !c.head_started;
     Close(id);
     if (!idle) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.timed_out;
     }
   }

@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
 
 namespace strata::worker {
 namespace {
@@ -79,11 +81,19 @@ TEST_F(WorkDirGcTest, EndedJobsGoAfterTheRetentionHeldOnesNever) {
   MakeJob("job-2", now - 1 * kHour);   // ended, recent
   MakeJob("job-3", now - 40 * kHour);  // old but still held
   runner_.jobs = {"job-3"};
+  std::ostringstream lines;
+  auto logger = std::make_shared<spdlog::logger>(
+      "gc-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(lines));
+  logger->set_level(spdlog::level::info);
   WorkDirGc gc(&clock_, dir_.string(), &runner_,
-               {.retention_ms = 24 * kHour, .max_ended_jobs = 100},
-               GetLogger("WORKER"));
+               {.retention_ms = 24 * kHour, .max_ended_jobs = 100}, logger);
   EXPECT_EQ(gc.Tick(), 1);
   EXPECT_FALSE(Exists("job-1"));
+  EXPECT_NE(lines.str().find("removed " + (dir_ / "job-1").string() +
+                             " (ended job, last written 108000 s ago; "
+                             "retention 86400 s)"),
+            std::string::npos)
+      << lines.str();
   EXPECT_TRUE(Exists("job-2"));
   EXPECT_TRUE(Exists("job-3"));
   // Within the sweep interval nothing is looked at, even once job-2 ages.
