@@ -171,6 +171,9 @@ class HttpServer::Loop {
   void Close(uint64_t id);
   void Expire(int64_t now);
   void TakeDone(int64_t now);
+  // The oldest queued job whose route holds fewer than threads - 1 (at
+  // least 1) handler threads; jobs_.end() if none.
+  std::deque<Job>::iterator Runnable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const HttpServerOptions o_;
   const std::map<std::string, HttpHandler> routes_;
@@ -189,6 +192,9 @@ class HttpServer::Loop {
   mutable Mutex mu_;
   std::condition_variable work_cv_;
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  // Handler threads busy per route; keys: routes with a running request.
+  std::map<const HttpHandler*, int> running_ ABSL_GUARDED_BY(mu_);
+  const int workers_cap_;  // handler threads
   std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   HttpServerStats stats_ ABSL_GUARDED_BY(mu_);
@@ -208,7 +214,8 @@ HttpServer::Loop::Loop(const HttpServerOptions& o,
       epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
       wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       log_(GetLogger("OBSERVE")),
-      limited_(log_) {
+      limited_(log_),
+      workers_cap_(std::max(1, o.threads)) {
   for (const auto& [path, h] : routes_) absl::StrAppend(&known_, " ", path);
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -217,7 +224,7 @@ HttpServer::Loop::Loop(const HttpServerOptions& o,
   ev.data.u64 = kWakeId;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   io_ = std::thread([this] { Run(); });
-  for (int i = 0; i < std::max(1, o.threads); ++i)
+  for (int i = 0; i < workers_cap_; ++i)
     workers_.emplace_back([this] { Work(); });
 }
 
@@ -471,12 +478,15 @@ void HttpServer::Loop::Work() {
     Job job;
     {
       UniqueLock lock(mu_);
+      std::deque<Job>::iterator next;
       work_cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !jobs_.empty();
+        next = Runnable();
+        return stopping_ || next != jobs_.end();
       });
       if (stopping_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      job = std::move(*next);
+      jobs_.erase(next);
+      ++running_[job.handler];
     }
     HttpRequest request{job.head.path, std::move(job.head.params)};
     http::Reply reply;
@@ -495,10 +505,24 @@ void HttpServer::Loop::Work() {
     {
       MutexLock lock(mu_);
       done_.push_back(std::move(done));
+      if (--running_[job.handler] == 0) running_.erase(job.handler);
     }
+    work_cv_.notify_all();  // a job held back by its route may run now
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof(one));
   }
+}
+
+std::deque<HttpServer::Loop::Job>::iterator HttpServer::Loop::Runnable() {
+  // No route may hold every handler thread: with one that blocks (the
+  // trace download waits up to seconds for the event loop) the others still
+  // get a thread. Oldest first otherwise.
+  const int cap = std::max(1, workers_cap_ - 1);
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+    auto r = running_.find(it->handler);
+    if (r == running_.end() || r->second < cap) return it;
+  }
+  return jobs_.end();
 }
 
 void HttpServer::Loop::TakeDone(int64_t now) {

@@ -26,9 +26,10 @@
 //   connection that is not waiting on a handler is closed for the new one.
 // - Handlers run on `threads` handler threads (default 2) that only ever
 //   see complete, authorised requests; at most one request per connection
-//   is queued or running. Handlers must be thread-safe with respect to the
-//   owner's state (the coordinator hands them snapshots it published) and
-//   should return promptly: a handler that blocks holds a handler thread.
+//   is queued or running, and no route holds more than threads - 1 of them
+//   at once (at least 1), so a route whose handler blocks cannot starve the
+//   others. Handlers must be thread-safe with respect to the owner's state
+//   (the coordinator hands them snapshots it published).
 #pragma once
 
 #include <cstdint>
