@@ -110,10 +110,13 @@ int Listen(const std::string& host, int port, int* bound_port) {
 // handlers on complete, authorised requests and hand the serialised reply
 // back through `done_` and an eventfd.
 //
-// Invariants: keys of `handling_` are a subset of keys of `conns_`' entries
-// in State::kHandling at the time the job was queued (a connection closed
-// meanwhile drops its reply); every connection has at most one request
-// queued or running, so `jobs_` holds at most max_connections entries.
+// Invariants: every entry of `conns_` owns an open socket registered with
+// epoll under its id (ids are never reused); ids of `jobs_` and `done_` are
+// ids of connections in State::kHandling when queued, and a reply whose
+// connection was closed meanwhile is dropped; a connection has at most one
+// request queued or running, so `jobs_` holds at most max_connections
+// entries; keys of `running_` are handlers of `routes_` with a request
+// running.
 class HttpServer::Loop {
  public:
   Loop(const HttpServerOptions& o, std::map<std::string, HttpHandler> routes,
