@@ -24,21 +24,51 @@ void HangDetector::OnStep(int rank, int64_t step, double step_seconds) {
   }
 }
 
+void HangDetector::OnPhaseBegin(int rank, const std::string& name,
+                                int64_t deadline_ms) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return;
+  it->second.last_ms = clock_.SteadyNowMs();
+  it->second.phase = name.empty() ? "phase" : name;
+  it->second.phase_deadline_ms =
+      deadline_ms > 0 ? deadline_ms : options_.phase_ms;
+}
+
+void HangDetector::OnPhaseEnd(int rank) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || it->second.phase.empty()) return;
+  it->second.last_ms = clock_.SteadyNowMs();
+  it->second.phase.clear();
+  it->second.phase_deadline_ms = 0;
+}
+
 int64_t HangDetector::DeadlineMs() const {
   if (steps_.size() == 0) return options_.first_step_ms;
-  auto learned = static_cast<int64_t>(options_.k * steps_.Median() * 1000);
-  return std::max(options_.floor_ms, learned);
+  auto median = static_cast<int64_t>(options_.k * steps_.Median() * 1000);
+  auto tail = static_cast<int64_t>(options_.tail_k * steps_.Max() * 1000);
+  return std::max({options_.floor_ms, median, tail});
+}
+
+int64_t HangDetector::DeadlineOf(const Progress& p,
+                                 int64_t step_deadline) const {
+  if (!p.phase.empty()) return p.phase_deadline_ms;
+  // Before a rank's first step its own deadline is the start-up one.
+  return p.step < 0 ? options_.first_step_ms : step_deadline;
 }
 
 std::optional<Stall> HangDetector::Check() const {
   int64_t now = clock_.SteadyNowMs();
   Stall stall;
-  stall.deadline_ms = DeadlineMs();
+  const int64_t step_deadline = DeadlineMs();
   for (const auto& [rank, p] : ranks_) {
-    // Before a rank's first step its own deadline is the start-up one.
-    int64_t deadline = p.step < 0 ? options_.first_step_ms : stall.deadline_ms;
+    if (last_step_ > 0 && p.step >= last_step_) continue;  // done
+    const int64_t deadline = DeadlineOf(p, step_deadline);
     int64_t age = now - p.last_ms;
     if (age <= deadline) continue;
+    if (stall.ranks.empty()) {
+      stall.deadline_ms = deadline;
+      stall.phase = p.phase;
+    }
     stall.ranks.push_back(rank);
     stall.stalled_ms = std::max(stall.stalled_ms, age);
     stall.last_step =
@@ -53,7 +83,9 @@ FaultEvent HangDetector::ToEvent(const Stall& stall) {
   e.kind = EventKind::kHang;
   e.step = stall.last_step;
   e.evidence = absl::StrFormat(
-      "no step progress for %.1fs (deadline %.1fs) on ranks %s; last step %d",
+      "no %s for %.1fs (deadline %.1fs) on ranks %s; last step %d",
+      stall.phase.empty() ? std::string("step progress")
+                          : "end of phase '" + stall.phase + "'",
       stall.stalled_ms / 1000.0, stall.deadline_ms / 1000.0,
       absl::StrJoin(stall.ranks, ","), stall.last_step);
   return e;

@@ -34,6 +34,7 @@ ResolvedPolicy Resolve(const FaultPolicy& p) {
   if (p.has_hang_floor_s()) r.hang_options.floor_ms = p.hang_floor_s() * 1000LL;
   if (p.has_hang_first_step_s())
     r.hang_options.first_step_ms = p.hang_first_step_s() * 1000LL;
+  if (p.has_hang_phase_s()) r.hang_options.phase_ms = p.hang_phase_s() * 1000LL;
   if (p.has_restart_cost_s()) r.restart_cost_s = p.restart_cost_s();
   if (p.has_slow_link_threshold())
     r.slow_link_options.threshold = p.slow_link_threshold();

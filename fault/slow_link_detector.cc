@@ -22,10 +22,18 @@ void SlowLinkDetector::Add(const Transfer& t) {
   p.samples.emplace_back(t.bytes, t.seconds);
   p.bytes += t.bytes;
   p.seconds += t.seconds;
+  p.long_bytes += t.bytes;
+  p.long_seconds += t.seconds;
   ++p.count;
-  if (static_cast<int>(p.samples.size()) > options_.window) {
-    p.bytes -= p.samples.front().first;
-    p.seconds -= p.samples.front().second;
+  const int window = static_cast<int>(p.samples.size());
+  if (window > options_.window) {  // the sample leaving the short window
+    const auto& [bytes, seconds] = p.samples[window - 1 - options_.window];
+    p.bytes -= bytes;
+    p.seconds -= seconds;
+  }
+  if (window > std::max(options_.window, options_.long_window)) {
+    p.long_bytes -= p.samples.front().first;
+    p.long_seconds -= p.samples.front().second;
     p.samples.pop_front();
   }
   if (p.count == options_.window && p.seconds >= options_.min_busy_s) {
@@ -72,17 +80,24 @@ std::vector<FaultEvent> SlowLinkDetector::Check() const {
     }
     const double slowdown = reference / stat.bytes_per_s;
     if (slowdown < options_.threshold) continue;
+    const Pair& p = pairs_.at(key);
+    const double long_rate =
+        p.long_seconds > 1e-9 ? p.long_bytes / p.long_seconds : 0;
+    if (long_rate > 0 && reference / long_rate < options_.threshold) {
+      continue;  // not (yet) over the long window: a passing burst
+    }
     FaultEvent e;
     e.kind = EventKind::kSlowLink;
     e.node = key.first;
     e.peer_node = key.second;
     e.slowdown = slowdown;
-    const Pair& p = pairs_.at(key);
     e.evidence = absl::StrFormat(
         "%s -> %s: %.1f MB/s (%.1f MB in %.2f s busy sending, last %d "
-        "steps) vs %s %.1f MB/s",
+        "steps; %.1f MB/s over the last %d) vs %s %.1f MB/s",
         key.first, key.second, stat.bytes_per_s / 1e6, p.bytes / 1e6,
-        p.seconds, static_cast<int>(p.samples.size()), what, reference / 1e6);
+        p.seconds, std::min<int>(p.samples.size(), options_.window),
+        long_rate / 1e6, static_cast<int>(p.samples.size()), what,
+        reference / 1e6);
     events.push_back(std::move(e));
   }
   std::sort(events.begin(), events.end(),

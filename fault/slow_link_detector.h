@@ -18,7 +18,14 @@
 // own baseline, its rate over its first full window (what lets a link that
 // degrades be found when there is no other pair to compare with, e.g. two
 // nodes). A pair is slow when reference / rate >= threshold, judged once it
-// has `min_samples` samples spanning `min_busy_s` of busy time. Transfers
+// has `min_samples` samples spanning `min_busy_s` of busy time, and when its
+// rate over the longer window (`long_window` samples) is below the
+// reference by the threshold as well: a slow link stays slow, while a burst
+// of CPU contention on a host (the receiver's acknowledgements late, so the
+// sender's busy time grows) passes within a window and would otherwise read
+// as a slow link; the same two-window rule as the straggler detector's long
+// and short windows. With a 4x slower link the long window agrees once a
+// third of its samples are slow (4f + 1 - f >= 2). Transfers
 // within a node are ignored. Per-peer matrices for slow links follow
 // Alibaba's C4D (NSDI'25 / SIGCOMM'24 collective-communication diagnosis).
 // Not thread-safe.
@@ -38,6 +45,7 @@ namespace strata::fault {
 
 struct SlowLinkOptions {
   int window = 32;          // samples per pair rate
+  int long_window = 128;    // samples the slowdown must also hold over
   int min_samples = 8;      // samples before a pair is judged
   double threshold = 2.0;   // reference / pair rate that counts as slow
   int64_t min_bytes = 64 << 10;  // smaller samples measure latency only
@@ -83,9 +91,13 @@ class SlowLinkDetector {
 
  private:
   struct Pair {
-    std::deque<std::pair<int64_t, double>> samples;  // bytes, seconds
-    int64_t bytes = 0;                               // sums over `samples`
+    // The last `long_window` samples (bytes, seconds); the newest `window`
+    // of them are the pair's window.
+    std::deque<std::pair<int64_t, double>> samples;
+    int64_t bytes = 0;                 // sums over the window
     double seconds = 0;
+    int64_t long_bytes = 0;            // sums over all of `samples`
+    double long_seconds = 0;
     int count = 0;
     double baseline = 0;
   };

@@ -18,4 +18,8 @@ double Window::Median() const {
   return fault::Median(std::vector<double>(values_.begin(), values_.end()));
 }
 
+double Window::Max() const {
+  return values_.empty() ? 0 : *std::max_element(values_.begin(), values_.end());
+}
+
 }  // namespace strata::fault

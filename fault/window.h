@@ -23,6 +23,8 @@ class Window {
   // Median of the samples held (mean of the two middle ones for an even
   // count); 0 when empty.
   double Median() const;
+  // Largest sample held; 0 when empty.
+  double Max() const;
 
  private:
   size_t capacity_;

@@ -182,6 +182,27 @@ int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
   return Report(absl::OkStatus());
 }
 
+int strata_phase_begin(strata_runtime* rt, const char* name,
+                       double deadline_seconds) {
+  if (rt == nullptr || name == nullptr) return Invalid("null argument");
+  if (auto s = CheckName("phase", name, kMaxSectionName); !s.ok()) {
+    return Report(s);
+  }
+  if (!std::isfinite(deadline_seconds) || deadline_seconds < 0) {
+    return Invalid(std::string("phase '") + name + "': deadline " +
+                   std::to_string(deadline_seconds) +
+                   " seconds (need a finite value >= 0; 0: the default)");
+  }
+  rt->rt->timer().BeginPhase(name, deadline_seconds);
+  return Report(absl::OkStatus());
+}
+
+int strata_phase_end(strata_runtime* rt) {
+  if (rt == nullptr) return Invalid("null runtime");
+  rt->rt->timer().EndPhase();
+  return Report(absl::OkStatus());
+}
+
 int strata_timer_set_total_steps(strata_runtime* rt, int64_t total) {
   if (rt == nullptr) return Invalid("null runtime");
   if (total < 0) return Invalid("negative total steps");

@@ -89,13 +89,49 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
       std::chrono::duration_cast<std::chrono::microseconds>(wall).count());
   sections_.clear();
   step_start_ = now;
-  if (socket_ != nullptr) {
-    std::string bytes = r.SerializeAsString();
-    if (!socket_->sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {
-      ++dropped_;
-    }
-  }
+  in_phase_ = false;
+  Send(r);
   last_ = std::move(r);
+}
+
+void StepTimer::BeginPhase(const std::string& name, double deadline_seconds) {
+  control::StepReport r = PhaseReport();
+  r.set_phase(name);
+  r.set_phase_deadline_ms(
+      deadline_seconds > 0 ? static_cast<int64_t>(deadline_seconds * 1000) : 0);
+  in_phase_ = true;
+  Send(r);
+}
+
+void StepTimer::EndPhase() {
+  if (!in_phase_) return;
+  control::StepReport r = PhaseReport();
+  r.set_phase_end(true);
+  in_phase_ = false;
+  // The next step's time runs from here: the phase is not part of it.
+  step_start_ = std::chrono::steady_clock::now();
+  Send(r);
+}
+
+control::StepReport StepTimer::PhaseReport() const {
+  const auto wall = std::chrono::system_clock::now().time_since_epoch();
+  control::StepReport r;
+  r.set_job_id(job_id_);
+  r.set_rank(rank_);
+  r.set_step(last_.step());
+  r.set_total_steps(total_steps_);
+  r.set_checkpoint_step(checkpoint_step_);
+  r.set_unix_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(wall).count());
+  return r;
+}
+
+void StepTimer::Send(const control::StepReport& r) {
+  if (socket_ == nullptr) return;
+  std::string bytes = r.SerializeAsString();
+  if (!socket_->sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {
+    ++dropped_;
+  }
 }
 
 }  // namespace strata

@@ -47,6 +47,15 @@ class StepTimer {
   // The newest committed checkpoint's step the rank knows (0: none),
   // carried by every report from then on (`strata status`).
   void SetCheckpointStep(int64_t step) { checkpoint_step_ = step; }
+  // Work outside the step loop (evaluation, saving, loading): the rank
+  // tells the coordinator it entered phase `name`, whose hang deadline is
+  // `deadline_seconds` (<= 0: the job policy's default), instead of the
+  // step deadline. EndPhase (or the next EndStep) ends it; the next step's
+  // time runs from the phase's end. One phase at a time: a second
+  // BeginPhase replaces the first.
+  void BeginPhase(const std::string& name, double deadline_seconds);
+  void EndPhase();
+  bool in_phase() const { return in_phase_; }
   using CommSource = std::function<std::pair<double, double>()>;
   void SetCommSource(CommSource source);
   // The rank's network connections, cumulative (comm::LinkCounter): each
@@ -76,6 +85,9 @@ class StepTimer {
   std::map<std::pair<int, int>, std::pair<int64_t, int64_t>>
       links_seen_;  // (peer, stream) -> (bytes, busy_us)
   void AddLinks(control::StepReport& r);
+  control::StepReport PhaseReport() const;
+  void Send(const control::StepReport& r);
+  bool in_phase_ = false;
   int64_t total_steps_ = 0;
   int64_t checkpoint_step_ = 0;
   std::chrono::steady_clock::time_point step_start_;

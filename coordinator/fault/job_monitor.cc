@@ -48,6 +48,16 @@ JobMonitor::JobMonitor(const Clock& clock, const fault::ResolvedPolicy& policy,
   for (auto& m : ranks) ranks_[m.rank] = std::move(m);
 }
 
+void JobMonitor::OnPhase(const control::StepReport& r) {
+  if (!ranks_.contains(r.rank())) return;
+  if (r.phase_end()) {
+    hang_.OnPhaseEnd(r.rank());
+  } else {
+    hang_.OnPhaseBegin(r.rank(), r.phase(), r.phase_deadline_ms());
+  }
+  hang_reported_ = false;
+}
+
 std::vector<fault::FaultEvent> JobMonitor::OnStep(
     const control::StepReport& r) {
   if (!ranks_.contains(r.rank())) return {};
@@ -57,7 +67,10 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
   latest_step_ = std::max(latest_step_, r.step());
   // The declared length is the first one reported; a later report cannot
   // stretch it to defeat the restart-cost guard (docs/security.md).
-  if (r.total_steps() > 0 && total_steps_ == 0) total_steps_ = r.total_steps();
+  if (r.total_steps() > 0 && total_steps_ == 0) {
+    total_steps_ = r.total_steps();
+    hang_.SetLastStep(total_steps_);
+  }
   Keep(step_seconds_, r.step_seconds());
 
   const auto& sec = r.section_seconds();

@@ -67,6 +67,9 @@ class JobMonitor {
   // confirmed. A slow-link finding whose pairs all share one node says so in
   // its evidence.
   std::vector<fault::FaultEvent> OnStep(const control::StepReport& report);
+  // A rank entered or left a phase outside the step loop (StepReport.phase,
+  // .phase_end): its hang deadline is the phase's while it lasts.
+  void OnPhase(const control::StepReport& report);
 
   // A stall past the learned deadline, once per stall (again only after
   // some progress).

@@ -97,6 +97,10 @@ int JobManager::OnSteps(
       continue;
     }
     auto it = jobs_.find(report.job_id());
+    if (!report.phase().empty() || report.phase_end()) {
+      WatchedOf(it->second).monitor->OnPhase(report);  // not a step
+      continue;
+    }
     auto& latest = steps_[report.job_id()];
     if (auto prev = latest.find(report.rank());
         prev != latest.end() && report.step() <= prev->second.step()) {

@@ -9,6 +9,7 @@ The library is found by strata._library (the STRATA_LIB override, the wheel's
 own copy, the install this package belongs to, the loader's path).
 """
 
+import contextlib
 import ctypes
 import math
 import os
@@ -64,6 +65,9 @@ _lib.strata_ckpt_uri.argtypes = [ctypes.c_void_p]
 _lib.strata_timer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
 _lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double]
+_lib.strata_phase_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                    ctypes.c_double]
+_lib.strata_phase_end.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
                                   ctypes.POINTER(ctypes.c_void_p)]
 _lib.strata_ckpt_save.argtypes = [ctypes.c_void_p, ctypes.c_int64,
@@ -277,6 +281,19 @@ class Runtime:
         for encoded, seconds in checked:
             _check(_lib.strata_timer_add(self._h, encoded, seconds))
         _check(_lib.strata_timer_end_step(self._h, step, tokens, loss))
+
+    @contextlib.contextmanager
+    def phase(self, name, deadline_s=0):
+        """Work outside the step loop: `with rt.phase("eval", 1800): ...`.
+        While it lasts the rank's hang deadline is `deadline_s` (0: the job
+        policy's hang_phase_s, 600 s by default) instead of the step
+        deadline, so a long evaluation, save or load is not a hang."""
+        encoded, deadline_s = self._section(name, deadline_s)
+        _check(_lib.strata_phase_begin(self._h, encoded, deadline_s))
+        try:
+            yield self
+        finally:
+            _check(_lib.strata_phase_end(self._h))
 
     def close(self):
         if self._h:

@@ -46,6 +46,14 @@ const char* strata_ckpt_uri(const strata_runtime* rt);
 int strata_timer_add(strata_runtime* rt, const char* section, double seconds);
 int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
                           double loss);
+/* Work outside the step loop (evaluation, checkpoint save or load, data
+ * loading): between phase_begin and phase_end (or the next end_step) the
+ * rank's hang deadline is `deadline_seconds` (0: the job policy's
+ * `hang_phase_s`, 600 s by default) instead of the step deadline, so a long
+ * evaluation is not taken for a hang. The name is 1-64 printable bytes. */
+int strata_phase_begin(strata_runtime* rt, const char* name,
+                       double deadline_seconds);
+int strata_phase_end(strata_runtime* rt);
 /* The run's last step (progress, remaining-time estimates); 0: unknown. */
 int strata_timer_set_total_steps(strata_runtime* rt, int64_t total);
 

@@ -21,17 +21,87 @@ TEST(HangDetectorTest, StartUpUsesTheFirstStepDeadline) {
 
 TEST(HangDetectorTest, DeadlineIsLearnedFromStepTimesWithAFloor) {
   FakeClock clock;
-  HangDetector d({}, clock, {0});
+  HangOptions o;
+  o.window = 50;
+  HangDetector d(o, clock, {0});
   EXPECT_EQ(d.DeadlineMs(), 300'000);
   for (int s = 0; s < 10; ++s) d.OnStep(0, s, 0.5);  // fast steps: floor
-  EXPECT_EQ(d.DeadlineMs(), 10'000);
+  EXPECT_EQ(d.DeadlineMs(), 3'000);
   for (int s = 10; s < 60; ++s) d.OnStep(0, s, 8.0);  // slow steps: 3 x 8 s
   EXPECT_EQ(d.DeadlineMs(), 24'000);
 }
 
+// Steps that are regularly slower (a checkpoint every 10 steps taking 4x)
+// raise the deadline to twice the slowest one, though the median ignores
+// them; once they leave the window the deadline falls back.
+TEST(HangDetectorTest, RegularSlowStepsRaiseTheDeadlineThroughTheTail) {
+  FakeClock clock;
+  HangOptions o;
+  o.window = 20;
+  HangDetector d(o, clock, {0});
+  for (int s = 1; s <= 20; ++s) d.OnStep(0, s, s % 10 == 0 ? 2.0 : 0.5);
+  EXPECT_EQ(d.DeadlineMs(), 4'000);  // 2 x 2.0 s > 3 x 0.5 s, > floor
+  for (int s = 21; s <= 40; ++s) d.OnStep(0, s, 0.5);
+  EXPECT_EQ(d.DeadlineMs(), 3'000);
+}
+
+// A rank in a phase (evaluation, saving) has the phase's deadline, not the
+// step one; the step clock restarts when the phase ends.
+TEST(HangDetectorTest, APhaseHasItsOwnDeadline) {
+  FakeClock clock;
+  HangOptions o;
+  o.phase_ms = 60'000;
+  HangDetector d(o, clock, {0, 1});
+  for (int s = 1; s <= 10; ++s) {
+    clock.Advance(100);
+    d.OnStep(0, s, 0.1);
+    d.OnStep(1, s, 0.1);
+  }
+  d.OnPhaseBegin(0, "eval", 0);         // the default phase deadline
+  d.OnPhaseBegin(1, "save", 20'000);    // its own
+  clock.Advance(19'000);
+  EXPECT_FALSE(d.Check());              // 19 s of work: no hang
+  clock.Advance(2'000);
+  auto stall = d.Check();
+  ASSERT_TRUE(stall);                   // rank 1 overran its 20 s
+  EXPECT_EQ(stall->ranks, (std::vector<int>{1}));
+  EXPECT_EQ(stall->phase, "save");
+  EXPECT_EQ(stall->deadline_ms, 20'000);
+  EXPECT_NE(HangDetector::ToEvent(*stall).evidence.find("phase 'save'"),
+            std::string::npos);
+  d.OnPhaseEnd(1);                      // ends: the step clock restarts
+  EXPECT_FALSE(d.Check());
+  clock.Advance(3'100);
+  stall = d.Check();
+  ASSERT_TRUE(stall);                   // rank 1: 3.1 s without a step
+  EXPECT_EQ(stall->ranks, (std::vector<int>{1}));
+  EXPECT_EQ(stall->deadline_ms, 3'000);
+  d.OnStep(0, 11, 0.1);                 // a step ends rank 0's phase too
+  d.OnStep(1, 11, 0.1);
+  EXPECT_FALSE(d.Check());
+  clock.Advance(3'100);
+  EXPECT_TRUE(d.Check());
+}
+
+// A rank that completed the run's last step is done: it waits for its
+// peers to finish, which is not a hang.
+TEST(HangDetectorTest, RanksPastTheLastStepAreDone) {
+  FakeClock clock;
+  HangDetector d({}, clock, {0, 1});
+  d.SetLastStep(5);
+  d.OnStep(0, 5, 0.1);
+  d.OnStep(1, 4, 0.1);
+  clock.Advance(10'000);
+  auto stall = d.Check();
+  ASSERT_TRUE(stall);
+  EXPECT_EQ(stall->ranks, (std::vector<int>{1}));
+}
+
 TEST(HangDetectorTest, NamesTheRanksWithoutProgress) {
   FakeClock clock;
-  HangDetector d({}, clock, {0, 1, 2});
+  HangOptions o;
+  o.floor_ms = 10'000;
+  HangDetector d(o, clock, {0, 1, 2});
   for (int step = 0; step < 20; ++step) {
     clock.Advance(200);
     for (int r = 0; r < 3; ++r) d.OnStep(r, step, 0.2);
