@@ -18,10 +18,12 @@ int64_t RestartDelayMs(int consecutive, const RestartBackoffOptions& o) {
 }
 
 RestartBackoff::Decision RestartBackoff::OnFailure(int64_t ran_ms,
+                                                   bool progressed,
                                                    int64_t now_ms) {
   Decision d;
-  d.reset = consecutive_ > 0 && ran_ms >= options_.healthy_ms;
-  consecutive_ = ran_ms >= options_.healthy_ms ? 1 : consecutive_ + 1;
+  const bool healthy = progressed || ran_ms >= options_.healthy_ms;
+  d.reset = consecutive_ > 0 && healthy;
+  consecutive_ = healthy ? 1 : consecutive_ + 1;
   d.consecutive = consecutive_;
   d.delay_ms = RestartDelayMs(consecutive_, options_);
   not_before_ms_ = now_ms + d.delay_ms;

@@ -350,8 +350,10 @@ Status JobManager::FailAttempt(control::JobInfo& job,
   }
   fault::RestartBackoff::Decision backoff;
   if (restart) {
+    auto steps = steps_.find(job.job_id());  // this attempt's reports
     backoff = backoff_[job.job_id()].OnFailure(
         job.start_unix_ms() > 0 ? clock_->NowMs() - job.start_unix_ms() : 0,
+        steps != steps_.end() && !steps->second.empty(),
         clock_->SteadyNowMs());
     next.set_restart_count(job.restart_count() + 1);
     next.set_attempt(next.restart_count());

@@ -56,7 +56,7 @@ TEST(RestartBackoffTest, AStreakAndItsReset) {
                                          {599999, 4, 4000, false},
                                          {600000, 1, 0, true},
                                          {5, 2, 1000, false}}) {
-    const auto d = b.OnFailure(s.ran_ms, now);
+    const auto d = b.OnFailure(s.ran_ms, false, now);
     EXPECT_EQ(d.consecutive, s.consecutive) << now;
     EXPECT_EQ(d.delay_ms, s.delay_ms) << now;
     EXPECT_EQ(d.reset, s.reset) << now;
@@ -67,10 +67,25 @@ TEST(RestartBackoffTest, AStreakAndItsReset) {
   }
 }
 
+// A long job's faults minutes apart: each attempt trained before it
+// failed, so each failure is the first in a row and restarts at once (an
+// ETTR run with a fault every 2 minutes loses no time to the backoff).
+TEST(RestartBackoffTest, AnAttemptThatTrainedResetsTheCount) {
+  RestartBackoff b;
+  EXPECT_EQ(b.OnFailure(0, false, 0).delay_ms, 0);
+  EXPECT_EQ(b.OnFailure(5, false, 10).delay_ms, 1000);
+  for (int i = 0; i < 5; ++i) {
+    const auto d = b.OnFailure(120000, true, 2000 + i * 120000);
+    EXPECT_EQ(d.consecutive, 1);
+    EXPECT_EQ(d.delay_ms, 0);
+  }
+  EXPECT_EQ(b.OnFailure(5, false, 900000).delay_ms, 1000);  // storm again
+}
+
 TEST(RestartBackoffTest, Describes) {
   RestartBackoff b;
-  EXPECT_EQ(b.OnFailure(0, 0).Describe(), "restart at once (failure 1 in a row)");
-  EXPECT_EQ(b.OnFailure(0, 0).Describe(),
+  EXPECT_EQ(b.OnFailure(0, false, 0).Describe(), "restart at once (failure 1 in a row)");
+  EXPECT_EQ(b.OnFailure(0, false, 0).Describe(),
             "next attempt in 1.0 s (backoff: failure 2 in a row)");
 }
 
@@ -79,7 +94,7 @@ TEST(RestartBackoffTest, Describes) {
 TEST(RestartBackoffTest, TheIssuesStormIsSpreadOut) {
   RestartBackoff b;
   int64_t total = 0;
-  for (int i = 0; i < 1000; ++i) total += b.OnFailure(100, total).delay_ms;
+  for (int i = 0; i < 1000; ++i) total += b.OnFailure(100, false, total).delay_ms;
   EXPECT_GE(total, int64_t{990} * 300000);
 }
 
