@@ -245,8 +245,9 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   plan.set_num_microbatches(c.num_microbatches);
   plan.set_global_batch(req.job.global_batch());
   plan.set_seq_length(cost.seq_length());
-  const StepFlops flops = TrainingFlops(cost.model(), req.job.global_batch(),
-                                        cost.seq_length(), c.recompute);
+  const StepFlops flops =
+      TrainingFlops(cost.model(), req.job.global_batch(), cost.seq_length(),
+                    c.recompute, cost.precision() == Precision::fp8);
   const double gpus = static_cast<double>(req.gpus);
   plan.set_step_time_s(e.step_s);
   plan.set_tokens_per_s(req.job.global_batch() * cost.seq_length() / e.step_s);
@@ -382,6 +383,13 @@ Status ValidateRequest(const PlanRequest& req) {
         "--fix offload=nvme: Megatron-LM offloads optimizer states to CPU "
         "memory only (--optimizer-cpu-offload), and both --emit launchers "
         "run Megatron-LM: use offload=cpu, or plan without --emit");
+  }
+  if (fix.recompute() == Recompute::selective_op && req.megatron_compatible) {
+    return absl::InvalidArgumentError(
+        "--fix recompute=selective_op is torchtitan's op-level selective "
+        "activation checkpointing; Megatron-LM, which both --emit launchers "
+        "run, has no such mode: use recompute=selective or full, or plan "
+        "without --emit");
   }
   // DualPipe (planner/dualpipe.h) pairs stage i with stage pp-1-i: an even
   // pp, each rank's two stages instead of virtual stages.
