@@ -228,12 +228,15 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
   lc->module_s = kElementwisePasses * lc->module_bytes / hbm;
 }
 
-// Core attention, 4 T s h / t FLOPs: each of the rank's queries meets all s
-// keys (ring CP). Unfused at kAttentionEfficiency, fused at
+// Core attention, 4 T s w / t FLOPs: each of the rank's queries meets all s
+// keys (ring CP; fewer under sliding windows) over the attention width w =
+// a (d_qk + d_v) / 2, the width TrainingFlops counts (h for standard
+// attention; Qwen3's 32 heads of 128 on h 2048 and MLA's wider heads are
+// wider than h). Unfused at kAttentionEfficiency, fused at
 // kFlashAttentionEfficiency of the GEMM efficiency (cost_model.h).
 double CostModel::CoreAttentionTime(double tokens, double t,
                                     const GpuType& gpu) const {
-  const double h = model_.hidden_size();
+  const double h = shape_.attn_width;
   const double s = AttentionKeys(shape_, seq_, true);
   const bool flash = model_.attention() == AttentionKernel::flash;
   return 4 * tokens * s * h / t /
