@@ -107,8 +107,9 @@ Status ParseFix(const std::string& full, PlanConstraints* fix) {
       Recompute::Mode mode;
       if (!Recompute::Mode_Parse(value, &mode)) {
         return absl::InvalidArgumentError(
-            "--fix recompute must be none, selective or full, got '" + value +
-            "'");
+            "--fix recompute must be none, selective, full or selective_op, "
+            "got '" +
+            value + "'");
       }
       fix->set_recompute(mode);
       continue;

@@ -168,6 +168,11 @@ class CostModel {
   inline void ApplyRecompute(const Candidate& c, double tokens, double attn,
                              double act_lin, double act_scores,
                              double elem_scores, LayerCost* lc) const;
+  // torchtitan's op-level selective checkpointing (Recompute::selective_op).
+  inline void SelectiveOpRecompute(const Candidate& c, double tokens,
+                                   const GpuType& gpu, double elementwise_s,
+                                   double moe_fwd_s, double act_all,
+                                   LayerCost* lc) const;
   inline double TensorParallelTime(const Candidate& c, double tokens) const;
   inline double ContextParallelTime(const Candidate& c, double tokens,
                                     double attn) const;

@@ -55,14 +55,20 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   if (fp8_) lc.fwd_s += Fp8CastTime(c, tokens, gpu);
   // MoE: adds the routed experts' time and the all-to-all; their
   // activations join the linear ones (recompute treats them alike).
+  const double before_moe_s = lc.fwd_s;
   if (shape_.experts > 0) MoeTime(c, tokens, gpu, &lc);
+  const double moe_fwd_s = lc.fwd_s - before_moe_s;
   const double act_all = act_lin + lc.act_bytes;
   lc.act_bytes = 0;
   // FlashAttention's backward recomputes QK^T and softmax: 2.5x the forward
   // attention FLOPs instead of 2x (Dao 2023, FlashAttention-2 §3.1.2).
   if (model_.attention() == AttentionKernel::flash) lc.bwd_extra_s = 0.5 * attn;
   ApplyRecompute(c, tokens, attn, act_all, act_scores, elem_scores, &lc);
-  if (shape_.experts > 0 && c.recompute == Recompute::full) {
+  if (c.recompute == Recompute::selective_op) {
+    SelectiveOpRecompute(c, tokens, gpu, elem_lin, moe_fwd_s, act_all, &lc);
+  }
+  if (shape_.experts > 0 && (c.recompute == Recompute::full ||
+                             c.recompute == Recompute::selective_op)) {
     lc.a2a_s *= 1.5;  // the recomputed forward repeats dispatch and combine
   }
   if (dualpipe_) lc.a2a_s = DualPipeExposedA2a(lc.a2a_s, lc.Compute());
@@ -222,13 +228,16 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
   lc->module_s = kElementwisePasses * lc->module_bytes / hbm;
 }
 
-// Core attention, 4 T s h / t FLOPs: each of the rank's queries meets all s
-// keys (ring CP). Unfused at kAttentionEfficiency, fused at
+// Core attention, 4 T s w / t FLOPs: each of the rank's queries meets all s
+// keys (ring CP; fewer under sliding windows) over the attention width w =
+// a (d_qk + d_v) / 2, the width TrainingFlops counts (h for standard
+// attention; Qwen3's 32 heads of 128 on h 2048 and MLA's wider heads are
+// wider than h). Unfused at kAttentionEfficiency, fused at
 // kFlashAttentionEfficiency of the GEMM efficiency (cost_model.h).
 double CostModel::CoreAttentionTime(double tokens, double t,
                                     const GpuType& gpu) const {
-  const double h = model_.hidden_size();
-  const double s = seq_;
+  const double h = shape_.attn_width;
+  const double s = AttentionKeys(shape_, seq_, true);
   const bool flash = model_.attention() == AttentionKernel::flash;
   return 4 * tokens * s * h / t /
          (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() *
@@ -258,7 +267,9 @@ double CostModel::ScoreActivationBytes(const Candidate& c) const {
   const double a = model_.num_attention_heads();
   const double s = seq_;
   const double t = c.tp, cp = c.cp, b = c.micro_batch;
-  return (model_.dropout() ? 5 : 2) * b * (a / t) * (s / cp) * s;
+  // A windowed layer keeps scores of its window only.
+  const double keys = AttentionKeys(shape_, s, false);
+  return (model_.dropout() ? 5 : 2) * b * (a / t) * (s / cp) * keys;
 }
 
 // What the recompute mode adds to the time and keeps in memory
@@ -294,6 +305,58 @@ void CostModel::ApplyRecompute(const Candidate& c, double tokens, double attn,
   }
 }
 
+// torchtitan's op-level selective activation checkpointing
+// (selective_ac_option "op"; torchtitan/parallelisms/parallelize_llama.py
+// at 9dec370, the version of its H100 performance table): under
+// torch.utils.checkpoint's selective policy the ops in `_save_list`
+// (aten.mm except every second one of a block's forward, SDPA, the
+// reduce-scatter of sequence parallelism, abs and max) keep their outputs
+// and every other op is rerun in the backward. Recomputed per layer:
+// - GEMMs (SelectiveOpRecomputedGemmFlops): wk, wo and w3 (GELU: w2) in
+//   bf16; every linear under Float8, whose torch._scaled_mm is not in the
+//   list, with its input casts; an MoE layer's experts (grouped GEMMs) and
+//   routing whole;
+// - every memory-bound kernel (norms, RoPE, SiLU and product, residuals):
+//   the layer's elementwise time;
+// and kept (bytes per token, split by t under sequence parallelism): the
+// layer input (2h, the checkpoint's), SDPA's output (2q) and the saved mm
+// outputs, bf16: wq (2q), wv (2kv), w1 (2f), w2 (2h; SwiGLU only, GELU's
+// second mm is w2 itself); Float8: no mm output but the abs() of each
+// linear input that torchao's dynamic scaling reduces (wq, wk, wv: 3h; wo:
+// q; w1, w3: 2h; w2: f; bf16). The MoE layers keep only their input and
+// attention terms. Working memory: one layer's full set, as under full.
+void CostModel::SelectiveOpRecompute(const Candidate& c, double tokens,
+                                     const GpuType& gpu, double elementwise_s,
+                                     double moe_fwd_s, double act_all,
+                                     LayerCost* lc) const {
+  const LayerShape& ls = shape_;
+  const double h = ls.h, q = ls.q_dim, kv = ls.kv_dim, f = ls.ffn;
+  const double t = c.tp, frac = ls.moe_fraction;
+  const bool swiglu = model_.activation() == Activation::swiglu;
+  double gemm;
+  if (fp8_) {
+    gemm = LayerGemmTime(tokens, t, gpu) + Fp8CastTime(c, tokens, gpu);
+  } else {
+    const double attn =
+        shape_.mla ? Gemm(tokens, ls.attn_gemm_flops / (2 * h * t), h, gpu) / 2
+                   : Gemm(tokens, kv / t, h, gpu) + Gemm(tokens, h, q / t, gpu);
+    gemm = attn + (1 - frac) * Gemm(tokens, f / t, h, gpu);
+  }
+  lc->recompute_s = gemm + moe_fwd_s + elementwise_s;
+  double kept;  // bytes per token
+  const double dense_share = 1 - frac;
+  if (fp8_) {
+    kept = 2 * h + 2 * q +
+           2 * (3 * h + q + dense_share * ((swiglu ? 2 : 1) * h + f));
+  } else {
+    kept = 2 * h + 2 * q + 2 * q + 2 * kv +
+           dense_share * (2 * f + (swiglu ? 2 * h : 0));
+  }
+  const double sp = c.sequence_parallel || c.tp == 1 ? t : 1;
+  lc->act_bytes = tokens * kept / sp;
+  lc->work_bytes = act_all;
+}
+
 // TP: per layer 2 all-reduce-equivalents forward and 2 backward of the
 // b s h activation (Narayanan §3.2; with SP each becomes an all-gather +
 // reduce-scatter pair of the same volume, Korthikanti §4.2.2); full
@@ -301,7 +364,12 @@ void CostModel::ApplyRecompute(const Candidate& c, double tokens, double attn,
 double CostModel::TensorParallelTime(const Candidate& c, double tokens) const {
   if (c.tp <= 1) return 0;
   const double h = model_.hidden_size();
-  const int n = c.recompute == Recompute::full ? 6 : 4;
+  // Op-level selective recompute (torchtitan) reruns the forward's two
+  // all-gathers; its reduce-scatters are in the save list.
+  const int n =
+      c.recompute == Recompute::full || c.recompute == Recompute::selective_op
+          ? 6
+          : 4;
   return n * net_.IntraAllReduce(2 * tokens * h, c.tp);
 }
 

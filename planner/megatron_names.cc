@@ -34,10 +34,19 @@ const std::map<std::string, std::string>& Renamed() {
 // Megatron-core names whose value is converted (ConvertField).
 const std::set<std::string>& Converted() {
   static const auto* s = new std::set<std::string>{
-      "normalization",     "position_embedding_type", "gated_linear_unit",
-      "activation_func",   "hidden_dropout",          "attention_dropout",
-      "multi_latent_attention", "fp8",                "bf16",
-      "fp16",              "moe_layer_freq",          "moe_router_force_load_balancing",
+      "normalization",
+      "position_embedding_type",
+      "gated_linear_unit",
+      "activation_func",
+      "hidden_dropout",
+      "attention_dropout",
+      "multi_latent_attention",
+      "fp8",
+      "bf16",
+      "fp16",
+      "moe_layer_freq",
+      "moe_router_force_load_balancing",
+      "softmax_type",
   };
   return *s;
 }
@@ -116,8 +125,6 @@ const std::map<std::string, std::string>& LayoutFields() {
 // refused rather than silently mispredicted.
 const std::map<std::string, std::string>& Unmodelled() {
   static const auto* m = new std::map<std::string, std::string>{
-      {"window_size", "sliding-window attention"},
-      {"window_attn_skip_freq", "sliding-window attention"},
       {"experimental_attention_variant", "sparse attention variants"},
       {"linear_attention_freq", "linear-attention layers"},
       {"is_hybrid_model", "hybrid Mamba models"},
@@ -279,6 +286,39 @@ class Translator {
       half_key_ = key;
       return absl::OkStatus();
     }
+    if (name == "window_size") {
+      // Megatron-core: null, or (left, right) keys around each query; a
+      // causal sliding window is (w, 0) (gpt-oss: (128, 0)).
+      if (v.IsNull()) return absl::OkStatus();
+      int left = -1, right = -1;
+      if (!v.IsSequence() || v.size() != 2 ||
+          !YAML::convert<int>::decode(v[0], left) ||
+          !YAML::convert<int>::decode(v[1], right) || left <= 0 || right != 0) {
+        return bad(
+            "expected null or [w, 0] (a causal window of w > 0 keys; "
+            "infinite (-1) and right-hand windows are not modelled)");
+      }
+      return SetText(key, name, "window_size", std::to_string(left));
+    }
+    if (name == "window_attn_skip_freq") {
+      if (v.IsNull()) return absl::OkStatus();
+      int n = 0;
+      if (!v.IsScalar() || !YAML::convert<int>::decode(v, n) || n < 1) {
+        return bad(
+            "expected an integer N >= 1 (every N-th layer attends "
+            "fully); per-layer lists are not modelled");
+      }
+      return Set(key, name, "window_attn_skip_freq", v);
+    }
+    if (name == "softmax_type") {
+      // vanilla; off-by-one (a constant 1 in the denominator, no
+      // parameter); learnable: attention sinks, a logit per head.
+      const std::string s = v.IsScalar() ? v.Scalar() : "";
+      if (s == "learnable")
+        return SetText(key, name, "attention_sinks", "true");
+      if (s == "vanilla" || s == "off-by-one") return absl::OkStatus();
+      return bad("expected vanilla, off-by-one or learnable");
+    }
     if (name == "moe_router_force_load_balancing") {
       // Balanced routing: what strata assumes unless moe_load_imbalance.
       auto b = Bool(v);
@@ -327,8 +367,12 @@ class Translator {
   Status Visit(const YAML::Node& key, const YAML::Node& value) {
     if (!key.IsScalar()) return absl::OkStatus();  // ParseConfig reports it
     const std::string name = key.Scalar();
-    if (name == "moe_layer_freq" && value.IsSequence()) {
-      changed_ = true;  // Megatron-core's per-layer list
+    // Megatron-core's lists under a ModelSpec name: moe_layer_freq per
+    // layer, window_size as (left, right), window_attn_skip_freq per layer.
+    if ((name == "moe_layer_freq" || name == "window_size" ||
+         name == "window_attn_skip_freq") &&
+        (value.IsSequence() || value.IsNull())) {
+      changed_ = true;
       return Convert(key, name, value);
     }
     if (ModelSpec::descriptor()->FindFieldByName(name) != nullptr) {

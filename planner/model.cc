@@ -65,6 +65,10 @@ absl::Span<const FieldRange> ModelRanges() {
       {"v_head_dim", 0, 65536, false, "MLA value head size"},
       {"mtp_num_layers", 0, 16, false,
        "multi-token-prediction depths; 0: none"},
+      {"window_size", 0, kMaxSeqLength, false,
+       "sliding-window attention: keys per query; 0: full attention"},
+      {"window_attn_skip_freq", 0, kMaxLayers, false,
+       "with window_size: every N-th layer attends fully; 0: none"},
   };
   return kRanges;
 }
@@ -110,6 +114,10 @@ Status NormalizeModel(ModelSpec* m) {
                      m->moe_num_dense_layers(), " leaves no MoE layer of ",
                      m->num_layers(), " (range [0, num_layers - 1])")));
   }
+  RETURN_IF_ERROR(Require(
+      m->window_size() > 0 || m->window_attn_skip_freq() == 0, *m,
+      "field 'window_attn_skip_freq' needs window_size > 0 (sliding-window "
+      "attention)"));
   if (!m->has_num_query_groups()) {
     m->set_num_query_groups(m->num_attention_heads());
   }
@@ -172,8 +180,16 @@ LayerShape ShapeOfLayers(const ModelSpec& m) {
     ls.k_width = ls.v_width = kv;
     ls.attn_width = m.has_kv_channels() ? q : h;
     // Fused QKV (h -> q + 2 kv) and output projection (q -> h).
-    ls.attn_params = h * (q + 2 * kv) + q * h + (bias ? (q + 2 * kv) + h : 0);
+    ls.attn_params = h * (q + 2 * kv) + q * h + (bias ? (q + 2 * kv) + h : 0) +
+                     (m.attention_sinks() ? a : 0);
     ls.attn_gemm_flops = 2 * h * (q + 2 * kv) + 2 * q * h;
+  }
+  if (m.window_size() > 0) {
+    const int freq = m.window_attn_skip_freq();
+    const int full = freq > 0 ? m.num_layers() / freq : 0;
+    ls.window = m.window_size();
+    ls.window_fraction =
+        static_cast<double>(m.num_layers() - full) / m.num_layers();
   }
   ls.mlp_mult = m.activation() == Activation::swiglu ? 3 : 2;
   ls.ffn = m.ffn_hidden_size();
@@ -286,6 +302,17 @@ ParamCount CountParameters(const ModelSpec& m, int seq_length) {
   return p;
 }
 
+double AttentionKeys(const LayerShape& ls, double seq_length, bool work) {
+  if (ls.window <= 0) return seq_length;
+  // FLOP count: min(w, s) keys, as s for full layers (non-causal count,
+  // Narayanan eq. 3). Work: a causal query reads s/2 keys on average and a
+  // windowed one min(w, s), so the kernel time of a windowed layer is that
+  // of min(2w, s) keys in the full-layer formula.
+  const double windowed =
+      std::min(work ? 2 * ls.window : ls.window, seq_length);
+  return (1 - ls.window_fraction) * seq_length + ls.window_fraction * windowed;
+}
+
 LayerFlops LayerForwardFlopsPerToken(const ModelSpec& m, int seq_length) {
   const LayerShape ls = ShapeOfLayers(m);
   const double h = m.hidden_size();
@@ -302,13 +329,33 @@ LayerFlops LayerForwardFlopsPerToken(const ModelSpec& m, int seq_length) {
     mlp = ((l - ls.moe_layers) * mlp + ls.moe_layers * moe) / l;
   }
   lf.gemm = ls.attn_gemm_flops + mlp;
-  // QK^T and attention-times-V: 2 s h each per token (Narayanan eq. 3).
-  lf.attention = 4.0 * seq_length * ls.attn_width;
+  // QK^T and attention-times-V: 2 s h each per token (Narayanan eq. 3),
+  // over the keys a query meets: s, or the window on windowed layers.
+  lf.attention = 4.0 * AttentionKeys(ls, seq_length, false) * ls.attn_width;
   return lf;
 }
 
+double SelectiveOpRecomputedGemmFlops(const ModelSpec& m, bool fp8) {
+  const LayerFlops lf = LayerForwardFlopsPerToken(m, 1);
+  if (fp8) return lf.gemm;
+  const LayerShape ls = ShapeOfLayers(m);
+  const double h = ls.h;
+  // MLA has no wq/wk/wv triple: half of its projections, as every other mm.
+  const double attn =
+      ls.mla ? ls.attn_gemm_flops / 2 : 2 * h * ls.kv_dim + 2 * ls.q_dim * h;
+  const double dense_mlp = 2 * h * ls.ffn;  // w3 (SwiGLU) or w2 (GELU)
+  // The MoE layers' MLP FLOPs per token (router, top-k experts, shared):
+  // the mean layer's GEMMs less attention and the dense layers' MLPs.
+  const double moe_mlp =
+      ls.experts > 0 ? (lf.gemm - ls.attn_gemm_flops -
+                        (1 - ls.moe_fraction) * 2 * ls.mlp_mult * h * ls.ffn) /
+                           ls.moe_fraction
+                     : 0;
+  return attn + (1 - ls.moe_fraction) * dense_mlp + ls.moe_fraction * moe_mlp;
+}
+
 StepFlops TrainingFlops(const ModelSpec& m, int64_t global_batch,
-                        int seq_length, Recompute::Mode recompute) {
+                        int seq_length, Recompute::Mode recompute, bool fp8) {
   const LayerFlops lf = LayerForwardFlopsPerToken(m, seq_length);
   const double tokens = static_cast<double>(global_batch) * seq_length;
   const double layers = m.num_layers();
@@ -325,6 +372,8 @@ StepFlops TrainingFlops(const ModelSpec& m, int64_t global_batch,
     f.recompute = tokens * layers * (lf.gemm + lf.attention);
   } else if (recompute == Recompute::selective) {
     f.recompute = tokens * layers * lf.attention;  // Korthikanti §5
+  } else if (recompute == Recompute::selective_op) {
+    f.recompute = tokens * layers * SelectiveOpRecomputedGemmFlops(m, fp8);
   }
   return f;
 }

@@ -77,8 +77,18 @@ struct LayerShape {
   double moe_fraction = 0;  // moe_layers / num_layers
   double imbalance = 1;     // tokens on the busiest expert rank / balanced
   double norm_params = 0;   // one norm
+  // Sliding-window attention: keys per query on windowed layers (0: none)
+  // and the share of layers that are windowed.
+  double window = 0, window_fraction = 0;
 };
 LayerShape ShapeOfLayers(const ModelSpec& model);
+
+// Keys one query of the mean layer attends to in a sequence of
+// `seq_length` (sliding windows shorten them on windowed layers): for the
+// FLOP count, or (`work`) for the attention kernel's time, which reads
+// s/2 keys per causal query on full layers but the whole window on
+// windowed ones.
+double AttentionKeys(const LayerShape& ls, double seq_length, bool work);
 
 // Parameter counts, in parameters (not bytes). For MoE models the per-layer
 // figures are means over the layers (dense and MoE layers mixed).
@@ -124,7 +134,22 @@ struct StepFlops {
   double recompute = 0;
   double Hardware() const { return model + recompute; }
 };
+// `fp8`: the linears run as FP8 GEMMs (torchtitan's Float8 linears), which
+// only Recompute::selective_op reads (below).
 StepFlops TrainingFlops(const ModelSpec& model, int64_t global_batch,
-                        int seq_length, Recompute::Mode recompute);
+                        int seq_length, Recompute::Mode recompute,
+                        bool fp8 = false);
+
+// Forward GEMM FLOPs per token of one layer (the mean layer) that
+// torchtitan's op-level selective checkpointing recomputes in the
+// backward (Recompute::selective_op). torchtitan (parallelize_llama.py at
+// 9dec370, `_save_list` and `_custom_policy`) saves the output of every
+// odd-numbered aten.mm of a block's forward and recomputes the even ones:
+// in forward order wq, wk, wv, wo, w1, w3, w2 (SwiGLU; w1, w2 for GELU),
+// so wk, wo and w3 (GELU: w2), 2 h kv + 2 q h + 2 h f. Ops outside the save
+// list are recomputed whole: the routed experts' grouped GEMMs, and every
+// linear under Float8 (torch._scaled_mm is not in the 2024-12 list), which
+// then recomputes all of the layer's GEMMs.
+double SelectiveOpRecomputedGemmFlops(const ModelSpec& model, bool fp8);
 
 }  // namespace strata::planner

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,10 +13,10 @@
 #include "planner/cost_model.h"
 #include "planner/job.h"
 #include "planner/layout_rules.h"
-#include "planner/pipeline_layout.h"
 #include "planner/model.h"
 #include "planner/network.h"
 #include "planner/node_speed.h"
+#include "planner/pipeline_layout.h"
 #include "planner/placement.h"
 #include "planner/search_space.h"
 #include "topology/cluster.h"
@@ -120,6 +121,10 @@ struct Tally {
   TopK top;
   Scored closest;  // among those that do not fit: least memory / capacity
   double closest_ratio = 1e300;
+  // Enumeration order of `closest` and `closest_host` (layout index, then
+  // position in it), so that ties go to the first one however the space
+  // was sharded.
+  uint64_t closest_order = 0, closest_host_order = 0;
   int64_t candidates = 0;  // valid layer split, admitted by the pass
   int64_t feasible = 0;    // ... and fits in memory
   int64_t evaluated = 0;   // every call of CostModel::Evaluate
@@ -140,8 +145,9 @@ struct Tally {
 // two NIC fabrics unless `allow_mixed`; out of memory (remembering the
 // closest to fitting, the first one on ties). What remains is offered to
 // the top K.
-void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
-           const HostSpec& host, Evaluation* eval, Tally* tally) {
+void Score(const Candidate& c, uint64_t order, const CostModel& cost,
+           bool allow_mixed, const HostSpec& host, Evaluation* eval,
+           Tally* tally) {
   cost.Evaluate(c, eval, /*stage_layers=*/false);
   ++tally->evaluated;
   if (!eval->valid) return;
@@ -165,6 +171,7 @@ void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
     if (need < tally->closest_host_ratio) {
       tally->closest_host_ratio = need;
       tally->closest_host = {c, *eval};
+      tally->closest_host_order = order;
     }
   }
   if (!eval->fits) {
@@ -173,6 +180,7 @@ void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
     if (ratio < tally->closest_ratio) {
       tally->closest_ratio = ratio;
       tally->closest = {c, *eval};
+      tally->closest_order = order;
     }
     return;
   }
@@ -197,16 +205,22 @@ void Score(const Candidate& c, const CostModel& cost, bool allow_mixed,
 // only adds time; SearchSpace::offload_dominated).
 bool RunPass(const SearchSpace& space, const CostModel& cost,
              const HostSpec& host, const Budget& budget, bool allow_mixed,
-             Tally* tally) {
+             int shard, int shards, Tally* tally) {
   Evaluation eval;
   bool in_time = true;
+  size_t layout = SIZE_MAX;
+  uint64_t order = 0;
   auto score = [&](const Candidate& c) {
-    Score(c, cost, allow_mixed, host, &eval, tally);
+    Score(c, order++, cost, allow_mixed, host, &eval, tally);
     if (tally->evaluated % kBudgetCheckInterval == 0 && !budget.Left()) {
       in_time = false;
     }
   };
-  return space.ForEach([&](const Candidate& c) {
+  return space.ForEachShard(shard, shards, [&](const Candidate& c, size_t i) {
+    if (i != layout) {
+      layout = i;
+      order = static_cast<uint64_t>(i) << 32;
+    }
     score(c);
     // Offload frees the optimizer state only: a fullest stage that would
     // not fit without it either is not tried (up to a changed layer split).
@@ -224,6 +238,86 @@ bool RunPass(const SearchSpace& space, const CostModel& cost,
     }
     return in_time;
   });
+}
+
+// Adds what another shard's pass found to `into`: the same tally one pass
+// over both shards would give (TopK and the first-on-ties rules are
+// orders over candidates, not over the visit).
+void Merge(const Tally& from, Tally* into) {
+  for (const Scored& s : from.top.best()) into->top.Offer(s.c, s.e);
+  if (from.closest_ratio < into->closest_ratio ||
+      (from.closest_ratio == into->closest_ratio &&
+       from.closest_order < into->closest_order)) {
+    into->closest_ratio = from.closest_ratio;
+    into->closest = from.closest;
+    into->closest_order = from.closest_order;
+  }
+  if (from.closest_host_ratio < into->closest_host_ratio ||
+      (from.closest_host_ratio == into->closest_host_ratio &&
+       from.closest_host_order < into->closest_host_order)) {
+    into->closest_host_ratio = from.closest_host_ratio;
+    into->closest_host = from.closest_host;
+    into->closest_host_order = from.closest_host_order;
+  }
+  into->candidates += from.candidates;
+  into->feasible += from.feasible;
+  into->evaluated += from.evaluated;
+  into->skipped_mixed = into->skipped_mixed || from.skipped_mixed;
+  into->plain_feasible += from.plain_feasible;
+  into->offload_scored += from.offload_scored;
+  into->host_pruned += from.host_pruned;
+  if (from.have_offload &&
+      (!into->have_offload ||
+       RanksBefore(from.best_offload.c, from.best_offload.e,
+                   into->best_offload.c, into->best_offload.e))) {
+    into->have_offload = true;
+    into->best_offload = from.best_offload;
+  }
+}
+
+// One pass on `shards` threads: the calling thread scores shard 0 with
+// `cost`, each other thread its own shard with its own CostModel (whose
+// caches are not shared; SearchSpace and Network are read-only). The
+// tallies are merged into `tally` in shard order. Returns false when any
+// shard ran out of the budget.
+bool RunParallelPass(const SearchSpace& space, const CostModel& cost,
+                     const PlanRequest& req, const Network& net,
+                     const Budget& budget, bool allow_mixed, int shards,
+                     Tally* tally) {
+  const HostSpec& host = req.cluster.host();
+  if (shards <= 1) {
+    return RunPass(space, cost, host, budget, allow_mixed, 0, 1, tally);
+  }
+  std::vector<Tally> parts(shards - 1, Tally(req.top_k));
+  std::vector<char> in_time(shards, 1);
+  std::vector<std::thread> threads;
+  threads.reserve(shards - 1);
+  for (int i = 1; i < shards; ++i) {
+    threads.emplace_back([&, i] {
+      const CostModel own(req.model, req.job, net);
+      in_time[i] = RunPass(space, own, host, budget, allow_mixed, i, shards,
+                           &parts[i - 1]);
+    });
+  }
+  in_time[0] =
+      RunPass(space, cost, host, budget, allow_mixed, 0, shards, tally);
+  for (std::thread& t : threads) t.join();
+  for (const Tally& part : parts) Merge(part, tally);
+  return std::all_of(in_time.begin(), in_time.end(),
+                     [](char ok) { return ok != 0; });
+}
+
+// Threads of the search: one per hardware thread, at most
+// kMaxSearchThreads, and one when the space is a pinned handful.
+int SearchThreads(const PlanRequest& req) {
+  if (req.search_threads > 0) {
+    return std::min(req.search_threads, kMaxSearchThreads);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  const PlanConstraints& fix = req.job.constraints();
+  if (fix.has_tp() && fix.has_pp() && fix.has_cp()) return 1;
+  return static_cast<int>(
+      std::clamp<unsigned>(hw, 1, static_cast<unsigned>(kMaxSearchThreads)));
 }
 
 // ---------------------------------------------------------------------------
@@ -245,8 +339,9 @@ Plan ToPlan(const Scored& s, const CostModel& cost, const PlanRequest& req) {
   plan.set_num_microbatches(c.num_microbatches);
   plan.set_global_batch(req.job.global_batch());
   plan.set_seq_length(cost.seq_length());
-  const StepFlops flops = TrainingFlops(cost.model(), req.job.global_batch(),
-                                        cost.seq_length(), c.recompute);
+  const StepFlops flops =
+      TrainingFlops(cost.model(), req.job.global_batch(), cost.seq_length(),
+                    c.recompute, cost.precision() == Precision::fp8);
   const double gpus = static_cast<double>(req.gpus);
   plan.set_step_time_s(e.step_s);
   plan.set_tokens_per_s(req.job.global_batch() * cost.seq_length() / e.step_s);
@@ -382,6 +477,13 @@ Status ValidateRequest(const PlanRequest& req) {
         "--fix offload=nvme: Megatron-LM offloads optimizer states to CPU "
         "memory only (--optimizer-cpu-offload), and both --emit launchers "
         "run Megatron-LM: use offload=cpu, or plan without --emit");
+  }
+  if (fix.recompute() == Recompute::selective_op && req.megatron_compatible) {
+    return absl::InvalidArgumentError(
+        "--fix recompute=selective_op is torchtitan's op-level selective "
+        "activation checkpointing; Megatron-LM, which both --emit launchers "
+        "run, has no such mode: use recompute=selective or full, or plan "
+        "without --emit");
   }
   // DualPipe (planner/dualpipe.h) pairs stage i with stage pp-1-i: an even
   // pp, each rank's two stages instead of virtual stages.
@@ -560,12 +662,13 @@ StatusOr<PlanReport> Search(const PlanRequest& req,
   // On clusters with several NIC fabrics, stages that straddle two are
   // used only when no layout keeps every stage on one (RDMA does not cross
   // fabrics; Holmes).
-  const HostSpec& host = req.cluster.host();
-  bool in_time =
-      RunPass(space, cost, host, budget, /*allow_mixed=*/false, &tally);
+  const int shards = SearchThreads(req);
+  bool in_time = RunParallelPass(space, cost, req, net, budget,
+                                 /*allow_mixed=*/false, shards, &tally);
   if (in_time && tally.top.empty() && tally.skipped_mixed) {
     tally.StartOver();
-    in_time = RunPass(space, cost, host, budget, /*allow_mixed=*/true, &tally);
+    in_time = RunParallelPass(space, cost, req, net, budget,
+                              /*allow_mixed=*/true, shards, &tally);
   }
   if (!in_time && tally.top.empty()) return OutOfTimeError(req, tally);
   if (tally.candidates == 0) return search_internal::NoLayoutError(req);

@@ -26,6 +26,10 @@ namespace strata::planner {
 inline constexpr double kDefaultTimeBudgetS = 1.0;
 // Candidates scored between two looks at the clock.
 inline constexpr int kBudgetCheckInterval = 64;
+// The search scores shards of its layouts on up to this many threads (one
+// per hardware thread; docs/planner.md "Search"). The result does not
+// depend on the number.
+inline constexpr int kMaxSearchThreads = 4;
 // Bounds of the searched space (pinned --fix values may exceed them):
 // - virtual stages up to kMaxSearchVpp: the interleaved schedule cuts the
 //   bubble by 1/v but multiplies the pipeline sends by v (Narayanan et al.
@@ -60,6 +64,9 @@ struct PlanRequest {
   // Wall-clock seconds the search may take (checked every
   // kBudgetCheckInterval candidates); 0 stops at the first check.
   double time_budget_s = kDefaultTimeBudgetS;
+  // Threads that score the space (0: one per hardware thread, at most
+  // kMaxSearchThreads). The report does not depend on it.
+  int search_threads = 0;
 };
 
 // Runs the search. InvalidArgument for impossible requests (a value outside

@@ -11,7 +11,8 @@ namespace {
 constexpr ZeroOption kZeroOptions[] = {
     {0, false}, {1, false}, {1, true}, {2, false}, {3, false}};
 constexpr Recompute::Mode kRecomputes[] = {
-    Recompute::none, Recompute::selective, Recompute::full};
+    Recompute::none, Recompute::selective, Recompute::full,
+    Recompute::selective_op};
 
 // The divisors of n up to max_value, ascending, in O(sqrt n).
 std::vector<int> Divisors(int64_t n, int64_t max_value) {
@@ -238,6 +239,9 @@ bool SearchSpace::ZeroAllowed(const ZeroOption& z,
 
 bool SearchSpace::RecomputeAllowed(Recompute::Mode rc) const {
   if (fix_.has_recompute() && fix_.recompute() != rc) return false;
+  // torchtitan's op-level mode is costed when pinned (a torchtitan run);
+  // the search, whose plans launch with Megatron-LM, does not try it.
+  if (rc == Recompute::selective_op && !fix_.has_recompute()) return false;
   // Under fused attention selective recompute equals none (for MoE models
   // it also recomputes the experts' activation function and the norms).
   return !(rc == Recompute::selective && !fix_.has_recompute() &&

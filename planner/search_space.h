@@ -29,14 +29,23 @@ class SearchSpace {
   // returns false as soon as visit returns false.
   template <typename Visit>
   bool ForEach(Visit&& visit) const {
+    return ForEachShard(0, 1,
+                        [&](const Candidate& c, size_t) { return visit(c); });
+  }
+
+  // The same over one shard of a parallel search: the layouts whose index
+  // is `shard` modulo `shards`, in order; visit(candidate, layout index).
+  // The shards of 0..shards-1 together visit every candidate once.
+  template <typename Visit>
+  bool ForEachShard(int shard, int shards, Visit&& visit) const {
     std::vector<Candidate> layouts, schedules, options;
     Layouts(&layouts);
-    for (const Candidate& layout : layouts) {
-      Schedules(layout, &schedules);
+    for (size_t i = shard; i < layouts.size(); i += shards) {
+      Schedules(layouts[i], &schedules);
       for (const Candidate& schedule : schedules) {
         Options(schedule, &options);
         for (const Candidate& c : options) {
-          if (!visit(c)) return false;
+          if (!visit(c, i)) return false;
         }
       }
     }

@@ -18,9 +18,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "checkpoint/location.h"
 #include "common/config.h"
 #include "common/logging.h"
+#include "planner/pipeline_layout.h"
 #include "proto/plan.pb.h"
 #include "runtime/runtime.h"
 #include "train/threads.h"
@@ -38,6 +40,8 @@ struct Flags {
   // Megatron-core's uneven pipeline split: the first and last stage's
   // layers, the middle stages share the rest evenly (0: not set).
   int first_stage_layers = 0, last_stage_layers = 0;
+  // Megatron-core's --pipeline-model-parallel-layout (one part per stage).
+  std::string layout;
   uint64_t seed = 1234;
   float lr = 1e-3f;
   bool resume = false;
@@ -66,6 +70,41 @@ strata::StatusOr<std::vector<int>> StageLayers(const Flags& f,
                                                const strata::RankInfo& info,
                                                int layers) {
   const int pp = info.pp;
+  if (!f.layout.empty()) {
+    // Parsed and checked by the planner's reading of Megatron-core's rules
+    // (planner/pipeline_layout.h); strata-train runs no virtual stages.
+    const std::string flag = "--pipeline-model-parallel-layout '" + f.layout;
+    if (f.first_stage_layers > 0 || f.last_stage_layers > 0) {
+      return absl::InvalidArgumentError(
+          flag +
+          "': give it or --decoder-first/last-pipeline-num-layers, "
+          "not both");
+    }
+    // The planner's messages name its own flag (--fix layout).
+    auto refuse = [&](const absl::Status& s) {
+      return absl::InvalidArgumentError(
+          flag + "': " +
+          std::string(absl::StripPrefix(s.message(), "--fix layout: ")));
+    };
+    auto v = strata::planner::LayoutVpp(f.layout, pp);
+    if (!v.ok()) return refuse(v.status());
+    if (*v != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, "' has ", *v,
+          " virtual stages per pipeline rank; "
+          "strata-train runs one: give one '|'-separated part per stage (pp ",
+          pp, ")"));
+    }
+    strata::ModelSpec model;
+    model.set_name(f.model);
+    model.set_num_layers(layers);
+    strata::PlanConstraints fix;
+    fix.set_pp(pp);
+    fix.set_pipeline_layout(f.layout);
+    auto split = strata::planner::PinnedStageLayers(fix, model, pp, 1);
+    if (!split.ok()) return refuse(split.status());
+    return *split;
+  }
   if (f.first_stage_layers > 0 || f.last_stage_layers > 0) {
     if (pp < 2) {
       return absl::InvalidArgumentError(
@@ -325,6 +364,10 @@ int main(int argc, char** argv) {
   app.add_option("--decoder-last-pipeline-num-layers", f.last_stage_layers,
                  "layers on the last pipeline stage")
       ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--pipeline-model-parallel-layout", f.layout,
+                 "Megatron-core layout string, one '|'-separated part per "
+                 "stage, e.g. \"Et*3|t*4|t*4|t*3L\" (E: embedding, t: layer, "
+                 "L: loss)");
   app.add_option("--ckpt-keep", f.ckpt_keep, "committed checkpoints kept")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

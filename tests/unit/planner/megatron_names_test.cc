@@ -180,9 +180,17 @@ TEST(MegatronNamesTest, RefusesByNameWithTheNearestOrTheRule) {
        "a parallel layout setting (2), not part of the model: remove it and "
        "give it to strata plan as --fix tp=N"},
       {"pipeline_model_parallel_layout: Et|tL\n", "--fix layout=STRING"},
-      {"window_size: [4096, 0]\n",
-       "field 'window_size': Megatron-core's sliding-window attention, which "
-       "strata's cost model does not represent"},
+      {"linear_attention_freq: 4\n",
+       "field 'linear_attention_freq': Megatron-core's linear-attention "
+       "layers, which strata's cost model does not represent"},
+      {"window_size: [128, 0]\nwindow_attn_skip_freq: 2\n"
+       "softmax_type: learnable\n",
+       ""},  // valid: gpt-oss's alternating windows and sinks
+      {"window_size: [128, 128]\n", "expected null or [w, 0]"},
+      {"window_attn_skip_freq: [0, 1]\n", "per-layer lists are not modelled"},
+      {"window_attn_skip_freq: 2\n", "needs window_size > 0"},
+      {"softmax_type: sparsemax\n",
+       "expected vanilla, off-by-one or learnable"},
       {"num_moe_experts: 8\nnum_experts: 16\n",
        "sets 'num_experts' to '16', which 'num_moe_experts' already set to "
        "'8'"},

@@ -74,6 +74,38 @@ TEST(SearchTest, ModelThatFitsNowhereNamesClosestCandidate) {
   EXPECT_NE(msg.find("GiB per GPU, has 80"), std::string::npos) << msg;
 }
 
+// The search's shards (one per thread) merge into the report a single
+// pass gives: the same plans, counts, offload notes and, when nothing
+// fits, the same closest candidate (the first one on ties).
+TEST(SearchTest, ThreadsDoNotChangeTheReport) {
+  const PlanRequest requests[] = {
+      Request("mixtral-8x7b", "dgx-h100", 128, 512),
+      Request("llama3-70b", "hetero-ib-roce", 32, 64),
+      Request("llama3-405b", "dgx-h100", 8, 8),  // fits nowhere
+  };
+  for (PlanRequest req : requests) {
+    req.top_k = 8;
+    req.time_budget_s = 600;
+    req.search_threads = 1;
+    auto one = PlanJob(req);
+    for (int threads : {2, 3, 4}) {
+      req.search_threads = threads;
+      auto many = PlanJob(req);
+      ASSERT_EQ(one.ok(), many.ok()) << req.model.name() << " " << threads;
+      if (!one.ok()) {
+        EXPECT_EQ(one.status(), many.status());
+        continue;
+      }
+      PlanReport a = *one, b = *many;
+      a.mutable_search()->clear_elapsed_s();
+      b.mutable_search()->clear_elapsed_s();
+      EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString())
+          << req.model.name() << " on " << threads << " threads";
+      EXPECT_GT(a.search().candidates(), 0);
+    }
+  }
+}
+
 TEST(SearchTest, ImpossibleRequestsAreInvalidArgument) {
   // Batch 3 on 64 GPUs: no dp divides it once tp*pp*cp <= ... and heads.
   auto bad_batch = PlanJob(Request("llama3-8b", "dgx-h100", 64, 0));
@@ -161,12 +193,13 @@ TEST(SearchTest, ExhaustedTimeBudgetReturnsTheBestSoFar) {
   ASSERT_TRUE(full.ok()) << full.status();
   ASSERT_GT(full->search().candidates(), kBudgetCheckInterval);
   EXPECT_FALSE(full->search().budget_exceeded());
-  // A budget of 0 stops at the first look at the clock, after exactly
-  // kBudgetCheckInterval evaluations.
+  // A budget of 0 stops each of the search's threads at its first look at
+  // the clock, after exactly kBudgetCheckInterval evaluations.
   req.time_budget_s = 0;
+  req.search_threads = 2;
   auto cut = PlanJob(req);
   ASSERT_TRUE(cut.ok()) << cut.status();
-  EXPECT_LE(cut->search().candidates(), kBudgetCheckInterval);
+  EXPECT_LE(cut->search().candidates(), 2 * kBudgetCheckInterval);
   EXPECT_TRUE(cut->search().budget_exceeded());
   EXPECT_LT(cut->search().candidates(), full->search().candidates());
   ASSERT_GT(cut->plans_size(), 0);
