@@ -26,6 +26,7 @@ needs no launcher.
 import io
 import pickle
 import threading
+import time
 
 import torch
 from torch.distributed.checkpoint import Metadata
@@ -39,6 +40,7 @@ from torch.utils._pytree import tree_map as _tree_map
 
 import strata
 from strata.torch import _runtime
+from strata.torch.monitor import current as _current_monitor
 
 __all__ = ["StorageWriter", "StorageReader", "parse_checkpoint_id"]
 
@@ -114,12 +116,15 @@ class StorageWriter(_DcpWriter):
         return False
 
     def stage(self, state_dict):
+        start = time.perf_counter()
         def copy(v):
             if isinstance(v, torch.Tensor):
                 v = v.detach()
                 return v.to("cpu", copy=True) if v.device.type != "cpu" else v.clone()
             return v
-        return _tree_map(copy, state_dict)
+        staged = _tree_map(copy, state_dict)
+        _current_monitor().note("checkpoint", time.perf_counter() - start)
+        return staged
 
     def synchronize_staging(self):
         pass
@@ -169,6 +174,7 @@ class StorageWriter(_DcpWriter):
             _started[self.uri] = self.step
         self._coordinator = bool(is_coordinator)
         self._ck = rt.checkpointer(self.uri, keep_last=self.keep_last)
+        self._start = time.perf_counter()
 
     def prepare_local_plan(self, plan):
         return plan
@@ -238,6 +244,9 @@ class StorageWriter(_DcpWriter):
             ck.wait()  # rank 0: committed; others: durable and reported
         finally:
             ck.close()
+        # dcp.save: the training thread's time in the save, for the step
+        # monitor (dropped when async_save runs this in the background).
+        _current_monitor().note("checkpoint", time.perf_counter() - self._start)
 
 
 class StorageReader(_DcpReader):
