@@ -14,6 +14,7 @@ import ctypes
 import math
 import os
 
+from strata import _pystack
 from strata._library import load_library
 from strata._version import __version__
 
@@ -30,6 +31,8 @@ class StrataError(RuntimeError):
 
 
 _lib = load_library()
+# Under a strata worker: Python stacks for hang diagnoses without py-spy.
+_pystack.register()
 
 
 class _Placement(ctypes.Structure):
