@@ -76,6 +76,7 @@ _lib.strata_ckpt_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
 _lib.strata_ckpt_save.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                   ctypes.POINTER(_Tensor), ctypes.c_int,
                                   ctypes.POINTER(_Blob), ctypes.c_int]
+_lib.strata_ckpt_save_borrowed.argtypes = _lib.strata_ckpt_save.argtypes
 _lib.strata_ckpt_wait.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_close.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_latest.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]
@@ -196,14 +197,16 @@ class Checkpointer:
                                      keep_last, ctypes.byref(self._h)))
 
     def save(self, step, tensors, blobs=None, replicated=True,
-             global_blobs=None):
+             global_blobs=None, borrow=False):
         """Copies `tensors` (name -> array, or Shard) and `blobs` (name ->
         bytes, per rank) and returns; persisting goes on in the background.
         Plain arrays are taken as replicated on every rank: each rank then
         writes 1/world of them (fully-parallel save). `step` is an int in
         [0, 2**63-1] newer than every committed or saved step of this
         checkpoint (StrataError code 6 otherwise: a committed step is never
-        replaced)."""
+        replaced). With `borrow` the tensors are not copied: they are
+        written from their own memory, which must stay unchanged until
+        wait() or close() returns."""
         step = _int64("checkpoint step", step)
         if not self._h:
             raise ValueError("save on a closed Checkpointer")
@@ -220,8 +223,8 @@ class Checkpointer:
                 blob_list.append(_Blob(keep[-1], per_rank,
                                        ctypes.addressof(buf), len(data)))
         barr = (_Blob * len(blob_list))(*blob_list)
-        _check(_lib.strata_ckpt_save(self._h, step, arr, len(tensors),
-                                     barr, len(blob_list)))
+        save = _lib.strata_ckpt_save_borrowed if borrow else _lib.strata_ckpt_save
+        _check(save(self._h, step, arr, len(tensors), barr, len(blob_list)))
 
     def wait(self):
         _check(_lib.strata_ckpt_wait(self._h))

@@ -111,6 +111,27 @@ class DcpTest(unittest.TestCase):
         dcp.load(got, storage_reader=StorageReader(uri))
         self.assertTrue(torch.equal(got["w"], before))
 
+    def test_async_staging_and_reused_staging(self):
+        # async_staging: async_save returns before the copy (DCP's
+        # AsyncSaveResponse); once staging_completion is done training may
+        # change the tensors. The next save reuses the staging tensors and
+        # still saves its own values.
+        uri = self.uri()
+        a = state(4)
+        want = [a["w"].clone()]
+        resp = dcp.async_save(a, storage_writer=StorageWriter(uri, step=1, async_staging=True))
+        resp.staging_completion.result()
+        a["w"].add_(1.0)
+        resp.upload_completion.result()
+        for step in (2, 3):
+            want.append(a["w"].clone())
+            dcp.async_save(a, storage_writer=StorageWriter(uri, step=step)).result()
+            a["w"].add_(1.0)
+        for step, w in enumerate(want, start=1):
+            got = zeros_like(a)
+            dcp.load(got, storage_reader=StorageReader(uri, step=step))
+            self.assertTrue(torch.equal(got["w"], w), step)
+
     def test_cli_sees_the_steps(self):
         uri = self.uri()
         dcp.save(state(5), storage_writer=StorageWriter(uri, step=3))
