@@ -57,7 +57,6 @@ _NATIVE = {torch.float32, torch.float64, torch.float16, torch.bfloat16,
            torch.int32, torch.int64, torch.uint8}
 
 
-
 class _StagingSet:
     """Staging tensors of one save (leaf index -> CPU tensor), reused by
     the next save to the same URI once this one is written."""
@@ -179,7 +178,9 @@ class StorageWriter(_DcpWriter):
             v = v.detach()
             buf = buffers.get(i)
             if (buf is None or type(buf) is not type(v) or buf.shape != v.shape
-                    or buf.dtype != v.dtype or buf.device.type != "cpu"):
+                    or buf.dtype != v.dtype or buf.device.type != "cpu"
+                    or getattr(buf, "placements", None) != getattr(v, "placements", None)
+                    or getattr(buf, "device_mesh", None) is not getattr(v, "device_mesh", None)):
                 buf = (torch.empty_like(v, device="cpu")
                        if v.device.type != "cpu" else torch.empty_like(v))
                 buffers[i] = buf
