@@ -4,8 +4,10 @@
 thread's Python stack to `pystack-<pid>` in the directory of its plan file
 (the attempt's private directory). The file's existence tells the worker the
 handler is there: it then truncates the file, sends the signal and reads
-what faulthandler wrote. Nothing is registered when the signal already has
+what faulthandler wrote. At exit the file is removed and the signal ignored
+before Python drops the handler. Nothing is registered when the signal already has
 a handler or the file cannot be made."""
+import atexit
 import faulthandler
 import os
 import signal
@@ -41,4 +43,18 @@ def register(environ=os.environ):
         f.close()
         return None
     _file = f
+    atexit.register(_unregister, sig, path)
     return path
+
+
+def _unregister(sig, path):
+    """At exit, before the interpreter drops faulthandler's handler: the
+    file goes first (the worker signals only ranks that have it), then a
+    signal already on its way is ignored instead of ending the process
+    with the signal's default action."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    faulthandler.unregister(sig)
+    signal.signal(sig, signal.SIG_IGN)

@@ -10,8 +10,8 @@ for every launcher of the same world size). --hang-at N makes rank 1 block in
 a Python function at step N (the hang diagnosis test looks for it).
 --ckpt URI saves the model and optimizer every 10 steps through dcp.save on
 strata.torch.StorageWriter (the steps' `checkpoint` section). --hold FILE
-keeps every rank alive after the last step until FILE exists (at most 120
-s), so a test can query the running attempt.
+keeps every rank alive after the last step, in a strata phase "hold",
+until FILE exists (at most 120 s), so a test can query the running attempt.
 """
 import argparse
 import os
@@ -78,10 +78,15 @@ def main():
     if rank == 0:
         print(f"done steps={args.steps} mean_step_ms={1000 * elapsed / args.steps:.2f}"
               f" loss={loss.item():.8f}", flush=True)
-    for _ in range(1200):
-        if not args.hold or os.path.exists(args.hold):
-            break
-        time.sleep(0.1)
+    if args.hold:  # a phase outside the step loop: not a hang
+        from strata.torch import _runtime
+        with _runtime.runtime().phase("hold", 150):
+            for _ in range(1200):
+                if os.path.exists(args.hold):
+                    break
+                time.sleep(0.1)
+            dist.destroy_process_group()
+        return
     dist.destroy_process_group()
 
 

@@ -63,10 +63,13 @@ echo "workers registered ($((SECONDS - t0)) s)"
 [ "$n" -ge 2 ] || { cat "$dir"/*.log; die "2 workers did not register within 30 s"; }
 
 # Words after the script are the script's, even when they look like flags.
-# The ranks hold after the last step until $dir/release exists, so the
-# running attempt can be queried.
+# The ranks hold after the last step (a strata phase) until $dir/release
+# exists, so the running attempt can be queried. hang_floor_s: without it
+# the job was found hung as its ranks left the phase and exited (the step
+# deadline, adaptive from 3 s, seen counted from the last step).
 simhost_exec 0 timeout -k 5 300 "$STRATA" submit --coordinator "$endpoint" \
-  --wait --follow --nnodes 2 --nproc-per-node 1 "$script" "$STEPS" --dim 64 \
+  --wait --follow --fault hang_floor_s=60 \
+  --nnodes 2 --nproc-per-node 1 "$script" "$STEPS" --dim 64 \
   --ckpt "file://$dir/ck" --hold "$dir/release" > "$dir/submit.out" 2>&1 &
 submit=$!
 q() { simhost_exec 0 timeout 30 "$STRATA" "$@" --coordinator "$endpoint"; }

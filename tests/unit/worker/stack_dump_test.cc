@@ -190,6 +190,37 @@ TEST(StackDumps, FaultHandlerStackWithoutPySpy) {
       << done[4];
 }
 
+// A rank that exits removes its faulthandler file first: the worker never
+// signals a process whose handler Python has already dropped.
+TEST(StackDumps, FaultHandlerFileGoesAtExit) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  if (bin == nullptr || src == nullptr) GTEST_SKIP() << "not under ctest";
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3";
+  char tmpl[] = "/tmp/strata-fh-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("STRATA_PLAN", (dir + "/plan.json").c_str(), 1);
+    setenv("PYTHONPATH", (std::string(src) + "/python").c_str(), 1);
+    setenv("STRATA_LIB", (std::string(bin) + "/runtime/libstrata.so").c_str(), 1);
+    execl("/usr/bin/python3", "python3", "-c",
+          "import os, strata\n"
+          "assert os.path.exists(os.environ['STRATA_PLAN'][:-9] + "
+          "'pystack-%d' % os.getpid())\n",
+          nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  const bool left = std::filesystem::exists(dir + "/pystack-" + std::to_string(child));
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(left);
+}
+
 TEST(StackDumps, StoppedProcessStaysStopped) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
