@@ -66,6 +66,7 @@ _lib.strata_get_placement.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Placement
 _lib.strata_job_id.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_uri.argtypes = [ctypes.c_void_p]
 _lib.strata_timer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
+_lib.strata_timer_set_total_steps.argtypes = [ctypes.c_void_p, ctypes.c_int64]
 _lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double]
 _lib.strata_phase_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
@@ -287,6 +288,13 @@ class Runtime:
         for encoded, seconds in checked:
             _check(_lib.strata_timer_add(self._h, encoded, seconds))
         _check(_lib.strata_timer_end_step(self._h, step, tokens, loss))
+
+    def set_total_steps(self, total):
+        """Declares the run's last step (an int >= 0; 0: unknown): the
+        coordinator then takes a rank past it as done, not hung, while it
+        finishes (a last save, teardown), and estimates the time left."""
+        _check(_lib.strata_timer_set_total_steps(
+            self._h, _int64("total steps", total)))
 
     @contextlib.contextmanager
     def phase(self, name, deadline_s=0):

@@ -36,7 +36,7 @@ import time
 import strata
 from strata.torch import _runtime
 
-__all__ = ["StepMonitor", "monitor", "step", "current"]
+__all__ = ["StepMonitor", "monitor", "step", "current", "set_total_steps"]
 
 _current = None
 _current_lock = threading.Lock()
@@ -194,6 +194,12 @@ def current():
         if _current is None:
             _current = StepMonitor()
         return _current
+
+
+def set_total_steps(total):
+    """Declares the run's last step (strata.Runtime.set_total_steps): a rank
+    past it is done, not hung, while it finishes its last save and exits."""
+    _runtime.runtime().set_total_steps(total)
 
 
 def step(n, tokens=0, loss=None):

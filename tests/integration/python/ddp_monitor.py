@@ -51,6 +51,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     if not args.no_monitor:
         strata.torch.monitor(model, opt)
+        strata.torch.set_total_steps(args.steps)
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(256, d, generator=g)
     y = torch.randn(256, 1, generator=g)
