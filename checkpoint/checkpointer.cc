@@ -55,7 +55,7 @@ class Checkpointer::Impl {
 
   StatusOr<std::shared_ptr<SaveState>> SaveAsync(
       int64_t step, const std::vector<ShardedTensor>& tensors,
-      const std::vector<Blob>& blobs);
+      const std::vector<Blob>& blobs, bool borrow);
   void WaitSnapshot();
   Status Wait();
   Status Poll();
@@ -215,7 +215,7 @@ void Checkpointer::Impl::ReleaseSlot(Staged staged) {
 
 StatusOr<std::shared_ptr<SaveState>> Checkpointer::Impl::SaveAsync(
     int64_t step, const std::vector<ShardedTensor>& tensors,
-    const std::vector<Blob>& blobs) {
+    const std::vector<Blob>& blobs, bool borrow) {
   if (opts_.uri.empty() || !opts_.store || opts_.world_size < 1) {
     return absl::InvalidArgumentError(
         "checkpointer needs a URI, a store and a world size");
@@ -235,11 +235,14 @@ StatusOr<std::shared_ptr<SaveState>> Checkpointer::Impl::SaveAsync(
   staged.blobs = blobs;
   staged.handle = std::make_shared<SaveState>(step);
   std::shared_ptr<SaveState> handle = staged.handle;
-  internal::PlanCopies(staged);
-  if (!opts_.deferred_snapshot) internal::CopyAll(staged);
+  // Borrowed: the parts keep pointing at the caller's memory (no copy).
+  staged.copies.clear();
+  if (!borrow) internal::PlanCopies(staged);
+  const bool deferred = opts_.deferred_snapshot && !borrow;
+  if (!deferred) internal::CopyAll(staged);
   {
     MutexLock lock(mu_);
-    (opts_.deferred_snapshot ? unstaged_ : queue_).push_back(std::move(staged));
+    (deferred ? unstaged_ : queue_).push_back(std::move(staged));
   }
   cv_.notify_all();
   return handle;
@@ -366,9 +369,9 @@ Checkpointer::~Checkpointer() = default;
 
 StatusOr<SaveHandle> Checkpointer::SaveAsync(
     int64_t step, const std::vector<ShardedTensor>& tensors,
-    const std::vector<Blob>& blobs) {
+    const std::vector<Blob>& blobs, bool borrow) {
   ASSIGN_OR_RETURN(std::shared_ptr<SaveState> state,
-                   impl_->SaveAsync(step, tensors, blobs));
+                   impl_->SaveAsync(step, tensors, blobs, borrow));
   return SaveHandle(std::move(state));
 }
 

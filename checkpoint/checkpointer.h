@@ -128,9 +128,16 @@ class Checkpointer {
   // when it cannot be opened (nothing is queued then).
   // REQUIRES: with deferred_snapshot, the tensors' data stays valid and
   // unchanged until WaitSnapshot() returns.
+  //
+  // With `borrow` the tensors are not copied at all: the save writes them
+  // from the caller's memory, which must stay valid and unchanged until
+  // this save's handle is done (for a caller that hands over a snapshot it
+  // owns, e.g. DCP's staged copy, or that waits for the save). Blobs are
+  // still copied.
   StatusOr<SaveHandle> SaveAsync(int64_t step,
                                  const std::vector<ShardedTensor>& tensors,
-                                 const std::vector<Blob>& blobs);
+                                 const std::vector<Blob>& blobs,
+                                 bool borrow = false);
   // Blocks until every tensor handed to SaveAsync has been copied out; the
   // caller may modify them afterwards. The calling thread joins the copy
   // (the background copier runs at low priority and may be far behind

@@ -219,9 +219,10 @@ int strata_ckpt_open(strata_runtime* rt, const char* uri, int keep_last,
   return Report(absl::OkStatus());
 }
 
-int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
-                     const strata_tensor* tensors, int num_tensors,
-                     const strata_blob* blobs, int num_blobs) {
+// strata_ckpt_save and strata_ckpt_save_borrowed.
+static int CkptSave(strata_checkpointer* ck, int64_t step,
+             const strata_tensor* tensors, int num_tensors,
+             const strata_blob* blobs, int num_blobs, bool borrow) {
   if (ck == nullptr) return Invalid("null checkpointer");
   if (step < 0) {
     return Invalid("checkpoint step " + std::to_string(step) + " < 0");
@@ -261,9 +262,23 @@ int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
         {blobs[i].name, blobs[i].per_rank != 0,
          std::string(static_cast<const char*>(blobs[i].data), blobs[i].size)});
   }
-  auto handle = ck->ck->SaveAsync(step, *t, b);
+  auto handle = ck->ck->SaveAsync(step, *t, b, borrow);
   if (handle.ok()) ck->last_step = step;
   return Report(handle.status());
+}
+
+int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
+                     const strata_tensor* tensors, int num_tensors,
+                     const strata_blob* blobs, int num_blobs) {
+  return CkptSave(ck, step, tensors, num_tensors, blobs, num_blobs,
+                  /*borrow=*/false);
+}
+
+int strata_ckpt_save_borrowed(strata_checkpointer* ck, int64_t step,
+                              const strata_tensor* tensors, int num_tensors,
+                              const strata_blob* blobs, int num_blobs) {
+  return CkptSave(ck, step, tensors, num_tensors, blobs, num_blobs,
+                  /*borrow=*/true);
 }
 
 int strata_ckpt_wait(strata_checkpointer* ck) {

@@ -10,7 +10,18 @@
 // installs it), found on the rank's own PATH (/proc/PID/environ), next to
 // its argv[0], then on the worker's PATH; it reads the stopped or running
 // process's memory without pausing it. Its text follows the native one as
-// "python: <frames>" (CompactPyStack); without py-spy there is none.
+// "python: <frames>" (CompactPyStack).
+//
+// Without py-spy, or when it gives no frames, the stack comes from Python's
+// own faulthandler: a rank that imported the strata package under a worker
+// registered it on signal SIGRTMIN+kPyStackSignalOffset, writing to
+// "pystack-<pid>" in the directory of its STRATA_PLAN file (python/strata/
+// _pystack.py; the file exists only once the handler is registered, so no
+// other process is ever sent the signal). Start() truncates that file and
+// sends the signal to a rank that is not stopped, and starts the debuggers
+// only once the dump is written (or kFaultHandlerGraceMs passed), so a
+// ptrace attach never swallows the signal. A stopped rank cannot run the
+// handler: its Python stack is py-spy's or none.
 //
 // Start() forks the debugger with its output in an anonymous file; Poll()
 // returns the dumps that finished, and kills a debugger past `budget_ms`
@@ -27,6 +38,14 @@
 #include <vector>
 
 namespace strata::worker {
+
+// The faulthandler signal is SIGRTMIN plus this (python/strata/_pystack.py
+// uses the same number).
+inline constexpr int kPyStackSignalOffset = 5;
+// How long Start() waits for a faulthandler dump before the debuggers
+// attach anyway (the handler writes within a millisecond of being run; the
+// rest is the rank being scheduled on a loaded machine).
+inline constexpr int64_t kFaultHandlerGraceMs = 300;
 
 class StackDumps {
  public:
@@ -51,9 +70,19 @@ class StackDumps {
     bool done = false;
   };
   struct Running {
-    Child native, python;  // python.pid -1: no Python stack taken
+    Child native, python;  // python.pid -1: no py-spy started
     int64_t deadline_ms = 0;
+    // With a faulthandler dump requested: its file, when the signal went,
+    // when the file was first seen non-empty, and the dumpers to start
+    // after it (pending until then).
+    std::string fh_path;
+    int64_t fh_sent_ms = -1, fh_seen_ms = -1;
+    std::vector<std::string> native_argv, pyspy_argv;
+    bool pending = false;
   };
+  // Starts the dumpers of `r` (native, py-spy when found); false with
+  // `error` set when the native one cannot be started.
+  static bool StartDumpers(Running& r, std::string* error);
   // Kills the dumpers of `r` still running, waits for them, closes their
   // output files.
   static void Reap(Running& r);
@@ -71,5 +100,12 @@ std::string CompactBacktrace(const std::string& raw, size_t max_chars = 1500);
 // first thread's frames (the main thread), innermost first, at most
 // `max_chars`. Pure; exposed for tests.
 std::string CompactPyStack(const std::string& raw, size_t max_chars = 1500);
+
+// The same form from a faulthandler dump (`File "/x/train.py", line 40 in
+// train_step` lines): the "Current thread" (the one that ran the handler,
+// the main thread for a signal sent to the process), else the first;
+// file names without their directories. Pure; exposed for tests.
+std::string CompactFaultHandlerStack(const std::string& raw,
+                                     size_t max_chars = 1500);
 
 }  // namespace strata::worker

@@ -44,6 +44,7 @@ def main():
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     rt = strata.Runtime()
+    rt.set_total_steps(args.steps)  # past it a rank is done, not hung
     uri = args.ckpt or rt.ckpt_uri
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(),

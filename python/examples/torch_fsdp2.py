@@ -56,6 +56,8 @@ def main():
     fully_shard(model, mesh=mesh)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     strata.torch.monitor(model, opt)
+    # The last step: a rank past it is done while its last save persists.
+    strata.torch.set_total_steps(args.steps)
     uri = args.ckpt or os.environ.get("STRATA_CKPT_URI")
     # async_save's collectives run on a background thread: a group of their
     # own keeps them apart from training's (DCP's advice).

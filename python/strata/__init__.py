@@ -14,6 +14,7 @@ import ctypes
 import math
 import os
 
+from strata import _pystack
 from strata._library import load_library
 from strata._version import __version__
 
@@ -30,6 +31,8 @@ class StrataError(RuntimeError):
 
 
 _lib = load_library()
+# Under a strata worker: Python stacks for hang diagnoses without py-spy.
+_pystack.register()
 
 
 class _Placement(ctypes.Structure):
@@ -63,6 +66,7 @@ _lib.strata_get_placement.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Placement
 _lib.strata_job_id.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_uri.argtypes = [ctypes.c_void_p]
 _lib.strata_timer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
+_lib.strata_timer_set_total_steps.argtypes = [ctypes.c_void_p, ctypes.c_int64]
 _lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double]
 _lib.strata_phase_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
@@ -73,6 +77,7 @@ _lib.strata_ckpt_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
 _lib.strata_ckpt_save.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                   ctypes.POINTER(_Tensor), ctypes.c_int,
                                   ctypes.POINTER(_Blob), ctypes.c_int]
+_lib.strata_ckpt_save_borrowed.argtypes = _lib.strata_ckpt_save.argtypes
 _lib.strata_ckpt_wait.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_close.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_latest.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]
@@ -193,14 +198,16 @@ class Checkpointer:
                                      keep_last, ctypes.byref(self._h)))
 
     def save(self, step, tensors, blobs=None, replicated=True,
-             global_blobs=None):
+             global_blobs=None, borrow=False):
         """Copies `tensors` (name -> array, or Shard) and `blobs` (name ->
         bytes, per rank) and returns; persisting goes on in the background.
         Plain arrays are taken as replicated on every rank: each rank then
         writes 1/world of them (fully-parallel save). `step` is an int in
         [0, 2**63-1] newer than every committed or saved step of this
         checkpoint (StrataError code 6 otherwise: a committed step is never
-        replaced)."""
+        replaced). With `borrow` the tensors are not copied: they are
+        written from their own memory, which must stay unchanged until
+        wait() or close() returns."""
         step = _int64("checkpoint step", step)
         if not self._h:
             raise ValueError("save on a closed Checkpointer")
@@ -217,8 +224,8 @@ class Checkpointer:
                 blob_list.append(_Blob(keep[-1], per_rank,
                                        ctypes.addressof(buf), len(data)))
         barr = (_Blob * len(blob_list))(*blob_list)
-        _check(_lib.strata_ckpt_save(self._h, step, arr, len(tensors),
-                                     barr, len(blob_list)))
+        save = _lib.strata_ckpt_save_borrowed if borrow else _lib.strata_ckpt_save
+        _check(save(self._h, step, arr, len(tensors), barr, len(blob_list)))
 
     def wait(self):
         _check(_lib.strata_ckpt_wait(self._h))
@@ -281,6 +288,13 @@ class Runtime:
         for encoded, seconds in checked:
             _check(_lib.strata_timer_add(self._h, encoded, seconds))
         _check(_lib.strata_timer_end_step(self._h, step, tokens, loss))
+
+    def set_total_steps(self, total):
+        """Declares the run's last step (an int >= 0; 0: unknown): the
+        coordinator then takes a rank past it as done, not hung, while it
+        finishes (a last save, teardown), and estimates the time left."""
+        _check(_lib.strata_timer_set_total_steps(
+            self._h, _int64("total steps", total)))
 
     @contextlib.contextmanager
     def phase(self, name, deadline_s=0):

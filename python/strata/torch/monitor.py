@@ -20,7 +20,11 @@ Sections (seconds, per step):
              last bucket is launched when backward's compute ends, so what
              follows is time spent waiting for the slowest rank). The
              coordinator counts "wait" as not the rank's own work.
-Without monitor(), step() reports the step time alone. Reports are sent
+  checkpoint the training thread's part of strata.torch.StorageWriter's
+             saves (a dcp.save, or async_save's staging), counted into the
+             step that contains it (or the next one): goodput's checkpoint
+             share.
+Without monitor(), step() reports the step time and `checkpoint` alone. Reports are sent
 without blocking (runtime/step_timer.h): a worker that is gone or slow
 costs the loop nothing but the report.
 """
@@ -32,7 +36,7 @@ import time
 import strata
 from strata.torch import _runtime
 
-__all__ = ["StepMonitor", "monitor", "step", "current"]
+__all__ = ["StepMonitor", "monitor", "step", "current", "set_total_steps"]
 
 _current = None
 _current_lock = threading.Lock()
@@ -55,6 +59,8 @@ class StepMonitor:
         self._rt = runtime if runtime is not None else _runtime.runtime()
         self._handles = []
         self._lock = threading.Lock()
+        self._thread = None  # the training thread: the one running step()
+        self._extra = {}     # note()d seconds by section, for the next report
         self._reset()
         if model is not None:
             self._hook_model(model)
@@ -107,11 +113,26 @@ class StepMonitor:
         return fut.then(done)
 
     # -- steps ------------------------------------------------------------
+    def note(self, name, seconds):
+        """Adds `seconds` of the training thread's time to section `name` of
+        the current (or next) step's report; from any other thread than the
+        one running step() (before the first step: the main thread), e.g.
+        async_save's background save, it is not the loop's time and is
+        dropped."""
+        thread = self._thread
+        if thread is None:  # before the first step: the main thread's only
+            thread = threading.main_thread().ident
+        if threading.get_ident() != thread:
+            return
+        with self._lock:
+            self._extra[name] = self._extra.get(name, 0.0) + seconds
+
     def sections(self, step_end):
         """The sections of the step ending at `step_end` (perf_counter)."""
         out = {}
         with self._lock:
             reduces = list(self._reduces)
+            extra, self._extra = self._extra, {}
         wait = 0.0
         if reduces:
             last_launch = max(r[0] for r in reduces)
@@ -124,6 +145,8 @@ class StepMonitor:
             out["backward"] = max(0.0, back_end - self._fwd_end - wait)
         if self._opt_start is not None and self._opt_end is not None:
             out["optimizer"] = max(0.0, self._opt_end - self._opt_start)
+        for name, seconds in extra.items():
+            out[name] = out.get(name, 0.0) + seconds
         return out
 
     @contextlib.contextmanager
@@ -132,6 +155,7 @@ class StepMonitor:
         body raises (then without a loss). `tokens` and `loss` may also be
         set on the yielded object."""
         n = strata._int64("step", n)
+        self._thread = threading.get_ident()
         info = _StepInfo(tokens, loss)
         ok = False
         try:
@@ -170,6 +194,12 @@ def current():
         if _current is None:
             _current = StepMonitor()
         return _current
+
+
+def set_total_steps(total):
+    """Declares the run's last step (strata.Runtime.set_total_steps): a rank
+    past it is done, not hung, while it finishes its last save and exits."""
+    _runtime.runtime().set_total_steps(total)
 
 
 def step(n, tokens=0, loss=None):

@@ -23,9 +23,11 @@ save: the processes must run under `strata run` (or `strata submit`,
 strata-exec), which gives the commit its rendezvous. A world of one process
 needs no launcher.
 """
+import concurrent.futures
 import io
 import pickle
 import threading
+import time
 
 import torch
 from torch.distributed.checkpoint import Metadata
@@ -35,10 +37,12 @@ from torch.distributed.checkpoint.metadata import StorageMeta
 from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType
 from torch.distributed.checkpoint.storage import WriteResult
 from torch.futures import Future
-from torch.utils._pytree import tree_map as _tree_map
+from torch.utils._pytree import tree_flatten as _tree_flatten
+from torch.utils._pytree import tree_unflatten as _tree_unflatten
 
 import strata
 from strata.torch import _runtime
+from strata.torch.monitor import current as _current_monitor
 
 __all__ = ["StorageWriter", "StorageReader", "parse_checkpoint_id"]
 
@@ -51,6 +55,20 @@ METADATA_BLOB = "dcp.metadata"
 # below the chunk).
 _NATIVE = {torch.float32, torch.float64, torch.float16, torch.bfloat16,
            torch.int32, torch.int64, torch.uint8}
+
+
+class _StagingSet:
+    """Staging tensors of one save (leaf index -> CPU tensor), reused by
+    the next save to the same URI once this one is written."""
+
+    def __init__(self):
+        self.buffers = {}
+        self.busy = False
+
+
+# Per URI, the staging set kept for the next save.
+_staging = {}
+_staging_lock = threading.Lock()
 
 # Per URI, the newest step this process started saving: a second save of a
 # step in flight (or older) is refused before anything is written.
@@ -91,22 +109,32 @@ class StorageWriter(_DcpWriter):
     every step committed there and than every step this process started
     saving (ValueError / strata.StrataError otherwise: a committed step is
     never replaced). `keep_last` > 0 lets rank 0 delete older steps after a
-    commit. Use one writer per save."""
+    commit. `async_staging`: async_save returns before the staging copy
+    (see stage()). Use one writer per save."""
 
-    def __init__(self, uri, step=None, keep_last=0):
+    def __init__(self, uri, step=None, keep_last=0, async_staging=False):
         super().__init__()
         self.uri, parsed = parse_checkpoint_id(uri)
         self.step = parsed if step is None else strata._int64(
             "checkpoint step", step)
         self.keep_last = keep_last
+        self.async_staging = bool(async_staging)
+        self._staging = None  # the _StagingSet stage() filled
         self._coordinator = False
         self._ck = None
         self._pending = None  # the coordinator's (tensors, blobs) until finish
 
     # -- DCP's AsyncStager protocol (async_save stages through the writer) --
-    # DCP's default stager leaves CPU tensors in place, so training would
-    # change them while they are written: stage() copies every tensor (a
-    # DTensor keeps its placement) and async_save returns after it.
+    # async_save returns once stage() has copied every tensor (DCP's
+    # contract: training may then change them). The copy goes into staging
+    # tensors this process keeps per URI and reuses at the next save (their
+    # pages are already faulted in, so the copy runs at memory speed), and
+    # the engine writes straight from them (a borrowed save: no second
+    # copy). A save whose staging set is still being written gets a fresh
+    # set. With async_staging=True, stage() returns at once and copies on a
+    # thread: async_save then returns DCP's AsyncSaveResponse, and the loop
+    # must wait for its staging_completion before changing the tensors
+    # (before the next optimizer step).
     _synchronize_after_execute = False
 
     @property
@@ -114,12 +142,60 @@ class StorageWriter(_DcpWriter):
         return False
 
     def stage(self, state_dict):
-        def copy(v):
-            if isinstance(v, torch.Tensor):
-                v = v.detach()
-                return v.to("cpu", copy=True) if v.device.type != "cpu" else v.clone()
-            return v
-        return _tree_map(copy, state_dict)
+        start = time.perf_counter()
+        if self.async_staging:
+            fut = concurrent.futures.Future()
+
+            def run():
+                try:
+                    fut.set_result(self._stage(state_dict))
+                except BaseException as e:  # handed to async_save's future
+                    fut.set_exception(e)
+            threading.Thread(target=run, name="strata-dcp-stage",
+                             daemon=True).start()
+            staged = fut
+        else:
+            staged = self._stage(state_dict)
+        _current_monitor().note("checkpoint", time.perf_counter() - start)
+        return staged
+
+    def _stage(self, state_dict):
+        leaves, spec = _tree_flatten(state_dict)
+        with _staging_lock:
+            cached = _staging.get(self.uri)
+            if cached is not None and not cached.busy:
+                cached.busy = True
+                self._staging = cached
+            else:
+                self._staging = _StagingSet()
+                self._staging.busy = True
+        buffers = self._staging.buffers
+        out = []
+        for i, v in enumerate(leaves):
+            if not isinstance(v, torch.Tensor):
+                out.append(v)
+                continue
+            v = v.detach()
+            buf = buffers.get(i)
+            if (buf is None or type(buf) is not type(v) or buf.shape != v.shape
+                    or buf.dtype != v.dtype or buf.device.type != "cpu"
+                    or getattr(buf, "placements", None) != getattr(v, "placements", None)
+                    or getattr(buf, "device_mesh", None) is not getattr(v, "device_mesh", None)):
+                buf = (torch.empty_like(v, device="cpu")
+                       if v.device.type != "cpu" else torch.empty_like(v))
+                buffers[i] = buf
+            buf.copy_(v)
+            out.append(buf)
+        for i in [k for k in buffers if k >= len(leaves)]:
+            del buffers[i]
+        return _tree_unflatten(out, spec)
+
+    def _release_staging(self):
+        staging, self._staging = self._staging, None
+        if staging is not None:
+            with _staging_lock:
+                staging.busy = False
+                _staging[self.uri] = staging
 
     def synchronize_staging(self):
         pass
@@ -169,6 +245,7 @@ class StorageWriter(_DcpWriter):
             _started[self.uri] = self.step
         self._coordinator = bool(is_coordinator)
         self._ck = rt.checkpointer(self.uri, keep_last=self.keep_last)
+        self._start = time.perf_counter()
 
     def prepare_local_plan(self, plan):
         return plan
@@ -233,11 +310,19 @@ class StorageWriter(_DcpWriter):
     def _save(self, tensors, blobs, metadata=None):
         ck, self._ck = self._ck, None
         try:
+            # Borrowed (no copy): the tensors are the staged ones, or the
+            # caller's own during a synchronous dcp.save, and stay unchanged
+            # until the wait below.
             ck.save(self.step, tensors, blobs=blobs, replicated=False,
-                    global_blobs={METADATA_BLOB: metadata} if metadata else None)
+                    global_blobs={METADATA_BLOB: metadata} if metadata else None,
+                    borrow=True)
             ck.wait()  # rank 0: committed; others: durable and reported
         finally:
             ck.close()
+            self._release_staging()
+        # dcp.save: the training thread's time in the save, for the step
+        # monitor (dropped when async_save runs this in the background).
+        _current_monitor().note("checkpoint", time.perf_counter() - self._start)
 
 
 class StorageReader(_DcpReader):

@@ -90,6 +90,13 @@ int strata_ckpt_open(strata_runtime* rt, const char* uri, int keep_last,
 int strata_ckpt_save(strata_checkpointer* ck, int64_t step,
                      const strata_tensor* tensors, int num_tensors,
                      const strata_blob* blobs, int num_blobs);
+/* strata_ckpt_save without copying the tensors: they are written from their
+ * own memory, which must stay valid and unchanged until strata_ckpt_wait
+ * (or strata_ckpt_close) returns. For callers that hand over a snapshot
+ * they own or wait for the save (strata.torch's DCP writer). */
+int strata_ckpt_save_borrowed(strata_checkpointer* ck, int64_t step,
+                              const strata_tensor* tensors, int num_tensors,
+                              const strata_blob* blobs, int num_blobs);
 int strata_ckpt_wait(strata_checkpointer* ck);
 /* Waits, then frees. */
 int strata_ckpt_close(strata_checkpointer* ck);

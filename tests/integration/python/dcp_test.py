@@ -1,14 +1,17 @@
 """torch.distributed.checkpoint (DCP) save/load/async_save unchanged on
 strata.torch.StorageWriter/StorageReader, one process (a world of one needs
-no launcher): round trips on file:// and rocksdb://, the strata CLI sees the
-steps, and bad input (missing or foreign checkpoint, changed shape, corrupt
+no launcher): round trips on file:// and rocksdb://, `strata ckpt
+ls|inspect|verify|export|gc` work on the steps (a corrupt one fails verify
+and its load; gc keeps the newest that verifies), and bad input (missing or foreign checkpoint, changed shape, corrupt
 chunk, unknown URI, a step saved twice, a crash mid-save) is a clear Python
 exception that leaves every committed step loadable.
 
 Run by dcp_test.sh with the venv's python (torch 2.x).
 """
 import glob
+import json
 import os
+import struct
 import signal
 import subprocess
 import sys
@@ -108,6 +111,27 @@ class DcpTest(unittest.TestCase):
         dcp.load(got, storage_reader=StorageReader(uri))
         self.assertTrue(torch.equal(got["w"], before))
 
+    def test_async_staging_and_reused_staging(self):
+        # async_staging: async_save returns before the copy (DCP's
+        # AsyncSaveResponse); once staging_completion is done training may
+        # change the tensors. The next save reuses the staging tensors and
+        # still saves its own values.
+        uri = self.uri()
+        a = state(4)
+        want = [a["w"].clone()]
+        resp = dcp.async_save(a, storage_writer=StorageWriter(uri, step=1, async_staging=True))
+        resp.staging_completion.result()
+        a["w"].add_(1.0)
+        resp.upload_completion.result()
+        for step in (2, 3):
+            want.append(a["w"].clone())
+            dcp.async_save(a, storage_writer=StorageWriter(uri, step=step)).result()
+            a["w"].add_(1.0)
+        for step, w in enumerate(want, start=1):
+            got = zeros_like(a)
+            dcp.load(got, storage_reader=StorageReader(uri, step=step))
+            self.assertTrue(torch.equal(got["w"], w), step)
+
     def test_cli_sees_the_steps(self):
         uri = self.uri()
         dcp.save(state(5), storage_writer=StorageWriter(uri, step=3))
@@ -118,6 +142,61 @@ class DcpTest(unittest.TestCase):
         verify = subprocess.run(["strata", "ckpt", "verify", uri, "--step", "3"],
                                 capture_output=True, text=True, timeout=60)
         self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+
+    def ckpt(self, *args, rc=0):
+        r = subprocess.run(["strata", "ckpt", *args], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
+        return r.stdout + r.stderr
+
+    def corrupt(self, step):
+        data = f"{self.dir}/ck/step-{step:012d}/rank-00000.data"
+        with open(data, "r+b") as f:
+            f.seek(100)
+            byte = f.read(1)
+            f.seek(100)
+            f.write(bytes([byte[0] ^ 0xFF]))
+
+    def test_cli_inspect_export_gc(self):
+        # `strata ckpt inspect|export|verify|gc` on DCP steps: the tensors
+        # are strata tensors (DCP's flattened names), the rest blobs; the
+        # export holds the saved values; a corrupt step fails verify and
+        # its load, gc keeps the newest step that verifies and DCP loads it.
+        uri = self.uri()
+        for s in (1, 2, 3):
+            dcp.save(state(s), storage_writer=StorageWriter(uri, step=s))
+        out = self.ckpt("inspect", uri, "--step", "2")
+        for want in (r"w\s+F32\s+\[64,32\]\s+8192\s+1", r"b\s+BF16\s+\[32\]",
+                     r"nested\.t\s+F32\s+\[3\]", r"blob 0/dcp/mask@0 ",
+                     r"blob dcp\.metadata "):
+            self.assertRegex(out, want)
+        path = f"{self.dir}/out.safetensors"
+        self.ckpt("export", uri, "--step", "3", "--out", path)
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+            data = f.read()
+        want = state(3)
+        for name, t in (("w", want["w"]), ("b", want["b"]),
+                        ("nested.t", want["nested"]["t"])):
+            begin, end = header[name]["data_offsets"]
+            self.assertEqual(header[name]["shape"], list(t.shape))
+            got = torch.frombuffer(bytearray(data[begin:end]), dtype=t.dtype)
+            self.assertTrue(torch.equal(got.view(t.shape), t), name)
+        self.corrupt(3)
+        self.assertRegex(self.ckpt("verify", uri, "--step", "3", rc=2),
+                         "step 3: tensor 'w' chunk 0 .*checksum mismatch")
+        # DCP wraps the rank's exception in a CheckpointException.
+        with self.assertRaisesRegex(BaseException,
+                                    "strata error 15: tensor 'w' chunk 0 .*checksum mismatch"):
+            dcp.load(zeros_like(want), storage_reader=StorageReader(uri, step=3))
+        out = self.ckpt("gc", uri, "--keep", "1")
+        self.assertIn("removed 1 checkpoint(s), kept 2", out)
+        self.assertIn("step 3 is newer than the newest verifiable step", out)
+        self.assertRegex(self.ckpt("ls", uri), r"^\s+step.*\n\s+2\s+1\s+4 .*\n\s+3\s+1\s+4 ")
+        got = zeros_like(want)
+        dcp.load(got, storage_reader=StorageReader(uri, step=2))
+        assert_equal(self, got, state(2))
 
     def test_missing_checkpoint(self):
         with self.assertRaisesRegex(BaseException, "no committed checkpoint at"):

@@ -80,6 +80,27 @@ class MonitorTest(unittest.TestCase):
         for a, b in zip(*grads):
             self.assertTrue(torch.equal(a, b))
 
+    def test_checkpoint_section(self):
+        # The training thread's part of strata.torch saves is the step's
+        # `checkpoint` section: all of a dcp.save, only the staging of an
+        # async_save (its background write is not the loop's time).
+        import torch.distributed.checkpoint as dcp
+        uri = f"file://{self.tmp.name}/ck"
+        rec = Recorder()
+        strata.torch.monitor(runtime=rec)
+        sd = {"w": torch.randn(256, 1024)}
+        with strata.torch.step(1):
+            dcp.save(sd, storage_writer=strata.torch.StorageWriter(uri, step=1))
+        with strata.torch.step(2):
+            fut = dcp.async_save(sd, storage_writer=strata.torch.StorageWriter(uri, step=2))
+        fut.result()
+        with strata.torch.step(3):
+            pass
+        sync, stage, none = (r[3].get("checkpoint") for r in rec.steps)
+        self.assertGreater(sync, 0)
+        self.assertGreater(stage, 0)
+        self.assertIsNone(none)
+
     def test_a_failed_step_is_reported_without_loss(self):
         rec = Recorder()
         mon = strata.torch.StepMonitor(runtime=rec)

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -78,6 +79,28 @@ TEST_F(CApiTest, CommittedStepIsNeverReplaced) {
   int64_t latest = -1;
   ASSERT_EQ(strata_ckpt_latest(uri_.c_str(), &latest), STRATA_OK);
   EXPECT_EQ(latest, 6);
+}
+
+// A borrowed save writes the caller's memory as it is at the wait (no
+// copy at the save: strata.torch's DCP writer hands over its staged
+// tensors), and checks its input like a copying one.
+TEST_F(CApiTest, BorrowedSaveWritesTheCallersMemory) {
+  float data[4] = {1, 2, 3, 4};
+  strata_tensor t = Tensor("w", 0, 1);
+  t.data = data;
+  ASSERT_EQ(strata_ckpt_save_borrowed(ck_, 3, &t, 1, nullptr, 0), STRATA_OK)
+      << strata_last_error();
+  ASSERT_EQ(strata_ckpt_wait(ck_), STRATA_OK) << strata_last_error();
+  float got[4] = {0, 0, 0, 0};
+  strata_tensor out = Tensor("w", 0, 1);
+  out.data = got;
+  ASSERT_EQ(strata_ckpt_load(uri_.c_str(), 3, &out, 1), STRATA_OK)
+      << strata_last_error();
+  EXPECT_EQ(std::vector<float>(got, got + 4), std::vector<float>(data, data + 4));
+  EXPECT_EQ(strata_ckpt_save_borrowed(ck_, 3, &t, 1, nullptr, 0),
+            kAlreadyExists);
+  EXPECT_EQ(strata_ckpt_save_borrowed(ck_, -1, &t, 1, nullptr, 0),
+            kInvalidArgument);
 }
 
 TEST_F(CApiTest, ReplicaCountsAreChecked) {

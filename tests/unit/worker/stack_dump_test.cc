@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -111,6 +112,113 @@ TEST(StackDumps, PythonProcessGetsItsPythonStack) {
                          "(<string>:4)"),
             std::string::npos)
       << done[3];
+}
+
+TEST(CompactFaultHandlerStack, CurrentThreadFramesOnly) {
+  const std::string raw =
+      "Thread 0x00007f41199566c0 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/threading.py\", line 982 in run\n"
+      "\n"
+      "Current thread 0x00007f4127dbeb80 (most recent call first):\n"
+      "  File \"/x/train.py\", line 40 in train_step\n"
+      "  File \"<string>\", line 6 in <module>\n";
+  EXPECT_EQ(CompactFaultHandlerStack(raw),
+            "train_step (train.py:40) | <module> (<string>:6)");
+  EXPECT_EQ(CompactFaultHandlerStack(raw.substr(0, raw.find("\n\n"))),
+            "run (threading.py:982)");
+  EXPECT_EQ(CompactFaultHandlerStack(""), "");
+  EXPECT_EQ(CompactFaultHandlerStack("garbage\n  File \"x\n"), "");
+}
+
+// Without py-spy, a rank that imported the strata package under a worker
+// (STRATA_PLAN set) gives its Python stack through faulthandler: the
+// worker signals it and reads pystack-<pid> next to the plan.
+TEST(StackDumps, FaultHandlerStackWithoutPySpy) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  if (bin == nullptr || src == nullptr) GTEST_SKIP() << "not under ctest";
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3";
+  if (access("/usr/bin/py-spy", X_OK) == 0 || access("/bin/py-spy", X_OK) == 0) {
+    GTEST_SKIP() << "py-spy is on the system PATH";
+  }
+  char tmpl[] = "/tmp/strata-fh-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const char* old_path = std::getenv("PATH");
+  const std::string saved = old_path ? old_path : "";
+  setenv("PATH", "/usr/bin:/bin", 1);  // the worker's: no py-spy either
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("STRATA_PLAN", (dir + "/plan.json").c_str(), 1);
+    setenv("PYTHONPATH", (std::string(src) + "/python").c_str(), 1);
+    setenv("STRATA_LIB", (std::string(bin) + "/runtime/libstrata.so").c_str(), 1);
+    execl("/usr/bin/python3", "python3", "-c",
+          "import strata, time\ndef hung_here():\n    while True: "
+          "time.sleep(0.05)\nhung_here()\n",
+          nullptr);
+    _exit(127);
+  }
+  const std::string file = dir + "/pystack-" + std::to_string(child);
+  for (int i = 0; i < 200 && access(file.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // <= 10 s
+  }
+  const bool registered = access(file.c_str(), F_OK) == 0;
+  StackDumps dumps(20000);
+  auto now = NowMs();
+  std::optional<std::string> at_once;
+  std::map<int, std::string> done;
+  if (registered) at_once = dumps.Start(4, child, now);
+  const int64_t deadline = now + 30000;
+  while (registered && !at_once.has_value() && done.empty() &&
+         NowMs() < deadline) {
+    done = dumps.Poll(NowMs());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool alive = waitpid(child, nullptr, WNOHANG) == 0;
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  setenv("PATH", saved.c_str(), 1);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(registered) << "the rank made no " << file;
+  if (at_once.has_value()) GTEST_SKIP() << "no gdb or eu-stack";
+  EXPECT_TRUE(alive) << "the signal killed the rank";
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_NE(done[4].find(" || python: hung_here (<string>:3) | <module> "
+                         "(<string>:4)"),
+            std::string::npos)
+      << done[4];
+}
+
+// A rank that exits removes its faulthandler file first: the worker never
+// signals a process whose handler Python has already dropped.
+TEST(StackDumps, FaultHandlerFileGoesAtExit) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  if (bin == nullptr || src == nullptr) GTEST_SKIP() << "not under ctest";
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3";
+  char tmpl[] = "/tmp/strata-fh-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("STRATA_PLAN", (dir + "/plan.json").c_str(), 1);
+    setenv("PYTHONPATH", (std::string(src) + "/python").c_str(), 1);
+    setenv("STRATA_LIB", (std::string(bin) + "/runtime/libstrata.so").c_str(), 1);
+    execl("/usr/bin/python3", "python3", "-c",
+          "import os, strata\n"
+          "assert os.path.exists(os.environ['STRATA_PLAN'][:-9] + "
+          "'pystack-%d' % os.getpid())\n",
+          nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  const bool left = std::filesystem::exists(dir + "/pystack-" + std::to_string(child));
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(left);
 }
 
 TEST(StackDumps, StoppedProcessStaysStopped) {
