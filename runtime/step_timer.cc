@@ -103,13 +103,13 @@ void StepTimer::BeginPhase(const std::string& name, double deadline_seconds) {
   Send(r);
 }
 
-void StepTimer::EndPhase() {
+void StepTimer::EndPhase(bool restart_step_clock) {
   if (!in_phase_) return;
   control::StepReport r = PhaseReport();
   r.set_phase_end(true);
   in_phase_ = false;
   // The next step's time runs from here: the phase is not part of it.
-  step_start_ = std::chrono::steady_clock::now();
+  if (restart_step_clock) step_start_ = std::chrono::steady_clock::now();
   Send(r);
 }
 

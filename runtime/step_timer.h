@@ -51,10 +51,11 @@ class StepTimer {
   // tells the coordinator it entered phase `name`, whose hang deadline is
   // `deadline_seconds` (<= 0: the job policy's default), instead of the
   // step deadline. EndPhase (or the next EndStep) ends it; the next step's
-  // time runs from the phase's end. One phase at a time: a second
+  // time runs from the phase's end (unless `restart_step_clock` is false:
+  // the phase was part of the step). One phase at a time: a second
   // BeginPhase replaces the first.
   void BeginPhase(const std::string& name, double deadline_seconds);
-  void EndPhase();
+  void EndPhase(bool restart_step_clock = true);
   bool in_phase() const { return in_phase_; }
   using CommSource = std::function<std::pair<double, double>()>;
   void SetCommSource(CommSource source);

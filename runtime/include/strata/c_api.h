@@ -50,7 +50,9 @@ int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
  * loading): between phase_begin and phase_end (or the next end_step) the
  * rank's hang deadline is `deadline_seconds` (0: the job policy's
  * `hang_phase_s`, 600 s by default) instead of the step deadline, so a long
- * evaluation is not taken for a hang. The name is 1-64 printable bytes. */
+ * evaluation is not taken for a hang. The name is 1-64 printable bytes.
+ * strata_ckpt_wait and strata_ckpt_close are a phase ("checkpoint_wait")
+ * of their own when the rank is in none. */
 int strata_phase_begin(strata_runtime* rt, const char* name,
                        double deadline_seconds);
 int strata_phase_end(strata_runtime* rt);
