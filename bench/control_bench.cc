@@ -45,6 +45,8 @@
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
 #include "bench/sibling.h"
+#include "common/clock.h"
+#include "control/local_cluster.h"
 #include "proto/control.pb.h"
 
 namespace strata::bench {
@@ -284,44 +286,32 @@ int ControlBench(int argc, char** argv) {
   char tmpl[] = "/tmp/strata-bench-control-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   const std::string dir = tmpl;
-  int out_pipe[2];
-  if (pipe(out_pipe) != 0) return 1;
-  pid_t coord = fork();
-  if (coord == 0) {
-    dup2(out_pipe[1], 1);
-    int log =
-        open((dir + "/coordinator.log").c_str(), O_WRONLY | O_CREAT, 0644);
-    dup2(log, 2);
-    std::string bin = FindCoordinator(argv[0]);
-    execl(bin.c_str(), bin.c_str(), "--state-dir", (dir + "/state").c_str(),
-          "--listen", "tcp://127.0.0.1:0", "--heartbeat-ms", "1000",
-          "--missed-heartbeats", "5", "--metrics-listen", "127.0.0.1:0",
-          nullptr);
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  // "metrics http://127.0.0.1:P/metrics", "dashboard ...", "listening ...".
-  std::string line;
-  int metrics_port = 0;
-  for (char c; read(out_pipe[0], &c, 1) == 1;) {
-    if (c != '\n') {
-      line += c;
-      continue;
-    }
-    if (line.starts_with("metrics http://")) {
-      metrics_port = std::atoi(line.c_str() + line.rfind(':') + 1);
-    }
-    if (line.starts_with("listening ")) break;
-    line.clear();
-  }
-  if (!line.starts_with("listening ") || metrics_port <= 0) {
+  // The coordinator alone: the workers are simulated below.
+  SystemClock clock;
+  auto cluster = control::LocalCluster::Start(
+      {.dir = dir,
+       .coordinator_binary = FindCoordinator(argv[0]),
+       .workers = 0,
+       .heartbeat_ms = 1000,
+       .state_subdir = "state",
+       .coordinator_args = {"--missed-heartbeats", "5", "--metrics-listen",
+                            "127.0.0.1:0"}},
+      &clock);
+  // "metrics http://127.0.0.1:P/metrics", printed before "listening ...".
+  const std::string metrics_url =
+      cluster.ok() ? (*cluster)->Announced("metrics") : "";
+  const int metrics_port =
+      metrics_url.empty()
+          ? 0
+          : std::atoi(metrics_url.c_str() + metrics_url.rfind(':') + 1);
+  if (!cluster.ok() || metrics_port <= 0) {
     std::fprintf(stderr,
                  "strata-bench control: coordinator did not start (%s)\n",
                  (dir + "/coordinator.log").c_str());
-    kill(coord, SIGKILL);
     return 1;
   }
-  const std::string endpoint = line.substr(10);
+  const pid_t coord = (*cluster)->coordinator_pid();
+  const std::string endpoint = (*cluster)->endpoint();
 
   std::vector<pid_t> children;
   std::vector<int> ready_fds, start_fds;
@@ -427,8 +417,7 @@ int ControlBench(int argc, char** argv) {
   }
   scraping = false;
   scraper.join();
-  kill(coord, SIGTERM);
-  waitpid(coord, nullptr, 0);
+  (*cluster)->Stop();
 
   std::vector<double> lat1, lat2;
   double last_order = 0;
