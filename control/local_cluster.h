@@ -76,7 +76,9 @@ class LocalCluster {
 
   // (Re)starts the coordinator on the same state directory and listen
   // address and waits for its "listening" line (errors as for Start). The
-  // endpoint is updated (a port-0 address gets a new port).
+  // endpoint is updated (a port-0 address gets a new port; workers started
+  // earlier keep the old one, so restart with a fixed address).
+  // REQUIRES: the coordinator is not running (KillCoordinator()).
   Status StartCoordinator();
   // SIGKILL and reap; coordinator_pid() is -1 afterwards.
   void KillCoordinator();

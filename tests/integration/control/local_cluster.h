@@ -39,18 +39,18 @@ class LocalCluster {
            std::to_string(counter++);
     std::filesystem::remove_all(dir_);
     endpoint_ = "ipc://" + dir_ + "/coordinator.sock";
-    auto started = control::LocalCluster::Start(
-        {.dir = dir_,
-         .coordinator_binary = bin_ + "/coordinator/strata-coordinator",
-         .worker_binary = bin_ + "/worker/strata-worker",
-         .workers = workers,
-         .listen = endpoint_,
-         .heartbeat_ms = heartbeat_ms,
-         .state_subdir = "state",
-         .worker_log = "worker-{i}.log",
-         .worker_args = std::move(worker_args),
-         .stop_grace_ms = 0},  // SIGKILL: the tests reap at once
-        &clock_);
+    control::LocalClusterOptions o;
+    o.dir = dir_;
+    o.coordinator_binary = bin_ + "/coordinator/strata-coordinator";
+    o.worker_binary = bin_ + "/worker/strata-worker";
+    o.workers = workers;
+    o.listen = endpoint_;
+    o.heartbeat_ms = heartbeat_ms;
+    o.state_subdir = "state";
+    o.worker_log = "worker-{i}.log";
+    o.worker_args = std::move(worker_args);
+    o.stop_grace_ms = 0;  // SIGKILL: the tests reap at once
+    auto started = control::LocalCluster::Start(std::move(o), &clock_);
     EXPECT_TRUE(started.ok()) << started.status();
     if (started.ok()) cluster_ = *std::move(started);
     client_ = std::make_unique<control::DealerClient>(&ctx_, endpoint_);
