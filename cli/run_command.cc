@@ -212,7 +212,8 @@ std::string MakeRunCurveDir(const RunArgs& a, const std::string& dir) {
   std::error_code ec;
   std::filesystem::remove_all(dir + "/curve", ec);
   auto made = control::MakeEphemeralCurveDir(dir);
-  if (!made.ok()) Fail("run", kExitFailed, std::string(made.status().message()));
+  if (!made.ok())
+    Fail("run", kExitFailed, std::string(made.status().message()));
   return *made;
 }
 

@@ -146,7 +146,8 @@ void AddTraceCommand(CLI::App* app) {
   cmd->add_option("-o,--output", a->out, "the .json file to write")->required();
   cmd->add_option("--steps", a->range,
                   "A:B, steps A to B (default: the newest --last steps)");
-  cmd->add_option("--last", a->newest, "without --steps: this many newest steps")
+  cmd->add_option("--last", a->newest,
+                  "without --steps: this many newest steps")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--wait", a->wait_s,

@@ -72,14 +72,13 @@ LocalCluster::LocalCluster(LocalClusterOptions options, const Clock* clock)
 LocalCluster::~LocalCluster() { Stop(); }
 
 Status LocalCluster::StartCoordinator() {
-  std::vector<std::string> argv = {
-      options_.coordinator_binary,
-      "--state-dir",
-      options_.dir + "/" + options_.state_subdir,
-      "--listen",
-      options_.listen,
-      "--heartbeat-ms",
-      absl::StrCat(options_.heartbeat_ms)};
+  std::vector<std::string> argv = {options_.coordinator_binary,
+                                   "--state-dir",
+                                   options_.dir + "/" + options_.state_subdir,
+                                   "--listen",
+                                   options_.listen,
+                                   "--heartbeat-ms",
+                                   absl::StrCat(options_.heartbeat_ms)};
   argv.insert(argv.end(), options_.coordinator_args.begin(),
               options_.coordinator_args.end());
   int fds[2];
@@ -128,17 +127,22 @@ Status LocalCluster::ReadAnnouncements(int fd) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kReadPollMs));
   }
-  return absl::UnavailableError(absl::StrCat(
-      "the coordinator did not start; see ", coordinator_log()));
+  return absl::UnavailableError(
+      absl::StrCat("the coordinator did not start; see ", coordinator_log()));
 }
 
 Status LocalCluster::StartWorkers() {
   for (int i = 0; i < options_.workers; ++i) {
     const std::string name = absl::StrCat("node-", i);
-    std::vector<std::string> argv = {
-        options_.worker_binary, "--coordinator", endpoint_, "--node-name",
-        name, "--address", "127.0.0.1", "--work-dir",
-        options_.dir + "/" + name};
+    std::vector<std::string> argv = {options_.worker_binary,
+                                     "--coordinator",
+                                     endpoint_,
+                                     "--node-name",
+                                     name,
+                                     "--address",
+                                     "127.0.0.1",
+                                     "--work-dir",
+                                     options_.dir + "/" + name};
     argv.insert(argv.end(), options_.worker_args.begin(),
                 options_.worker_args.end());
     const std::string log =

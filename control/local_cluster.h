@@ -93,7 +93,9 @@ class LocalCluster {
   // listened ("metrics", "dashboard"); empty if it printed none.
   std::string Announced(const std::string& key) const;
   const std::string& dir() const { return options_.dir; }
-  std::string coordinator_log() const { return options_.dir + "/coordinator.log"; }
+  std::string coordinator_log() const {
+    return options_.dir + "/coordinator.log";
+  }
   int workers() const { return static_cast<int>(workers_.size()); }
   // -1 while it is not running.
   pid_t coordinator_pid() const { return coordinator_; }

@@ -203,8 +203,8 @@ bool WorldFitsParallelism(const MpiWorld& world, const Flags& f) {
     std::fprintf(stderr,
                  "strata-exec: world size %d is not divisible by tp*pp*cp "
                  "= %lld (--tp %d --pp %d --cp %d)\n",
-                 world.size(), static_cast<long long>(f.tp) * f.pp * f.cp,
-                 f.tp, f.pp, f.cp);
+                 world.size(), static_cast<long long>(f.tp) * f.pp * f.cp, f.tp,
+                 f.pp, f.cp);
   }
   return false;
 }
@@ -232,7 +232,8 @@ StatusOr<JobNodes> DiscoverNodes(MpiWorld& world, const Flags& f,
     }
     return nodes.status();
   }
-  if (world.rank() == 0 && !NodesAreContiguousEqualBlocks(nodes->node_of_rank)) {
+  if (world.rank() == 0 &&
+      !NodesAreContiguousEqualBlocks(nodes->node_of_rank)) {
     log->warn(
         "ranks are not in equal contiguous blocks per node (e.g. --map-by "
         "node); strata's runtime expects mpirun's default by-slot mapping");
@@ -261,8 +262,8 @@ StatusOr<JobFacts> AgreeOnJobFacts(
 
 // This rank's environment (placement/rank_env.h) from the nodes and facts.
 placement::RankEnv RankEnvironment(const MpiWorld& world, const Flags& f,
-                                   const JobNodes& nodes,
-                                   const JobFacts& facts, const Logger& log) {
+                                   const JobNodes& nodes, const JobFacts& facts,
+                                   const Logger& log) {
   placement::JobEndpoints job;
   job.job_id = facts.job_id;
   job.master_addr = facts.master_addr;

@@ -82,8 +82,8 @@ Status CoordinatorServer::InitState() {
   for (auto s : {events_->Recover(), kv_->Recover(), jobs_->Recover()}) {
     if (!s.ok()) {
       return NotAFlagError(Status(
-          s.code(), absl::StrCat("recovering state from ", dir, ": ",
-                                 s.message())));
+          s.code(),
+          absl::StrCat("recovering state from ", dir, ": ", s.message())));
     }
   }
   logger_->info("recovered {} jobs, {} KV keys from {}",

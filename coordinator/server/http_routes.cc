@@ -44,9 +44,9 @@ observe::HttpHandler TraceRoute(TraceDownload* traces) {
     }
     auto text = traces->Get(job->second);
     if (!text.ok()) {
-      r.status = absl::IsNotFound(text.status())             ? 404
-                 : absl::IsDeadlineExceeded(text.status())   ? 503
-                                                             : 409;
+      r.status = absl::IsNotFound(text.status())           ? 404
+                 : absl::IsDeadlineExceeded(text.status()) ? 503
+                                                           : 409;
       r.body = std::string(text.status().message()) + "\n";
       return r;
     }
@@ -59,12 +59,11 @@ observe::HttpHandler TraceRoute(TraceDownload* traces) {
 std::map<std::string, observe::HttpHandler> CoordinatorRoutes(
     observe::Published* metrics, observe::Published* dashboard,
     TraceDownload* traces) {
-  return {
-      {"/metrics",
-       SnapshotRoute(metrics, "text/plain; version=0.0.4; charset=utf-8")},
-      {"/", DashboardPage},
-      {"/api/dashboard.json", SnapshotRoute(dashboard, "application/json")},
-      {"/api/trace.json", TraceRoute(traces)}};
+  return {{"/metrics",
+           SnapshotRoute(metrics, "text/plain; version=0.0.4; charset=utf-8")},
+          {"/", DashboardPage},
+          {"/api/dashboard.json", SnapshotRoute(dashboard, "application/json")},
+          {"/api/trace.json", TraceRoute(traces)}};
 }
 
 }  // namespace strata::coordinator

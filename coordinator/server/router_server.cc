@@ -156,9 +156,9 @@ control::Reply RouterServer::Answer(const std::vector<zmq::message_t>& parts,
   if (!who.ok()) {
     ++rejects_.malformed;
     return control::MakeReply(
-        request_id, absl::PermissionDeniedError(absl::StrCat(
-                        "no strata identity on this connection: ",
-                        who.status().message())));
+        request_id, absl::PermissionDeniedError(
+                        absl::StrCat("no strata identity on this connection: ",
+                                     who.status().message())));
   }
   control::Reply reply = service_->Handle(*request, *who);
   ++handled_;

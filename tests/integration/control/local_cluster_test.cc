@@ -60,9 +60,11 @@ class LocalClusterTest : public ::testing::Test {
       auto reply = client.Call(req, 1000);
       alive = 0;
       if (reply.ok()) {
-        for (const auto& w : reply->list_workers().workers()) alive += w.alive();
+        for (const auto& w : reply->list_workers().workers())
+          alive += w.alive();
       }
-      if (alive < want) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (alive < want)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return alive;
   }
