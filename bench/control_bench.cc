@@ -45,6 +45,8 @@
 #include "CLI/CLI.hpp"
 #include "bench/registry.h"
 #include "bench/sibling.h"
+#include "common/clock.h"
+#include "control/local_cluster.h"
 #include "proto/control.pb.h"
 
 namespace strata::bench {
@@ -62,11 +64,6 @@ void RaiseFdLimit() {
     r.rlim_cur = r.rlim_max;
     setrlimit(RLIMIT_NOFILE, &r);
   }
-}
-
-std::string FindCoordinator(const char* argv0) {
-  (void)argv0;
-  return FindSibling("strata-coordinator", "coordinator");
 }
 
 double CpuSeconds(pid_t pid) {
@@ -258,260 +255,331 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
-int ControlBench(int argc, char** argv) {
-  CLI::App app{"strata-bench control: coordinator under many workers"};
+struct BenchFlags {
   int workers = 4096, procs = 2, ranks_per_worker = 4;
   double seconds = 10;
-  std::string format = "table";
-  app.add_option("--workers", workers, "simulated workers")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--procs", procs, "client processes")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--ranks-per-worker", ranks_per_worker,
-                 "ranks per node of the placed job")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--seconds", seconds, "steady heartbeat phase length")
-      ->check(CLI::Range(1.0, 600.0));
   double scrape_every_s = 1;
-  app.add_option("--scrape-every", scrape_every_s,
-                 "seconds between /metrics scrapes (0: no scraping)")
-      ->check(CLI::Range(0.0, 60.0));
-  app.add_option("--format", format, "table or json")
-      ->check(CLI::IsMember({"table", "json"}));
-  CLI11_PARSE(app, argc, argv);
-  RaiseFdLimit();
+  std::string format = "table";
+};
 
-  char tmpl[] = "/tmp/strata-bench-control-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return 1;
-  const std::string dir = tmpl;
-  int out_pipe[2];
-  if (pipe(out_pipe) != 0) return 1;
-  pid_t coord = fork();
-  if (coord == 0) {
-    dup2(out_pipe[1], 1);
-    int log =
-        open((dir + "/coordinator.log").c_str(), O_WRONLY | O_CREAT, 0644);
-    dup2(log, 2);
-    std::string bin = FindCoordinator(argv[0]);
-    execl(bin.c_str(), bin.c_str(), "--state-dir", (dir + "/state").c_str(),
-          "--listen", "tcp://127.0.0.1:0", "--heartbeat-ms", "1000",
-          "--missed-heartbeats", "5", "--metrics-listen", "127.0.0.1:0",
-          nullptr);
-    _exit(127);
+// The scraper: GET /metrics every `every_s` seconds on its own thread until
+// Stop(); times each scrape (request sent to body received).
+class Scraper {
+ public:
+  Scraper(int port, double every_s) : port_(port), every_s_(every_s) {
+    thread_ = std::thread([this] { Loop(); });
   }
-  close(out_pipe[1]);
-  // "metrics http://127.0.0.1:P/metrics", "dashboard ...", "listening ...".
-  std::string line;
-  int metrics_port = 0;
-  for (char c; read(out_pipe[0], &c, 1) == 1;) {
-    if (c != '\n') {
-      line += c;
-      continue;
-    }
-    if (line.starts_with("metrics http://")) {
-      metrics_port = std::atoi(line.c_str() + line.rfind(':') + 1);
-    }
-    if (line.starts_with("listening ")) break;
-    line.clear();
+  ~Scraper() { Stop(); }
+  void Stop() {
+    running_ = false;
+    if (thread_.joinable()) thread_.join();
   }
-  if (!line.starts_with("listening ") || metrics_port <= 0) {
-    std::fprintf(stderr,
-                 "strata-bench control: coordinator did not start (%s)\n",
-                 (dir + "/coordinator.log").c_str());
-    kill(coord, SIGKILL);
-    return 1;
-  }
-  const std::string endpoint = line.substr(10);
 
-  std::vector<pid_t> children;
-  std::vector<int> ready_fds, start_fds;
-  for (int p = 0; p < procs; ++p) {
-    int first = workers * p / procs, last = workers * (p + 1) / procs;
-    int ready[2], start[2];
-    if (pipe(ready) != 0 || pipe(start) != 0) return 1;
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(ready[0]);
-      close(start[1]);
-      _exit(RunChild(endpoint, first, last - first, ready[1], start[0], seconds,
-                     dir + "/child-" + std::to_string(p)));
-    }
-    close(ready[1]);
-    close(start[0]);
-    children.push_back(pid);
-    ready_fds.push_back(ready[0]);
-    start_fds.push_back(start[1]);
-  }
-  // The scraper: /metrics once a second until told to stop.
-  std::atomic<bool> scraping{true};
+  // Read after Stop().
   std::vector<std::pair<double, double>> scrapes;  // (sent at, ms)
-  size_t scrape_bytes = 0;
-  int scrape_errors = 0;
+  size_t bytes = 0;
+  int errors = 0;
   // The coordinator's own strata_coordinator_render_cpu_seconds_total
   // {what="metrics"} in the last scrape: its CPU time making /metrics.
   double render_cpu_s = 0;
-  std::thread scraper([&] {
-    httplib::Client http("127.0.0.1", metrics_port);
+
+ private:
+  void Loop() {
+    httplib::Client http("127.0.0.1", port_);
     http.set_read_timeout(5, 0);
-    while (scraping && scrape_every_s > 0) {
+    while (running_ && every_s_ > 0) {
       const double t0 = Now();
       auto res = http.Get("/metrics");
       const double ms = (Now() - t0) * 1e3;
       if (res && res->status == 200) {
         scrapes.emplace_back(t0, ms);
-        scrape_bytes = res->body.size();
+        bytes = res->body.size();
         const std::string key =
             "\nstrata_coordinator_render_cpu_seconds_total{what=\"metrics\"} ";
         if (size_t at = res->body.find(key); at != std::string::npos) {
           render_cpu_s = std::strtod(res->body.c_str() + at + key.size(), nullptr);
         }
       } else {
-        ++scrape_errors;
+        ++errors;
       }
-      while (scraping && Now() < t0 + scrape_every_s)
+      while (running_ && Now() < t0 + every_s_)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-  });
-  const double reg_start = Now();
-  bool all_registered = true;
-  for (int fd : ready_fds) {
-    char b = 0;
-    all_registered &= read(fd, &b, 1) == 1 && b == 'r';
   }
-  const double registration_s = Now() - reg_start;
-  const double start = Now() + 0.5;
-  for (int fd : start_fds) (void)!write(fd, &start, sizeof(start));
-  while (Now() < start)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const double cpu0 = CpuSeconds(coord);
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  const double cpu1 = CpuSeconds(coord);
 
-  // Phase 2: place and hand out one job over every simulated worker.
-  // In this process (the scraper thread runs: no fork from here on).
-  const double submit_at = Now();
-  std::string refused;  // the coordinator's refusal of the job, if any
-  {
-    zmq::context_t ctx;
-    zmq::socket_t s(ctx, zmq::socket_type::dealer);
-    s.set(zmq::sockopt::linger, 0);
-    s.connect(endpoint);
-    control::Request req;
-    req.set_protocol_version(control::PROTOCOL_VERSION_CURRENT);
-    req.set_request_id(1);
-    auto* spec = req.mutable_submit_job()->mutable_spec();
-    spec->set_name("bench");
-    spec->mutable_launch()->add_command("/bin/true");
-    spec->mutable_launch()->set_nodes(workers);
-    spec->mutable_launch()->set_ranks_per_node(ranks_per_worker);
-    std::string bytes = req.SerializeAsString();
-    s.send(zmq::buffer(bytes));
-    zmq::message_t reply;
-    s.set(zmq::sockopt::rcvtimeo, 10000);
-    control::Reply decoded;
-    if (!s.recv(reply)) {
-      refused = "no reply to the submit";
-    } else if (decoded.ParseFromArray(reply.data(), reply.size()) &&
-               decoded.status().code() != 0) {
-      refused = decoded.status().message();
+  const int port_;
+  const double every_s_;
+  std::atomic<bool> running_{true};
+  std::thread thread_;
+};
+
+// The child processes of RunChild, each simulating its share of the
+// workers; `ready` says it registered them, `start` gives the start time.
+struct Children {
+  std::vector<pid_t> pids;
+  std::vector<int> ready_fds, start_fds;
+};
+
+bool StartChildren(const std::string& endpoint, const BenchFlags& f,
+                   const std::string& dir, Children* c) {
+  for (int p = 0; p < f.procs; ++p) {
+    int first = f.workers * p / f.procs, last = f.workers * (p + 1) / f.procs;
+    int ready[2], start[2];
+    if (pipe(ready) != 0 || pipe(start) != 0) return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(ready[0]);
+      close(start[1]);
+      _exit(RunChild(endpoint, first, last - first, ready[1], start[0],
+                     f.seconds, dir + "/child-" + std::to_string(p)));
     }
-    if (!refused.empty())
-      std::fprintf(stderr, "strata-bench control: job refused: %s\n",
-                   refused.c_str());
+    close(ready[1]);
+    close(start[0]);
+    c->pids.push_back(pid);
+    c->ready_fds.push_back(ready[0]);
+    c->start_fds.push_back(start[1]);
   }
-  int failures = 0;
-  for (pid_t p : children) {
-    int st = 0;
-    waitpid(p, &st, 0);
-    failures += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
-  scraping = false;
-  scraper.join();
-  kill(coord, SIGTERM);
-  waitpid(coord, nullptr, 0);
+  return true;
+}
 
-  std::vector<double> lat1, lat2;
+// Phase 2: one job over every simulated worker, submitted from this process
+// (the scraper thread runs: no fork from here on). Returns the
+// coordinator's refusal of the job, empty if it took it.
+std::string SubmitJob(const std::string& endpoint, const BenchFlags& f) {
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(endpoint);
+  control::Request req;
+  req.set_protocol_version(control::PROTOCOL_VERSION_CURRENT);
+  req.set_request_id(1);
+  auto* spec = req.mutable_submit_job()->mutable_spec();
+  spec->set_name("bench");
+  spec->mutable_launch()->add_command("/bin/true");
+  spec->mutable_launch()->set_nodes(f.workers);
+  spec->mutable_launch()->set_ranks_per_node(f.ranks_per_worker);
+  std::string bytes = req.SerializeAsString();
+  s.send(zmq::buffer(bytes));
+  zmq::message_t reply;
+  s.set(zmq::sockopt::rcvtimeo, 10000);
+  std::string refused;
+  control::Reply decoded;
+  if (!s.recv(reply)) {
+    refused = "no reply to the submit";
+  } else if (decoded.ParseFromArray(reply.data(), reply.size()) &&
+             decoded.status().code() != 0) {
+    refused = decoded.status().message();
+  }
+  if (!refused.empty()) {
+    std::fprintf(stderr, "strata-bench control: job refused: %s\n",
+                 refused.c_str());
+  }
+  return refused;
+}
+
+// What one run measured.
+struct Report {
+  bool all_registered = true;
+  double registration_s = 0;
+  double start = 0, submit_at = 0;
+  double cpu_pct = 0;
+  int failures = 0;
+  std::vector<double> lat1, lat2;  // heartbeat round trips, phase 1 and 2
   double last_order = 0;
   int with_orders = 0;
+  double handout_s = -1;
+  std::string refused;  // the coordinator's refusal of the job, if any
+  std::vector<double> scrape_ms, scrape2_ms;  // steady phase, hand-out
+};
+
+// Latencies and order arrival times the children wrote to DIR/child-P.
+void ReadChildResults(const std::string& dir, int procs, Report* r) {
   for (int p = 0; p < procs; ++p) {
     std::ifstream in(dir + "/child-" + std::to_string(p));
     std::string kind;
     double v;
     while (in >> kind >> v) {
-      if (kind == "1") lat1.push_back(v);
-      if (kind == "2") lat2.push_back(v);
+      if (kind == "1") r->lat1.push_back(v);
+      if (kind == "2") r->lat2.push_back(v);
       if (kind == "o" && v > 0) {
-        ++with_orders;
-        last_order = std::max(last_order, v);
+        ++r->with_orders;
+        r->last_order = std::max(r->last_order, v);
       }
     }
   }
-  const double handout_s = with_orders == workers ? last_order - submit_at : -1;
-  // Scrapes in the steady phase, and while the job was placed and handed
-  // out (the placement holds the event loop, docs/control-plane.md).
-  std::vector<double> scrape_ms, scrape2_ms;
-  for (const auto& [at, ms] : scrapes) {
-    if (at >= start && at < submit_at) scrape_ms.push_back(ms);
-    if (at >= submit_at) scrape2_ms.push_back(ms);
+}
+
+// Scrapes in the steady phase, and while the job was placed and handed out
+// (the placement holds the event loop, docs/control-plane.md).
+void SplitScrapes(const Scraper& scraper, Report* r) {
+  for (const auto& [at, ms] : scraper.scrapes) {
+    if (at >= r->start && at < r->submit_at) r->scrape_ms.push_back(ms);
+    if (at >= r->submit_at) r->scrape2_ms.push_back(ms);
   }
-  const double cpu_pct = 100.0 * (cpu1 - cpu0) / seconds;
-  if (format == "json") {
-    std::printf(
-        "{\"workers\": %d, \"procs\": %d, \"registration_s\": %.3f, "
-        "\"heartbeats\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
-        "\"max_ms\": %.3f, \"coordinator_cpu_pct\": %.1f, \"ranks\": %d, "
-        "\"handout_s\": %.3f, \"handout_p99_ms\": %.3f, "
-        "\"workers_with_orders\": %d, \"scrapes\": %zu, "
-        "\"scrape_p50_ms\": %.3f, \"scrape_max_ms\": %.3f, "
-        "\"scrape_handout_max_ms\": %.3f, "
-        "\"scrape_bytes\": %zu, \"scrape_errors\": %d}\n",
-        workers, procs, registration_s, lat1.size(), Percentile(lat1, 0.5),
-        Percentile(lat1, 0.99), Percentile(lat1, 1.0), cpu_pct,
-        workers * ranks_per_worker, handout_s, Percentile(lat2, 0.99),
-        with_orders, scrape_ms.size(), Percentile(scrape_ms, 0.5),
-        Percentile(scrape_ms, 1.0), Percentile(scrape2_ms, 1.0), scrape_bytes,
-        scrape_errors);
+}
+
+void PrintJson(const BenchFlags& f, const Report& r, const Scraper& s) {
+  std::printf(
+      "{\"workers\": %d, \"procs\": %d, \"registration_s\": %.3f, "
+      "\"heartbeats\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
+      "\"max_ms\": %.3f, \"coordinator_cpu_pct\": %.1f, \"ranks\": %d, "
+      "\"handout_s\": %.3f, \"handout_p99_ms\": %.3f, "
+      "\"workers_with_orders\": %d, \"scrapes\": %zu, "
+      "\"scrape_p50_ms\": %.3f, \"scrape_max_ms\": %.3f, "
+      "\"scrape_handout_max_ms\": %.3f, "
+      "\"scrape_bytes\": %zu, \"scrape_errors\": %d}\n",
+      f.workers, f.procs, r.registration_s, r.lat1.size(),
+      Percentile(r.lat1, 0.5), Percentile(r.lat1, 0.99),
+      Percentile(r.lat1, 1.0), r.cpu_pct, f.workers * f.ranks_per_worker,
+      r.handout_s, Percentile(r.lat2, 0.99), r.with_orders, r.scrape_ms.size(),
+      Percentile(r.scrape_ms, 0.5), Percentile(r.scrape_ms, 1.0),
+      Percentile(r.scrape2_ms, 1.0), s.bytes, s.errors);
+}
+
+void PrintTable(const BenchFlags& f, const Report& r, const Scraper& s) {
+  std::printf(
+      "coordinator vs %d simulated workers (%d processes), 1 Hz heartbeats\n",
+      f.workers, f.procs);
+  std::printf("  registration of all workers     %8.3f s%s\n", r.registration_s,
+              r.all_registered ? "" : "  (INCOMPLETE)");
+  std::printf("  heartbeats measured             %8zu\n", r.lat1.size());
+  std::printf(
+      "  round trip p50 / p99 / max      %8.3f / %.3f / %.3f ms   (goal p99 "
+      "< 10 ms)\n",
+      Percentile(r.lat1, 0.5), Percentile(r.lat1, 0.99),
+      Percentile(r.lat1, 1.0));
+  std::printf("  coordinator CPU                 %8.1f %% of one core\n",
+              r.cpu_pct);
+  if (!r.refused.empty()) {
+    std::printf("  %d-rank job REFUSED: %s\n", f.workers * f.ranks_per_worker,
+                r.refused.c_str());
   } else {
     std::printf(
-        "coordinator vs %d simulated workers (%d processes), 1 Hz heartbeats\n",
-        workers, procs);
-    std::printf("  registration of all workers     %8.3f s%s\n", registration_s,
-                all_registered ? "" : "  (INCOMPLETE)");
-    std::printf("  heartbeats measured             %8zu\n", lat1.size());
-    std::printf(
-        "  round trip p50 / p99 / max      %8.3f / %.3f / %.3f ms   (goal p99 "
-        "< 10 ms)\n",
-        Percentile(lat1, 0.5), Percentile(lat1, 0.99), Percentile(lat1, 1.0));
-    std::printf("  coordinator CPU                 %8.1f %% of one core\n",
-                cpu_pct);
-    if (!refused.empty()) {
-      std::printf("  %d-rank job REFUSED: %s\n", workers * ranks_per_worker,
-                  refused.c_str());
-    } else {
-      std::printf(
-          "  %d-rank job placed, orders at all %d workers after %.3f s   "
-          "(goal < 5 s)\n",
-          workers * ranks_per_worker, with_orders, handout_s);
-    }
-    std::printf("  round trip p99 during hand-out  %8.3f ms\n",
-                Percentile(lat2, 0.99));
-    if (scrape_every_s > 0) {
-      std::printf(
-          "  /metrics scraped every %.3g s    %8zu scrapes, p50 %.3f ms, max "
-          "%.3f ms, %zu bytes, %d failed   (goal < 50 ms)\n",
-          scrape_every_s, scrape_ms.size(), Percentile(scrape_ms, 0.5),
-          Percentile(scrape_ms, 1.0), scrape_bytes, scrape_errors);
-      std::printf("  /metrics scrape max during hand-out %.3f ms\n",
-                  Percentile(scrape2_ms, 1.0));
-      std::printf(
-          "  making /metrics                 %8.3f ms CPU per scrape (loop "
-          "snapshot + scraping thread; strata_coordinator_render_cpu_seconds_total)\n",
-          scrapes.empty() ? 0.0 : 1e3 * render_cpu_s / scrapes.size());
-    }
+        "  %d-rank job placed, orders at all %d workers after %.3f s   "
+        "(goal < 5 s)\n",
+        f.workers * f.ranks_per_worker, r.with_orders, r.handout_s);
+  }
+  std::printf("  round trip p99 during hand-out  %8.3f ms\n",
+              Percentile(r.lat2, 0.99));
+  if (f.scrape_every_s <= 0) return;
+  std::printf(
+      "  /metrics scraped every %.3g s    %8zu scrapes, p50 %.3f ms, max "
+      "%.3f ms, %zu bytes, %d failed   (goal < 50 ms)\n",
+      f.scrape_every_s, r.scrape_ms.size(), Percentile(r.scrape_ms, 0.5),
+      Percentile(r.scrape_ms, 1.0), s.bytes, s.errors);
+  std::printf("  /metrics scrape max during hand-out %.3f ms\n",
+              Percentile(r.scrape2_ms, 1.0));
+  std::printf(
+      "  making /metrics                 %8.3f ms CPU per scrape (loop "
+      "snapshot + scraping thread; strata_coordinator_render_cpu_seconds_total)\n",
+      s.scrapes.empty() ? 0.0 : 1e3 * s.render_cpu_s / s.scrapes.size());
+}
+
+bool ParseBenchFlags(int argc, char** argv, BenchFlags* f, int* exit_code) {
+  CLI::App app{"strata-bench control: coordinator under many workers"};
+  app.add_option("--workers", f->workers, "simulated workers")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--procs", f->procs, "client processes")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ranks-per-worker", f->ranks_per_worker,
+                 "ranks per node of the placed job")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--seconds", f->seconds, "steady heartbeat phase length")
+      ->check(CLI::Range(1.0, 600.0));
+  app.add_option("--scrape-every", f->scrape_every_s,
+                 "seconds between /metrics scrapes (0: no scraping)")
+      ->check(CLI::Range(0.0, 60.0));
+  app.add_option("--format", f->format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    *exit_code = app.exit(e);
+    return false;
+  }
+  return true;
+}
+
+// The coordinator alone (the workers are simulated); its metrics port from
+// the "metrics http://127.0.0.1:P/metrics" line, 0 if it did not start.
+std::unique_ptr<control::LocalCluster> StartCoordinator(
+    const std::string& dir, const Clock* clock, int* metrics_port) {
+  control::LocalClusterOptions o;
+  o.dir = dir;
+  o.coordinator_binary = FindSibling("strata-coordinator", "coordinator");
+  o.workers = 0;
+  o.heartbeat_ms = 1000;
+  o.state_subdir = "state";
+  o.coordinator_args = {"--missed-heartbeats", "5", "--metrics-listen",
+                        "127.0.0.1:0"};
+  auto cluster = control::LocalCluster::Start(std::move(o), clock);
+  *metrics_port = 0;
+  if (!cluster.ok()) return nullptr;
+  const std::string url = (*cluster)->Announced("metrics");
+  if (!url.empty()) *metrics_port = std::atoi(url.c_str() + url.rfind(':') + 1);
+  return *std::move(cluster);
+}
+
+// Phase 1: waits for every child to register its workers, starts the
+// measured phase in 0.5 s and samples the coordinator's CPU across it.
+void SteadyPhase(const Children& children, pid_t coord, double seconds,
+                 Report* r) {
+  const double reg_start = Now();
+  for (int fd : children.ready_fds) {
+    char b = 0;
+    r->all_registered &= read(fd, &b, 1) == 1 && b == 'r';
+  }
+  r->registration_s = Now() - reg_start;
+  r->start = Now() + 0.5;
+  for (int fd : children.start_fds) (void)!write(fd, &r->start, sizeof(r->start));
+  while (Now() < r->start)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double cpu0 = CpuSeconds(coord);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  r->cpu_pct = 100.0 * (CpuSeconds(coord) - cpu0) / seconds;
+}
+
+int ControlBench(int argc, char** argv) {
+  BenchFlags f;
+  if (int code = 0; !ParseBenchFlags(argc, argv, &f, &code)) return code;
+  RaiseFdLimit();
+  char tmpl[] = "/tmp/strata-bench-control-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 1;
+  const std::string dir = tmpl;
+  SystemClock clock;
+  int metrics_port = 0;
+  auto cluster = StartCoordinator(dir, &clock, &metrics_port);
+  if (cluster == nullptr || metrics_port <= 0) {
+    std::fprintf(stderr,
+                 "strata-bench control: coordinator did not start (%s)\n",
+                 (dir + "/coordinator.log").c_str());
+    return 1;
+  }
+  Children children;
+  if (!StartChildren(cluster->endpoint(), f, dir, &children)) return 1;
+  Scraper scraper(metrics_port, f.scrape_every_s);
+  Report r;
+  SteadyPhase(children, cluster->coordinator_pid(), f.seconds, &r);
+  r.submit_at = Now();
+  r.refused = SubmitJob(cluster->endpoint(), f);
+  for (pid_t p : children.pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    r.failures += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  scraper.Stop();
+  cluster->Stop();
+  ReadChildResults(dir, f.procs, &r);
+  if (r.with_orders == f.workers) r.handout_s = r.last_order - r.submit_at;
+  SplitScrapes(scraper, &r);
+  if (f.format == "json") {
+    PrintJson(f, r, scraper);
+  } else {
+    PrintTable(f, r, scraper);
   }
   std::filesystem::remove_all(dir);
-  return failures == 0 && all_registered && handout_s >= 0 &&
-                 scrape_errors == 0
+  return r.failures == 0 && r.all_registered && r.handout_s >= 0 &&
+                 scraper.errors == 0
              ? 0
              : 1;
 }

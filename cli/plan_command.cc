@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,24 +60,122 @@ Status CheckFlag(double value, absl::Span<const FieldRange> table,
   return CheckValue(value, *FindRange(table, path), flag);
 }
 
+// layout= takes the rest of --fix: Megatron's layout strings may hold
+// commas ("Et|(tt|)*30,m|L"). Sets it and returns the text before it.
+StatusOr<std::string> TakeLayoutFix(const std::string& full,
+                                    PlanConstraints* fix) {
+  std::string text = full;
+  const size_t at = text.find("layout=");
+  if (at == std::string::npos || (at != 0 && text[at - 1] != ',')) {
+    return text;
+  }
+  const std::string layout = text.substr(at + 7);
+  if (layout.empty()) {
+    return absl::InvalidArgumentError(
+        "--fix layout expects a Megatron pipeline layout string, e.g. "
+        "layout='Et|(tt|)*30,m|L' (it takes the rest of --fix)");
+  }
+  fix->set_pipeline_layout(layout);
+  text.resize(at);
+  return text;
+}
+
+// The --fix keys with a word for a value (layers, offload, recompute,
+// precision); nullopt for any other key.
+std::optional<Status> SetWordFix(const std::string& key,
+                                 const std::string& value,
+                                 PlanConstraints* fix) {
+  auto bad = [&](const char* allowed) {
+    return absl::InvalidArgumentError("--fix " + key + " must be " + allowed +
+                                      ", got '" + value + "'");
+  };
+  if (key == "layers") {
+    if (value != "even" && value != "balanced") return bad("even or balanced");
+    fix->set_even_layers(value == "even");
+  } else if (key == "offload") {
+    Offload::Kind kind;
+    if (!Offload::Kind_Parse(value, &kind)) return bad("none, cpu or nvme");
+    fix->set_offload(kind);
+  } else if (key == "recompute") {
+    Recompute::Mode mode;
+    if (!Recompute::Mode_Parse(value, &mode)) {
+      return bad("none, selective, full or selective_op");
+    }
+    fix->set_recompute(mode);
+  } else if (key == "precision") {
+    Precision::Kind kind;
+    if (!Precision::Kind_Parse(value, &kind)) return bad("bf16, fp16 or fp8");
+    fix->set_precision(kind);
+  } else {
+    return std::nullopt;
+  }
+  return absl::OkStatus();
+}
+
+// The integer --fix keys: the setter, and the JobRanges() field that bounds
+// the value (empty: a 0/1 switch).
+struct IntFix {
+  const char* range_field;
+  void (*set)(PlanConstraints*, int);
+};
+const std::map<std::string, IntFix>& IntFixes() {
+  using C = PlanConstraints;
+  static const auto* fixes = new std::map<std::string, IntFix>{
+      {"tp", {"tp", [](C* f, int v) { f->set_tp(v); }}},
+      {"pp", {"pp", [](C* f, int v) { f->set_pp(v); }}},
+      {"dp", {"dp", [](C* f, int v) { f->set_dp(v); }}},
+      {"cp", {"cp", [](C* f, int v) { f->set_cp(v); }}},
+      {"vpp", {"vpp", [](C* f, int v) { f->set_vpp(v); }}},
+      {"mbs", {"micro_batch", [](C* f, int v) { f->set_micro_batch(v); }}},
+      {"zero", {"zero_stage", [](C* f, int v) { f->set_zero_stage(v); }}},
+      {"ep", {"ep", [](C* f, int v) { f->set_ep(v); }}},
+      {"etp", {"etp", [](C* f, int v) { f->set_etp(v); }}},
+      {"first", {"first_stage_layers",
+                 [](C* f, int v) { f->set_first_stage_layers(v); }}},
+      {"last", {"last_stage_layers",
+                [](C* f, int v) { f->set_last_stage_layers(v); }}},
+      {"distopt",
+       {"", [](C* f, int v) { f->set_distributed_optimizer(v != 0); }}},
+      {"sp", {"", [](C* f, int v) { f->set_sequence_parallel(v != 0); }}},
+      {"embedding_stage",
+       {"", [](C* f, int v) { f->set_account_for_embedding(v != 0); }}},
+      {"loss_stage", {"", [](C* f, int v) { f->set_account_for_loss(v != 0); }}},
+      {"dualpipe", {"", [](C* f, int v) { f->set_dualpipe(v != 0); }}}};
+  return *fixes;
+}
+
+Status SetIntFix(const std::string& key, const std::string& value,
+                 PlanConstraints* fix) {
+  int v = 0;
+  if (!absl::SimpleAtoi(value, &v)) {
+    return absl::InvalidArgumentError(
+        "--fix " + key + " expects an integer, got '" + value + "'");
+  }
+  auto it = IntFixes().find(key);
+  if (it == IntFixes().end()) {
+    return absl::InvalidArgumentError(
+        "--fix: unknown key '" + key +
+        "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
+        "recompute, precision, offload, layers, first, last, "
+        "embedding_stage, loss_stage, dualpipe, layout)");
+  }
+  const std::string field = it->second.range_field;
+  if (!field.empty()) {
+    RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(), "constraints." + field,
+                              "--fix " + key));
+  } else if (v != 0 && v != 1) {
+    return absl::InvalidArgumentError("--fix " + key +
+                                      " must be 0 or 1, got " + value);
+  }
+  it->second.set(fix, v);
+  return absl::OkStatus();
+}
+
 // Parses "tp=8,pp=16,recompute=full" into constraints; values must lie in
 // JobRanges' constraints.* ranges.
 Status ParseFix(const std::string& full, PlanConstraints* fix) {
   if (full.empty()) return absl::OkStatus();
-  // layout= takes the rest of the text: Megatron's layout strings may hold
-  // commas ("Et|(tt|)*30,m|L").
-  std::string text = full;
-  const size_t at = text.find("layout=");
-  if (at != std::string::npos && (at == 0 || text[at - 1] == ',')) {
-    const std::string layout = text.substr(at + 7);
-    if (layout.empty()) {
-      return absl::InvalidArgumentError(
-          "--fix layout expects a Megatron pipeline layout string, e.g. "
-          "layout='Et|(tt|)*30,m|L' (it takes the rest of --fix)");
-    }
-    fix->set_pipeline_layout(layout);
-    text.resize(at);
-  }
+  ASSIGN_OR_RETURN(const std::string text, TakeLayoutFix(full, fix));
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::vector<std::string> kv = absl::StrSplit(item, '=');
     if (kv.size() != 2 || kv[1].empty()) {
@@ -84,104 +183,11 @@ Status ParseFix(const std::string& full, PlanConstraints* fix) {
           "--fix expects key=value pairs separated by commas, got '" +
           std::string(item) + "'");
     }
-    const std::string& key = kv[0];
-    const std::string& value = kv[1];
-    if (key == "layers") {
-      if (value != "even" && value != "balanced") {
-        return absl::InvalidArgumentError(
-            "--fix layers must be even or balanced, got '" + value + "'");
-      }
-      fix->set_even_layers(value == "even");
+    if (auto word = SetWordFix(kv[0], kv[1], fix)) {
+      RETURN_IF_ERROR(*word);
       continue;
     }
-    if (key == "offload") {
-      Offload::Kind kind;
-      if (!Offload::Kind_Parse(value, &kind)) {
-        return absl::InvalidArgumentError(
-            "--fix offload must be none, cpu or nvme, got '" + value + "'");
-      }
-      fix->set_offload(kind);
-      continue;
-    }
-    if (key == "recompute") {
-      Recompute::Mode mode;
-      if (!Recompute::Mode_Parse(value, &mode)) {
-        return absl::InvalidArgumentError(
-            "--fix recompute must be none, selective, full or selective_op, "
-            "got '" +
-            value + "'");
-      }
-      fix->set_recompute(mode);
-      continue;
-    }
-    if (key == "precision") {
-      Precision::Kind kind;
-      if (!Precision::Kind_Parse(value, &kind)) {
-        return absl::InvalidArgumentError(
-            "--fix precision must be bf16, fp16 or fp8, got '" + value + "'");
-      }
-      fix->set_precision(kind);
-      continue;
-    }
-    int v = 0;
-    if (!absl::SimpleAtoi(value, &v)) {
-      return absl::InvalidArgumentError(
-          "--fix " + key + " expects an integer, got '" + value + "'");
-    }
-    static const std::map<std::string, std::string> kField = {
-        {"tp", "tp"},           {"pp", "pp"},   {"dp", "dp"},
-        {"cp", "cp"},           {"vpp", "vpp"}, {"mbs", "micro_batch"},
-        {"zero", "zero_stage"}, {"ep", "ep"},   {"etp", "etp"},
-        {"first", "first_stage_layers"},        {"last", "last_stage_layers"}};
-    if (auto it = kField.find(key); it != kField.end()) {
-      RETURN_IF_ERROR(CheckFlag(v, planner::JobRanges(),
-                                "constraints." + it->second, "--fix " + key));
-    } else if (key == "distopt" || key == "sp" || key == "embedding_stage" ||
-               key == "loss_stage" || key == "dualpipe") {
-      if (v != 0 && v != 1) {
-        return absl::InvalidArgumentError("--fix " + key +
-                                          " must be 0 or 1, got " + value);
-      }
-    }
-    if (key == "tp")
-      fix->set_tp(v);
-    else if (key == "pp")
-      fix->set_pp(v);
-    else if (key == "dp")
-      fix->set_dp(v);
-    else if (key == "cp")
-      fix->set_cp(v);
-    else if (key == "vpp")
-      fix->set_vpp(v);
-    else if (key == "mbs")
-      fix->set_micro_batch(v);
-    else if (key == "zero")
-      fix->set_zero_stage(v);
-    else if (key == "ep")
-      fix->set_ep(v);
-    else if (key == "etp")
-      fix->set_etp(v);
-    else if (key == "distopt")
-      fix->set_distributed_optimizer(v != 0);
-    else if (key == "sp")
-      fix->set_sequence_parallel(v != 0);
-    else if (key == "first")
-      fix->set_first_stage_layers(v);
-    else if (key == "last")
-      fix->set_last_stage_layers(v);
-    else if (key == "embedding_stage")
-      fix->set_account_for_embedding(v != 0);
-    else if (key == "loss_stage")
-      fix->set_account_for_loss(v != 0);
-    else if (key == "dualpipe")
-      fix->set_dualpipe(v != 0);
-    else {
-      return absl::InvalidArgumentError(
-          "--fix: unknown key '" + key +
-          "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
-          "recompute, precision, offload, layers, first, last, "
-          "embedding_stage, loss_stage, dualpipe, layout)");
-    }
+    RETURN_IF_ERROR(SetIntFix(kv[0], kv[1], fix));
   }
   return absl::OkStatus();
 }
@@ -342,19 +348,9 @@ void RunCalibrate(const PlanArgs& args) {
   }
 }
 
-void RunPlan(const PlanArgs& args) {
-  if (!args.calibrate.empty()) return RunCalibrate(args);
-  if (std::any_of(args.required.begin(), args.required.end(),
-                  [](CLI::Option* o) { return o->count() == 0; })) {
-    Fail(kExitBadInput,
-         "--model, --cluster, --gpus and --global-batch are required (or "
-         "--calibrate FILE)");
-  }
-  if (Status st = CheckFlags(args); !st.ok()) {
-    Fail(kExitBadInput, std::string(st.message()));
-  }
-  auto model = planner::LoadModel(args.model);
-  if (!model.ok()) Fail(kExitBadInput, std::string(model.status().message()));
+// --cluster, resized by --nodes, with its stored calibration (strata plan
+// --calibrate) unless --no-calibration or the file carries one.
+ClusterSpec LoadClusterArg(const PlanArgs& args) {
   auto cluster = topology::LoadCluster(args.cluster);
   if (!cluster.ok())
     Fail(kExitBadInput, std::string(cluster.status().message()));
@@ -367,7 +363,6 @@ void RunPlan(const PlanArgs& args) {
            absl::StrCat("--nodes ", args.nodes, ": ", v.message()));
     }
   }
-  // A stored calibration of this cluster (strata plan --calibrate).
   if (!args.no_calibration && !cluster->has_calibration()) {
     const std::string path =
         planner::CalibrationPath(args.cluster, cluster->name());
@@ -380,14 +375,22 @@ void RunPlan(const PlanArgs& args) {
       Fail(kExitBadInput, std::string(cal.status().message()));
     }
   }
+  return *std::move(cluster);
+}
+
+// The planner's request from the flags.
+planner::PlanRequest MakePlanRequest(const PlanArgs& args) {
+  auto model = planner::LoadModel(args.model);
+  if (!model.ok()) Fail(kExitBadInput, std::string(model.status().message()));
+  ClusterSpec cluster = LoadClusterArg(args);
   if (!args.attention.empty()) {
-    AttentionKernel::Kind kind;
+    AttentionKernel::Kind kind{};
     AttentionKernel::Kind_Parse(args.attention, &kind);  // checked by CLI11
     model->set_attention(kind);
   }
   planner::PlanRequest req;
   req.model = *model;
-  req.cluster = *cluster;
+  req.cluster = std::move(cluster);
   req.gpus = args.gpus;
   req.top_k = args.top;
   req.time_budget_s = args.time_budget_s;
@@ -396,23 +399,39 @@ void RunPlan(const PlanArgs& args) {
   Status st = ParseFix(args.fix, req.job.mutable_constraints());
   if (st.ok()) st = ParseNodeSpeed(args.node_speed, &req.job);
   if (!st.ok()) Fail(kExitBadInput, std::string(st.message()));
-  if (!args.emit.empty()) {
-    // One plan for every emitter (PlanForLaunch), with a note when the
-    // launcher's constraints made it differ from the table's best.
-    req.with_placement = false;  // the emitters print sizes, not ranks
-    auto launch = planner::PlanForLaunch(req);
-    if (!launch.ok()) {
-      Fail(kExitBadInput, std::string(launch.status().message()));
-    }
-    // The note is part of the emitted text ('#' lines), printed once.
-    const std::string text =
-        args.emit == "megatron"
-            ? planner::EmitMegatron(launch->plan, req.model, launch->note)
-            : planner::EmitTorchrun(launch->plan, req.model, *cluster,
-                                    args.gpus, launch->note);
-    std::fputs(text.c_str(), stdout);
-    return;
+  return req;
+}
+
+// --emit: one plan for every emitter (PlanForLaunch), with a note when the
+// launcher's constraints made it differ from the table's best; the note is
+// part of the emitted text ('#' lines), printed once.
+void EmitLaunch(const PlanArgs& args, planner::PlanRequest req) {
+  req.with_placement = false;  // the emitters print sizes, not ranks
+  auto launch = planner::PlanForLaunch(req);
+  if (!launch.ok()) {
+    Fail(kExitBadInput, std::string(launch.status().message()));
   }
+  const std::string text =
+      args.emit == "megatron"
+          ? planner::EmitMegatron(launch->plan, req.model, launch->note)
+          : planner::EmitTorchrun(launch->plan, req.model, req.cluster,
+                                  args.gpus, launch->note);
+  std::fputs(text.c_str(), stdout);
+}
+
+void RunPlan(const PlanArgs& args) {
+  if (!args.calibrate.empty()) return RunCalibrate(args);
+  if (std::any_of(args.required.begin(), args.required.end(),
+                  [](CLI::Option* o) { return o->count() == 0; })) {
+    Fail(kExitBadInput,
+         "--model, --cluster, --gpus and --global-batch are required (or "
+         "--calibrate FILE)");
+  }
+  if (Status st = CheckFlags(args); !st.ok()) {
+    Fail(kExitBadInput, std::string(st.message()));
+  }
+  planner::PlanRequest req = MakePlanRequest(args);
+  if (!args.emit.empty()) return EmitLaunch(args, std::move(req));
   // Every rank's placement is printed only by --format json and --explain;
   // the table alone does not build it (131,072 ranks and their groups take
   // hundreds of MB).
@@ -424,7 +443,8 @@ void RunPlan(const PlanArgs& args) {
     WritePlanJson(&*report, stdout);
     return;
   }
-  std::fputs(FormatPlanTable(*report, *cluster, args.explain).c_str(), stdout);
+  std::fputs(FormatPlanTable(*report, req.cluster, args.explain).c_str(),
+             stdout);
   if (req.job.constraints().dualpipe()) {
     std::fputs(
         "schedule: DeepSeek's DualPipe (--fix dualpipe=1; docs/planner.md "

@@ -6,11 +6,9 @@
 // cancels the job first. Every rank gets the torchrun environment, so
 // `strata run --nodes 2 --ranks-per-node 2 -- python3 train.py` runs an
 // unmodified torch.distributed script.
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +27,7 @@
 #include "cli/inject_spec.h"
 #include "cli/job_args.h"
 #include "common/subprocess.h"
+#include "control/local_cluster.h"
 #include "observe/goodput.h"
 
 namespace strata::cli {
@@ -70,27 +69,6 @@ std::string FindBinary(const std::string& name) {
   Fail("run", kExitFailed,
        absl::StrCat("cannot find ", name,
                     " next to strata (set STRATA_BIN_DIR)"));
-}
-
-// Starts `args` with stdout to `out_fd` (or the log) and stderr to the log,
-// in its own process group (Ctrl-C reaches strata run only; it stops the
-// rest) and killed if strata run dies (common/subprocess.h).
-pid_t Start(const std::vector<std::string>& args, const std::string& log,
-            int out_fd = -1) {
-  SubprocessOptions o;
-  o.argv = args;
-  if (out_fd >= 0) {
-    o.out.fd = out_fd;
-  } else {
-    o.out.path = log;
-  }
-  o.err.path = log;
-  auto pid = StartSubprocess(o);
-  if (!pid.ok()) {
-    Fail("run", kExitFailed,
-         absl::StrCat("cannot start ", args[0], ": ", pid.status().message()));
-  }
-  return *pid;
 }
 
 // What `strata run` saw of the job's step telemetry (control.StepReport,
@@ -173,73 +151,9 @@ class RunSummary {
   std::map<int64_t, double> loss_;
 };
 
-// The processes strata run started: SIGTERM, then SIGKILL once 5 s have
-// passed on `clock` (which must advance by itself: it polls every 20 ms).
-class Processes {
- public:
-  explicit Processes(const Clock* clock) : clock_(clock) {}
-  void Add(pid_t pid) { pids_.push_back(pid); }
-  ~Processes() { StopAll(); }
-  void StopAll() {
-    for (pid_t p : pids_) {
-      if (p > 0) kill(p, SIGTERM);
-    }
-    const int64_t deadline = clock_->SteadyNowMs() + 5000;
-    for (pid_t& p : pids_) {
-      while (p > 0) {
-        if (waitpid(p, nullptr, WNOHANG) == p) {
-          p = -1;
-        } else if (clock_->SteadyNowMs() > deadline) {
-          kill(p, SIGKILL);
-          waitpid(p, nullptr, 0);
-          p = -1;
-        } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-      }
-    }
-  }
-
- private:
-  const Clock* clock_;
-  std::vector<pid_t> pids_;
-};
-
-// Reads the coordinator's "listening <endpoint>" line, for up to
-// `timeout_s` on `clock` (polling every 10 ms).
-// The coordinator's control endpoint from its "listening ..." line; the
-// dashboard's URL from a "dashboard ..." line before it, if any.
-std::string ReadEndpoint(const Clock& clock, int fd, pid_t pid,
-                         double timeout_s, const std::string& log,
-                         std::string* dashboard_url) {
-  std::string line;
-  const int64_t deadline =
-      clock.SteadyNowMs() + static_cast<int64_t>(timeout_s * 1000);
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  while (clock.SteadyNowMs() < deadline) {
-    char c;
-    ssize_t n = read(fd, &c, 1);
-    if (n == 1) {
-      if (c == '\n') {
-        if (line.starts_with("listening ")) return line.substr(10);
-        if (line.starts_with("dashboard ")) *dashboard_url = line.substr(10);
-        line.clear();
-      } else {
-        line += c;
-      }
-      continue;
-    }
-    if (waitpid(pid, nullptr, WNOHANG) == pid) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  Fail("run", kExitFailed,
-       absl::StrCat("the coordinator did not start; see ", log));
-}
-
-int Run(const RunArgs& a) {
-  JobSpec spec = BuildJobSpec("run", a.job);
-  JobLaunch* l = spec.mutable_launch();
-  const int nodes = l->nodes() > 0 ? l->nodes() : 1;
+// The --inject and --kill-worker-at-step faults, validated against the
+// number of nodes.
+std::vector<InjectSpec> ParseInjections(const RunArgs& a, int nodes) {
   std::vector<InjectSpec> injects;
   for (const std::string& text : a.inject) {
     auto spec_or = ParseInjectSpec(text);
@@ -263,10 +177,13 @@ int Run(const RunArgs& a) {
     kw.text = absl::StrCat("kill-worker:node=", kw.node, ",step=", kw.step);
     injects.push_back(kw);
   }
-  l->set_nodes(nodes);
-  if (l->ranks_per_node() == 0) l->set_ranks_per_node(1);
-  if (l->worker_wait_s() == 0) l->set_worker_wait_s(30);
+  return injects;
+}
 
+// The run's state directory (--state-dir, or a new temporary one), and the
+// embedded default checkpoint store in it (docs/checkpoint.md): RocksDB in
+// the run's state directory, so a restarted attempt resumes from it.
+std::string PrepareStateDir(const RunArgs& a, JobLaunch* l) {
   std::string dir = a.state_dir;
   if (dir.empty()) {
     char tmpl[] = "/tmp/strata-run-XXXXXX";
@@ -277,71 +194,147 @@ int Run(const RunArgs& a) {
   std::filesystem::create_directories(dir, ec);
   if (ec)
     Fail("run", kExitBadInput, "cannot create " + dir + ": " + ec.message());
-  // The embedded default checkpoint store (docs/checkpoint.md): RocksDB in the
-  // run's state directory, so a restarted attempt resumes from it.
   if (l->checkpoint_uri().empty()) {
     l->set_checkpoint_uri("rocksdb://" +
                           std::filesystem::absolute(dir).string() +
                           "/checkpoints");
   }
+  return dir;
+}
 
-  // A throwaway CURVE key set for this run's own processes (DIR/curve).
-  std::string curve_dir;
+// A throwaway CURVE key set for this run's own processes (DIR/curve); empty
+// with --plaintext.
+std::string MakeRunCurveDir(const RunArgs& a, const std::string& dir) {
   if (a.plaintext) {
     unsetenv(control::kCurveDirEnv);
-  } else {
-    std::filesystem::remove_all(dir + "/curve", ec);
-    auto made = control::MakeEphemeralCurveDir(dir);
-    if (!made.ok())
-      Fail("run", kExitFailed, std::string(made.status().message()));
-    curve_dir = *made;
+    return "";
   }
-  auto curve_args = [&] {
-    return curve_dir.empty()
-               ? std::vector<std::string>{}
-               : std::vector<std::string>{"--curve-dir", curve_dir};
-  };
+  std::error_code ec;
+  std::filesystem::remove_all(dir + "/curve", ec);
+  auto made = control::MakeEphemeralCurveDir(dir);
+  if (!made.ok())
+    Fail("run", kExitFailed, std::string(made.status().message()));
+  return *made;
+}
+
+// The coordinator and `nodes` workers (control/local_cluster.h): state in
+// DIR/coordinator, logs DIR/coordinator.log and DIR/node-I.log.
+std::unique_ptr<control::LocalCluster> StartCluster(
+    const RunArgs& a, const std::string& dir, const std::string& curve_dir,
+    int nodes, const Clock* clock) {
+  control::LocalClusterOptions o;
+  o.dir = dir;
+  o.coordinator_binary = FindBinary("strata-coordinator");
+  o.worker_binary = FindBinary("strata-worker");
+  o.workers = nodes;
+  o.heartbeat_ms = a.heartbeat_ms;
+  o.startup_timeout_ms = static_cast<int64_t>(a.startup_timeout_s * 1000);
+  if (!curve_dir.empty()) {
+    o.coordinator_args = {"--curve-dir", curve_dir};
+    o.worker_args = {"--curve-dir", curve_dir};
+  }
+  if (!a.dashboard.empty()) {
+    o.coordinator_args.insert(o.coordinator_args.end(),
+                              {"--metrics-listen", a.dashboard});
+  }
+  auto cluster = control::LocalCluster::Start(std::move(o), clock);
+  if (!cluster.ok()) {
+    Fail("run", kExitFailed, std::string(cluster.status().message()));
+  }
+  return *std::move(cluster);
+}
+
+// Runs the requested faults once a rank reports their step: rank faults
+// through strata-inject (its log DIR/inject.log), kill-worker by SIGKILL.
+class FaultInjector {
+ public:
+  FaultInjector(std::vector<InjectSpec> injects, control::LocalCluster* cluster)
+      : injects_(std::move(injects)), cluster_(cluster) {}
+
+  // Called at each status poll; `step` is the newest any rank reported.
+  void OnStatus(const control::JobInfo& job, int64_t step) {
+    for (auto it = injects_.begin(); it != injects_.end();) {
+      const int pid = TargetPid(*it, job);
+      const bool rank_fault = it->kind != InjectSpec::Kind::kKillWorker;
+      if (step < it->step || (rank_fault && pid <= 0)) {
+        ++it;
+        continue;
+      }
+      std::fprintf(stderr, "[strata] fault injection at step %lld: %s\n",
+                   static_cast<long long>(step), it->text.c_str());
+      Inject(*it, pid);
+      it = injects_.erase(it);
+    }
+  }
+
+  // A job can end before this command sees the step an injection waits for
+  // (steps of a few ms pass between two status polls): say so, or the run
+  // reads as if the fault had been survived.
+  void ReportNotRun(int64_t step) const {
+    for (const auto& it : injects_) {
+      std::fprintf(stderr,
+                   "[strata] fault injection did not run: %s (the newest step "
+                   "seen was %lld; make the job longer or inject earlier)\n",
+                   it.text.c_str(), static_cast<long long>(step));
+    }
+  }
+
+ private:
+  // The rank's process, from its worker's report; for slow-node the
+  // worker's (every rank below it).
+  int TargetPid(const InjectSpec& spec, const control::JobInfo& job) const {
+    int pid = 0;
+    for (const auto& r : job.ranks()) {
+      if (r.rank() == spec.rank && r.state() == control::RANK_RUNNING)
+        pid = r.pid();
+    }
+    if (spec.kind == InjectSpec::Kind::kSlowNode &&
+        spec.node < cluster_->workers()) {
+      pid = cluster_->worker_pid(spec.node);
+    }
+    return pid;
+  }
+
+  void Inject(const InjectSpec& spec, int pid) {
+    if (spec.kind == InjectSpec::Kind::kKillWorker) {
+      if (spec.node < cluster_->workers()) cluster_->KillWorker(spec.node);
+      return;
+    }
+    SubprocessOptions o;
+    o.argv = InjectArgs(spec, pid);
+    o.argv.insert(o.argv.begin(), FindBinary("strata-inject"));
+    o.out.path = o.err.path = cluster_->dir() + "/inject.log";
+    auto started = StartSubprocess(o);
+    if (!started.ok()) {
+      Fail("run", kExitFailed,
+           absl::StrCat("cannot start ", o.argv[0], ": ",
+                        started.status().message()));
+    }
+    cluster_->Adopt(*started);
+  }
+
+  std::vector<InjectSpec> injects_;
+  control::LocalCluster* cluster_;
+};
+
+int Run(const RunArgs& a) {
+  JobSpec spec = BuildJobSpec("run", a.job);
+  JobLaunch* l = spec.mutable_launch();
+  const int nodes = l->nodes() > 0 ? l->nodes() : 1;
+  std::vector<InjectSpec> injects = ParseInjections(a, nodes);
+  l->set_nodes(nodes);
+  if (l->ranks_per_node() == 0) l->set_ranks_per_node(1);
+  if (l->worker_wait_s() == 0) l->set_worker_wait_s(30);
+  const std::string dir = PrepareStateDir(a, l);
+  const std::string curve_dir = MakeRunCurveDir(a, dir);
   signal(SIGINT, OnInterrupt);
   signal(SIGTERM, OnInterrupt);
   SystemClock clock;
-  Processes procs(&clock);
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) Fail("run", kExitFailed, "pipe failed");
-  const std::string coord_log = dir + "/coordinator.log";
-  std::vector<std::string> coord_args = {FindBinary("strata-coordinator"),
-                                         "--state-dir",
-                                         dir + "/coordinator",
-                                         "--listen",
-                                         "tcp://127.0.0.1:0",
-                                         "--heartbeat-ms",
-                                         absl::StrCat(a.heartbeat_ms)};
-  for (const auto& arg : curve_args()) coord_args.push_back(arg);
-  if (!a.dashboard.empty()) {
-    coord_args.insert(coord_args.end(), {"--metrics-listen", a.dashboard});
+  auto cluster = StartCluster(a, dir, curve_dir, nodes, &clock);
+  if (const std::string url = cluster->Announced("dashboard"); !url.empty()) {
+    std::fprintf(stderr, "[strata] dashboard %s\n", url.c_str());
   }
-  pid_t coord = Start(coord_args, coord_log, pipe_fds[1]);
-  close(pipe_fds[1]);
-  procs.Add(coord);
-  std::string dashboard_url;
-  const std::string endpoint =
-      ReadEndpoint(clock, pipe_fds[0], coord, a.startup_timeout_s, coord_log,
-                   &dashboard_url);
-  close(pipe_fds[0]);
-  if (!dashboard_url.empty()) {
-    std::fprintf(stderr, "[strata] dashboard %s\n", dashboard_url.c_str());
-  }
-  std::vector<pid_t> workers;
-  const std::string worker_bin = FindBinary("strata-worker");
-  for (int i = 0; i < nodes; ++i) {
-    const std::string name = absl::StrCat("node-", i);
-    std::vector<std::string> worker_args = {
-        worker_bin,  "--coordinator", endpoint,     "--node-name",   name,
-        "--address", "127.0.0.1",     "--work-dir", dir + "/" + name};
-    for (const auto& arg : curve_args()) worker_args.push_back(arg);
-    pid_t w = Start(worker_args, dir + "/" + name + ".log");
-    procs.Add(w);
-    workers.push_back(w);
-  }
+  const std::string& endpoint = cluster->endpoint();
   std::fprintf(stderr,
                "[strata] coordinator %s, %d local worker(s), %d rank(s) each; "
                "state and logs in %s\n",
@@ -354,52 +347,19 @@ int Run(const RunArgs& a) {
   std::fprintf(stderr, "[strata] submitted %s\n", job_id.c_str());
 
   RunSummary summary;
+  FaultInjector injector(std::move(injects), cluster.get());
   int64_t step = -1;  // the newest any rank reported
   auto on_status = [&](const control::JobInfo& job) {
     summary.Observe(job);
     for (const auto& s : job.steps()) step = std::max(step, s.step());
-    for (auto it = injects.begin(); it != injects.end();) {
-      int pid = 0;  // the rank's process, from its worker's report
-      for (const auto& r : job.ranks()) {
-        if (r.rank() == it->rank && r.state() == control::RANK_RUNNING)
-          pid = r.pid();
-      }
-      if (it->kind == InjectSpec::Kind::kSlowNode &&
-          it->node < static_cast<int>(workers.size())) {
-        pid = workers[it->node];  // every rank below the worker
-      }
-      const bool rank_fault = it->kind != InjectSpec::Kind::kKillWorker;
-      if (step < it->step || (rank_fault && pid <= 0)) {
-        ++it;
-        continue;
-      }
-      std::fprintf(stderr, "[strata] fault injection at step %lld: %s\n",
-                   static_cast<long long>(step), it->text.c_str());
-      if (it->kind == InjectSpec::Kind::kKillWorker) {
-        if (it->node < static_cast<int>(workers.size())) {
-          kill(workers[it->node], SIGKILL);
-        }
-      } else {
-        std::vector<std::string> args = InjectArgs(*it, pid);
-        args.insert(args.begin(), FindBinary("strata-inject"));
-        procs.Add(Start(args, dir + "/inject.log"));
-      }
-      it = injects.erase(it);
-    }
+    injector.OnStatus(job, step);
   };
   int rc = WaitForJob(clock, client, job_id, /*follow=*/true, 15000, on_status,
                       &g_interrupted);
-  procs.StopAll();
-  // A job can end before this command sees the step an injection waits for
-  // (steps of a few ms pass between two status polls): say so, or the run
-  // reads as if the fault had been survived.
-  for (const auto& it : injects) {
-    std::fprintf(stderr,
-                 "[strata] fault injection did not run: %s (the newest step "
-                 "seen was %lld; make the job longer or inject earlier)\n",
-                 it.text.c_str(), static_cast<long long>(step));
-  }
+  cluster->Stop();
+  injector.ReportNotRun(step);
   summary.Print();
+  std::error_code ec;
   if (!a.keep && a.state_dir.empty() && rc == 0) {
     std::filesystem::remove_all(dir, ec);
   } else {

@@ -1,8 +1,9 @@
-# strata_add_tests(DIR dir LIBS lib... [LABELS label...]): registers every
-# *_test.cc under DIR as its own gtest executable and ctest test (named after
-# the file), with the given ctest labels.
+# strata_add_tests(DIR dir LIBS lib... [LABELS label...] [ENV NAME=value...]):
+# registers every *_test.cc under DIR as its own gtest executable and ctest
+# test (named after the file), with the given ctest labels; each test's
+# environment has STRATA_SOURCE_DIR, STRATA_BINARY_DIR and the ENV entries.
 function(strata_add_tests)
-  cmake_parse_arguments(ARG "" "DIR" "LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "DIR" "LIBS;LABELS;ENV" ${ARGN})
   if(NOT STRATA_BUILD_TESTS)
     return()
   endif()
@@ -14,8 +15,9 @@ function(strata_add_tests)
     add_executable(${name} ${src})
     target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
     add_test(NAME ${name} COMMAND ${name})
-    set_tests_properties(${name} PROPERTIES TIMEOUT 300
-      ENVIRONMENT "STRATA_SOURCE_DIR=${CMAKE_SOURCE_DIR};STRATA_BINARY_DIR=${CMAKE_BINARY_DIR}")
+    set(env "STRATA_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
+      "STRATA_BINARY_DIR=${CMAKE_BINARY_DIR}" ${ARG_ENV})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "${env}")
     if(ARG_LABELS)
       set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
     endif()

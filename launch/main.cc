@@ -186,6 +186,129 @@ JobFacts SetUpOnRankZero(const Flags& f, const std::string& node_addr,
   return j;
 }
 
+// A collective failed: the ranks are out of step, so the whole job stops.
+[[noreturn]] void FailCollective(const MpiWorld& world, const Status& st) {
+  std::fprintf(stderr, "strata-exec: rank %d: %s\n", world.rank(),
+               std::string(st.message()).c_str());
+  world.Abort(kExitSetup);
+}
+
+// Whether tp*pp*cp divides the world; every rank computes the same verdict
+// and rank 0 says why not.
+bool WorldFitsParallelism(const MpiWorld& world, const Flags& f) {
+  if (placement::DataParallelSize(world.size(), f.tp, f.pp, f.cp) != 0) {
+    return true;
+  }
+  if (world.rank() == 0) {
+    std::fprintf(stderr,
+                 "strata-exec: world size %d is not divisible by tp*pp*cp "
+                 "= %lld (--tp %d --pp %d --cp %d)\n",
+                 world.size(), static_cast<long long>(f.tp) * f.pp * f.cp, f.tp,
+                 f.pp, f.cp);
+  }
+  return false;
+}
+
+// Who runs where (launch/nodes.h): every rank's node name, hostname and
+// reachable address; each rank binds an address its peers can reach.
+// Every rank sees the same facts and fails the same way (rank 0 prints).
+StatusOr<JobNodes> DiscoverNodes(MpiWorld& world, const Flags& f,
+                                 const Logger& log) {
+  RankHost me;
+  me.node_name = f.node_name;
+  char hostname[256] = {};
+  gethostname(hostname, sizeof(hostname) - 1);
+  me.hostname = hostname;
+  if (auto a = net::ReachableHostAddress(); a.ok()) me.address = *a;
+  auto gathered = world.AllGather(me.Encode());
+  if (!gathered.ok()) FailCollective(world, gathered.status());
+  std::vector<RankHost> hosts;
+  for (const std::string& g : *gathered) hosts.push_back(RankHost::Decode(g));
+  auto nodes = GroupNodes(hosts);
+  if (!nodes.ok()) {
+    if (world.rank() == 0) {
+      std::fprintf(stderr, "strata-exec: %s\n",
+                   std::string(nodes.status().message()).c_str());
+    }
+    return nodes.status();
+  }
+  if (world.rank() == 0 &&
+      !NodesAreContiguousEqualBlocks(nodes->node_of_rank)) {
+    log->warn(
+        "ranks are not in equal contiguous blocks per node (e.g. --map-by "
+        "node); strata's runtime expects mpirun's default by-slot mapping");
+  }
+  return nodes;
+}
+
+// Rank 0 decides the job-wide facts (starting the store in *store_server)
+// and broadcasts them; an error when rank 0's setup failed (it prints why).
+StatusOr<JobFacts> AgreeOnJobFacts(
+    MpiWorld& world, const Flags& f, const JobNodes& nodes,
+    std::unique_ptr<comm::TcpStoreServer>* store_server) {
+  JobFacts mine;
+  if (world.rank() == 0) {
+    mine = SetUpOnRankZero(f, nodes.nodes[0].address, store_server);
+  }
+  auto facts_wire = world.Broadcast(mine.Encode());
+  if (!facts_wire.ok()) FailCollective(world, facts_wire.status());
+  JobFacts facts = JobFacts::Decode(*facts_wire);
+  if (facts.error.empty()) return facts;
+  if (world.rank() == 0) {
+    std::fprintf(stderr, "strata-exec: %s\n", facts.error.c_str());
+  }
+  return absl::FailedPreconditionError(facts.error);
+}
+
+// This rank's environment (placement/rank_env.h) from the nodes and facts.
+placement::RankEnv RankEnvironment(const MpiWorld& world, const Flags& f,
+                                   const JobNodes& nodes, const JobFacts& facts,
+                                   const Logger& log) {
+  placement::JobEndpoints job;
+  job.job_id = facts.job_id;
+  job.master_addr = facts.master_addr;
+  job.master_port = facts.master_port;
+  job.store = absl::StrCat("tcp://", facts.master_addr, ":", facts.store_port);
+  job.ckpt_uri = f.ckpt;
+  auto plan = placement::PlanForNodes(nodes.node_of_rank, f.tp, f.pp, f.cp);
+  if (!plan.ok()) FailCollective(world, plan.status());
+  auto env = placement::RankEnvFor(*plan, world.rank(), nodes.nodes, job);
+  if (!env.ok()) FailCollective(world, env.status());
+  log->info("rank {}: node {} ({}, {}), local rank {}/{}, store {}",
+            world.rank(), env->node_rank, env->node_name, env->node_addr,
+            env->local_rank, env->local_world_size, env->store_uri);
+  return *std::move(env);
+}
+
+// Releases the command with `env`, forwards signals to it and waits; a
+// failed command aborts the job with its code. Then the barrier that keeps
+// rank 0's store up until every rank is done with it, and MPI_Finalize.
+int RunCommand(MpiWorld& world, PreforkedChild& child,
+               const std::vector<std::string>& inherited_env,
+               const placement::RankEnv& env,
+               comm::TcpStoreServer* store_server, const Logger& log) {
+  ForwardSignalsTo(child.pid());
+  Status released =
+      child.Release(ChildEnvironment(inherited_env, placement::Variables(env)));
+  if (!released.ok()) FailCollective(world, released);
+  auto code = child.Wait();
+  if (!code.ok()) FailCollective(world, code.status());
+  if (*code != 0) {
+    std::fprintf(stderr,
+                 "strata-exec: rank %d: command exited with code %d%s; "
+                 "aborting the job\n",
+                 world.rank(), *code,
+                 *code > 128 ? " (128 + signal number)" : "");
+    world.Abort(*code);
+  }
+  Status st = world.PollingBarrier();
+  if (!st.ok()) FailCollective(world, st);
+  if (store_server) store_server->Stop();
+  st = world.Finalize();
+  if (!st.ok()) log->warn("MPI_Finalize: {}", std::string(st.message()));
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   Flags f;
   if (auto code = ParseFlags(argc, argv, &f)) return *code;
@@ -210,103 +333,26 @@ int Run(int argc, char** argv) {
                  std::string(world.status().message()).c_str());
     return kExitSetup;
   }
-  const int rank = world->rank();
-  auto fail_collective = [&](const Status& st) {
-    std::fprintf(stderr, "strata-exec: rank %d: %s\n", rank,
-                 std::string(st.message()).c_str());
-    world->Abort(kExitSetup);
-  };
-
-  // Every rank computes the same verdict.
-  if (placement::DataParallelSize(world->size(), f.tp, f.pp, f.cp) == 0) {
-    if (rank == 0) {
-      std::fprintf(stderr,
-                   "strata-exec: world size %d is not divisible by tp*pp*cp "
-                   "= %lld (--tp %d --pp %d --cp %d)\n",
-                   world->size(), static_cast<long long>(f.tp) * f.pp * f.cp,
-                   f.tp, f.pp, f.cp);
-    }
+  if (!WorldFitsParallelism(*world, f)) {
     world->Finalize().IgnoreError();
     return kExitUsage;
   }
-
-  // Who runs where (launch/nodes.h): every rank's node name, hostname and
-  // reachable address; each rank binds an address its peers can reach.
-  RankHost me;
-  me.node_name = f.node_name;
-  char hostname[256] = {};
-  gethostname(hostname, sizeof(hostname) - 1);
-  me.hostname = hostname;
-  if (auto a = net::ReachableHostAddress(); a.ok()) me.address = *a;
-  auto gathered = world->AllGather(me.Encode());
-  if (!gathered.ok()) fail_collective(gathered.status());
-  std::vector<RankHost> hosts;
-  for (const std::string& g : *gathered) hosts.push_back(RankHost::Decode(g));
-  auto nodes = GroupNodes(hosts);
-  if (!nodes.ok()) {  // every rank sees the same facts and fails the same way
-    if (rank == 0) {
-      std::fprintf(stderr, "strata-exec: %s\n",
-                   std::string(nodes.status().message()).c_str());
-    }
+  auto nodes = DiscoverNodes(*world, f, log);
+  if (!nodes.ok()) {
     world->Finalize().IgnoreError();
     return kExitSetup;
   }
-  if (rank == 0 && !NodesAreContiguousEqualBlocks(nodes->node_of_rank)) {
-    log->warn(
-        "ranks are not in equal contiguous blocks per node (e.g. --map-by "
-        "node); strata's runtime expects mpirun's default by-slot mapping");
-  }
-
   std::unique_ptr<comm::TcpStoreServer> store_server;  // rank 0 only
-  JobFacts mine;
-  if (rank == 0) {
-    mine = SetUpOnRankZero(f, nodes->nodes[0].address, &store_server);
-  }
-  auto facts_wire = world->Broadcast(mine.Encode());
-  if (!facts_wire.ok()) fail_collective(facts_wire.status());
-  const JobFacts facts = JobFacts::Decode(*facts_wire);
-  if (!facts.error.empty()) {
-    if (rank == 0)
-      std::fprintf(stderr, "strata-exec: %s\n", facts.error.c_str());
+  auto facts = AgreeOnJobFacts(*world, f, *nodes, &store_server);
+  if (!facts.ok()) {
     if (store_server) store_server->Stop();
     world->Finalize().IgnoreError();
     return kExitSetup;
   }
-
-  placement::JobEndpoints job;
-  job.job_id = facts.job_id;
-  job.master_addr = facts.master_addr;
-  job.master_port = facts.master_port;
-  job.store = absl::StrCat("tcp://", facts.master_addr, ":", facts.store_port);
-  job.ckpt_uri = f.ckpt;
-  auto plan = placement::PlanForNodes(nodes->node_of_rank, f.tp, f.pp, f.cp);
-  if (!plan.ok()) fail_collective(plan.status());
-  auto env = placement::RankEnvFor(*plan, rank, nodes->nodes, job);
-  if (!env.ok()) fail_collective(env.status());
-  log->info("rank {}: node {} ({}, {}), local rank {}/{}, store {}", rank,
-            env->node_rank, env->node_name, env->node_addr, env->local_rank,
-            env->local_world_size, env->store_uri);
-
-  ForwardSignalsTo((*child)->pid());
-  Status released = (*child)->Release(
-      ChildEnvironment(inherited_env, placement::Variables(*env)));
-  if (!released.ok()) fail_collective(released);
-  auto code = (*child)->Wait();
-  if (!code.ok()) fail_collective(code.status());
-  if (*code != 0) {
-    std::fprintf(stderr,
-                 "strata-exec: rank %d: command exited with code %d%s; "
-                 "aborting the job\n",
-                 rank, *code, *code > 128 ? " (128 + signal number)" : "");
-    world->Abort(*code);
-  }
-  // The store must outlive every rank's use of it: wait for all ranks.
-  Status st = world->PollingBarrier();
-  if (!st.ok()) fail_collective(st);
-  if (store_server) store_server->Stop();
-  st = world->Finalize();
-  if (!st.ok()) log->warn("MPI_Finalize: {}", std::string(st.message()));
-  return 0;
+  const placement::RankEnv env =
+      RankEnvironment(*world, f, *nodes, *facts, log);
+  return RunCommand(*world, **child, inherited_env, env, store_server.get(),
+                    log);
 }
 
 }  // namespace

@@ -193,6 +193,123 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
   return strata::train::DataSource::Check(f.data, cfg.vocab, cfg.seq);
 }
 
+strata::train::TrainOptions MakeTrainOptions(
+    const Flags& f, const strata::train::ModelConfig& cfg,
+    const strata::RankInfo& info, const std::vector<int>& stage_layers,
+    const std::string& uri) {
+  strata::train::TrainOptions o;
+  o.model = cfg;
+  o.par = {info.tp,      info.pp,      info.dp,     info.tp_rank,
+           info.pp_rank, info.dp_rank, stage_layers};
+  o.global_batch = f.batch;
+  o.micro_batch = f.micro;
+  o.zero1 = f.zero == 1;
+  o.seed = f.seed;
+  o.lr = f.lr;
+  o.warmup_steps = f.warmup;
+  o.data_file = f.data;
+  o.ckpt_uri = uri;
+  o.ckpt_every = f.ckpt_every;
+  o.keep_last = f.ckpt_keep;
+  o.max_save_failures = f.ckpt_max_failures;
+  o.on_nonfinite = f.on_nonfinite == "rollback"
+                       ? strata::train::TrainOptions::OnNonFinite::kRollback
+                       : strata::train::TrainOptions::OnNonFinite::kStop;
+  o.max_rollbacks = f.max_rollbacks;
+  return o;
+}
+
+// --resume: loads the newest committed checkpoint; the printer rank says
+// where training continues.
+strata::Status Resume(strata::train::Trainer& trainer, const Flags& f,
+                      const strata::RankInfo& info, const std::string& uri,
+                      bool printer) {
+  auto from = trainer.Resume();
+  if (!from.ok()) return from.status();
+  if (printer && *from > 0) {
+    std::printf("resumed step=%lld tp=%d pp=%d dp=%d\n",
+                static_cast<long long>(*from), info.tp, info.pp, info.dp);
+  } else if (printer) {
+    std::printf("resume: no checkpoint at %s yet, starting at step 0\n",
+                uri.c_str());
+  }
+  if (printer && *from >= f.steps) {
+    std::printf("resume: step %lld >= --steps %d, nothing to train\n",
+                static_cast<long long>(*from), f.steps);
+  }
+  return absl::OkStatus();
+}
+
+void PrintHeader(const Flags& f, const strata::train::ModelConfig& cfg,
+                 const strata::RankInfo& info,
+                 const std::vector<int>& stage_layers, int threads) {
+  std::printf(
+      "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d%s "
+      "threads_per_rank=%d\n",
+      f.model.c_str(),
+      static_cast<long long>(strata::train::ParameterCount(cfg)), info.tp,
+      info.pp, info.dp, f.zero, f.batch,
+      stage_layers.empty()
+          ? ""
+          : absl::StrCat(" layers_per_stage=", absl::StrJoin(stage_layers, ","))
+                .c_str(),
+      threads);
+  std::fflush(stdout);
+}
+
+// The step's telemetry (docs/runtime.md): sections named *_total are
+// running totals; the loss is known on the last stage only.
+void RecordStep(strata::Runtime& rt, const strata::train::Trainer& trainer,
+                const strata::train::StepResult& r,
+                const strata::RankInfo& info, int steps) {
+  strata::StepTimer& timer = rt.timer();
+  timer.SetTotalSteps(steps);
+  timer.SetCheckpointStep(trainer.committed_step());
+  timer.Add("checkpoint_stall_total", trainer.checkpoint_stall_s());
+  timer.Add("forward", r.forward_s);
+  timer.Add("backward", r.backward_s);
+  timer.Add("grad_reduce", r.grad_reduce_s);
+  timer.Add("optimizer", r.optimizer_s);
+  timer.Add("checkpoint", r.checkpoint_s);
+  timer.EndStep(r.step, r.tokens, info.pp_rank == info.pp - 1 ? r.loss : NAN);
+}
+
+// Steps until --steps; the printer rank prints each step (and rollbacks).
+// With STRATA_FLIGHT_RECORDER_AB the step line says whether the flight
+// recorder ran (strata-bench observe splits the steps by it).
+strata::Status TrainSteps(strata::Runtime& rt, strata::train::Trainer& trainer,
+                          const Flags& f, const strata::RankInfo& info,
+                          bool printer) {
+  const bool ab = info.flight_recorder_ab > 0;
+  while (trainer.step() < f.steps) {
+    const bool recording = rt.BeginStep(trainer.step());
+    auto r = trainer.Step();
+    if (!r.ok()) return r.status();
+    if (r->rolled_back_from > 0) {
+      if (printer) {
+        std::printf(
+            "rollback: step %lld loss=%g grad_norm=%g not finite, "
+            "rolled back to step %lld\n",
+            static_cast<long long>(r->rolled_back_from), r->loss, r->grad_norm,
+            static_cast<long long>(r->step));
+        std::fflush(stdout);
+      }
+      continue;
+    }
+    RecordStep(rt, trainer, *r, info, f.steps);
+    if (printer) {
+      std::printf("step=%lld loss=%.8f tokens_per_s=%.1f step_s=%.4f%s\n",
+                  static_cast<long long>(r->step), r->loss,
+                  r->tokens / r->seconds, r->seconds,
+                  !ab         ? ""
+                  : recording ? " recorder=on"
+                              : " recorder=off");
+      std::fflush(stdout);
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Run(const Flags& f) {
   auto cfg = strata::train::ModelPreset(f.model);
   if (!cfg.ok()) return FailStart(2, std::string(cfg.status().message()));
@@ -220,102 +337,22 @@ int Run(const Flags& f) {
     return Fail(absl::IsInvalidArgument(rt.status()) ? 2 : 1,
                 rt.status().ToString());
   }
-  strata::train::TrainOptions o;
-  o.model = *cfg;
-  o.par = {info->tp,      info->pp,      info->dp,     info->tp_rank,
-           info->pp_rank, info->dp_rank, *stage_layers};
-  o.global_batch = f.batch;
-  o.micro_batch = f.micro;
-  o.zero1 = f.zero == 1;
-  o.seed = f.seed;
-  o.lr = f.lr;
-  o.warmup_steps = f.warmup;
-  o.data_file = f.data;
-  o.ckpt_uri = uri;
-  o.ckpt_every = f.ckpt_every;
-  o.keep_last = f.ckpt_keep;
-  o.max_save_failures = f.ckpt_max_failures;
-  o.on_nonfinite = f.on_nonfinite == "rollback"
-                       ? strata::train::TrainOptions::OnNonFinite::kRollback
-                       : strata::train::TrainOptions::OnNonFinite::kStop;
-  o.max_rollbacks = f.max_rollbacks;
   strata::train::TrainGroups g{(*rt)->tp(),    (*rt)->pp(), (*rt)->dp(),
                                (*rt)->store(), info->rank,  info->world_size};
-  auto trainer = strata::train::Trainer::Create(o, g);
+  auto trainer = strata::train::Trainer::Create(
+      MakeTrainOptions(f, *cfg, *info, *stage_layers, uri), g);
   if (!trainer.ok()) return Fail(2, std::string(trainer.status().message()));
   const bool printer =
       info->pp_rank == info->pp - 1 && info->tp_rank == 0 && info->dp_rank == 0;
   if (f.resume) {
-    auto from = (*trainer)->Resume();
-    if (!from.ok()) return Fail(1, "resume: " + from.status().ToString());
-    if (printer && *from > 0) {
-      std::printf("resumed step=%lld tp=%d pp=%d dp=%d\n",
-                  static_cast<long long>(*from), info->tp, info->pp, info->dp);
-    } else if (printer) {
-      std::printf("resume: no checkpoint at %s yet, starting at step 0\n",
-                  uri.c_str());
-    }
-    if (printer && *from >= f.steps) {
-      std::printf("resume: step %lld >= --steps %d, nothing to train\n",
-                  static_cast<long long>(*from), f.steps);
+    if (auto s = Resume(**trainer, f, *info, uri, printer); !s.ok()) {
+      return Fail(1, "resume: " + s.ToString());
     }
   }
-  if (printer) {
-    std::printf(
-        "model=%s params=%lld tp=%d pp=%d dp=%d zero=%d global_batch=%d%s "
-        "threads_per_rank=%d\n",
-        f.model.c_str(),
-        static_cast<long long>(strata::train::ParameterCount(*cfg)), info->tp,
-        info->pp, info->dp, f.zero, f.batch,
-        stage_layers->empty() ? ""
-                              : absl::StrCat(" layers_per_stage=",
-                                             absl::StrJoin(*stage_layers, ","))
-                                    .c_str(),
-        threads);
-    std::fflush(stdout);
-  }
-  // With STRATA_FLIGHT_RECORDER_AB the step line says whether the flight
-  // recorder ran (strata-bench observe splits the steps by it).
-  const bool ab = info->flight_recorder_ab > 0;
-  while ((*trainer)->step() < f.steps) {
-    const bool recording = (*rt)->BeginStep((*trainer)->step());
-    auto r = (*trainer)->Step();
-    if (!r.ok()) {
-      (void)(*trainer)->Finish();  // the saves in flight are good states
-      return Fail(1, r.status().ToString());
-    }
-    if (r->rolled_back_from > 0) {
-      if (printer) {
-        std::printf(
-            "rollback: step %lld loss=%g grad_norm=%g not finite, "
-            "rolled back to step %lld\n",
-            static_cast<long long>(r->rolled_back_from), r->loss, r->grad_norm,
-            static_cast<long long>(r->step));
-        std::fflush(stdout);
-      }
-      continue;
-    }
-    // Cumulative: sections named *_total are running totals (docs/runtime.md).
-    strata::StepTimer& timer = (*rt)->timer();
-    timer.SetTotalSteps(f.steps);
-    timer.SetCheckpointStep((*trainer)->committed_step());
-    timer.Add("checkpoint_stall_total", (*trainer)->checkpoint_stall_s());
-    timer.Add("forward", r->forward_s);
-    timer.Add("backward", r->backward_s);
-    timer.Add("grad_reduce", r->grad_reduce_s);
-    timer.Add("optimizer", r->optimizer_s);
-    timer.Add("checkpoint", r->checkpoint_s);
-    (*rt)->timer().EndStep(r->step, r->tokens,
-                           info->pp_rank == info->pp - 1 ? r->loss : NAN);
-    if (printer) {
-      std::printf("step=%lld loss=%.8f tokens_per_s=%.1f step_s=%.4f%s\n",
-                  static_cast<long long>(r->step), r->loss,
-                  r->tokens / r->seconds, r->seconds,
-                  !ab         ? ""
-                  : recording ? " recorder=on"
-                              : " recorder=off");
-      std::fflush(stdout);
-    }
+  if (printer) PrintHeader(f, *cfg, *info, *stage_layers, threads);
+  if (auto s = TrainSteps(**rt, **trainer, f, *info, printer); !s.ok()) {
+    (void)(*trainer)->Finish();  // the saves in flight are good states
+    return Fail(1, s.ToString());
   }
   if (auto s = (*trainer)->Finish(); !s.ok()) {
     return Fail(1, "checkpoint: " + s.ToString());

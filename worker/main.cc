@@ -13,6 +13,8 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -20,8 +22,8 @@
 #include "common/clock.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
-#include "common/service_notify.h"
 #include "common/net.h"
+#include "common/service_notify.h"
 #include "control/dealer_client.h"
 #include "placement/rank_env.h"
 #include "topology/probe/peer_bandwidth.h"
@@ -49,146 +51,128 @@ std::string StoreUri(const std::string& coordinator) {
   }
   return coordinator;
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"strata worker: runs a node's ranks for the coordinator"};
+struct Flags {
   std::string coordinator, node_name, address, work_dir;
+  std::string curve_dir;  // docs/control-plane.md "Security"
+  std::string peer;
   int64_t grace_ms = 600000;
-  app.add_option("--coordinator", coordinator,
+  strata::worker::WorkDirGcOptions gc;  // worker/work_dir_gc.h
+  int64_t retention_s = gc.retention_ms / 1000;
+};
+
+void AddFlags(CLI::App& app, Flags* f) {
+  app.add_option("--coordinator", f->coordinator,
                  "coordinator endpoint, e.g. tcp://10.0.0.1:7077")
       ->required();
-  app.add_option("--node-name", node_name, "node name (default: hostname)");
-  app.add_option("--address", address,
+  app.add_option("--node-name", f->node_name, "node name (default: hostname)");
+  app.add_option("--address", f->address,
                  "host this node's ranks are reached at (MASTER_ADDR for "
                  "rank 0; default: hostname)");
-  app.add_option("--work-dir", work_dir,
+  app.add_option("--work-dir", f->work_dir,
                  "rank output and plan files (default: $TMPDIR/strata-<node>)");
-  std::string curve_dir;  // docs/control-plane.md "Security"
-  app.add_option("--curve-dir", curve_dir,
+  app.add_option("--curve-dir", f->curve_dir,
                  "CURVE client keys and server.key (default: $STRATA_CURVE_DIR,"
                  " else plaintext)");
-  std::string peer;
-  app.add_option("--peer", peer,
+  app.add_option("--peer", f->peer,
                  "measure TCP bandwidth to HOST:PORT (`strata probe "
                  "--serve-peer PORT` there) and report it in the probe");
-  strata::worker::WorkDirGcOptions gc_options;  // worker/work_dir_gc.h
-  int64_t retention_s = gc_options.retention_ms / 1000;
-  app.add_option("--job-dir-retention-s", retention_s,
+  app.add_option("--job-dir-retention-s", f->retention_s,
                  "remove an ended job's directory under --work-dir this long "
                  "after its last output")
       ->check(CLI::Range(int64_t{0}, int64_t{10} * 365 * 86400))
       ->capture_default_str();
-  app.add_option("--max-ended-job-dirs", gc_options.max_ended_jobs,
+  app.add_option("--max-ended-job-dirs", f->gc.max_ended_jobs,
                  "keep at most this many ended jobs' directories (oldest "
                  "removed first)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  app.add_option("--coordinator-grace-ms", grace_ms,
+  app.add_option("--coordinator-grace-ms", f->grace_ms,
                  "keep ranks running this long without an answer from the "
                  "coordinator (paused, restarting, unreachable), then stop "
                  "them; the worker keeps reconnecting either way")
       ->check(CLI::Range(int64_t{100}, int64_t{7} * 24 * 3600 * 1000));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  auto logger = strata::GetLogger("WORKER");
-  strata::RouteProtobufLogs(logger);
-  auto probe = strata::probe::ProbeNode();
-  if (!probe.ok()) {
-    std::cerr << "strata-worker: probe failed: " << probe.status() << "\n";
-    return 1;
-  }
-  // --node-name, else the Slurm node (SLURMD_NODENAME / SLURM_NODEID),
-  // else the hostname.
+}
+
+// Why the worker does not start: the text after "strata-worker: " and the
+// exit code (2: a flag or the node's identity is wrong; 1: the node or the
+// system failed). nullopt: go on.
+struct Refusal {
+  std::string message;
+  int exit_code;
+};
+using Check = std::optional<Refusal>;
+
+// --node-name, else the Slurm node (SLURMD_NODENAME / SLURM_NODEID), else
+// the hostname. It becomes a worker id, file names and KV keys: refuse
+// anything odd.
+Check NameNode(Flags* f, const std::string& hostname) {
   auto identity =
-      strata::worker::NodeIdentity(node_name, probe->hostname(), ::getenv);
-  if (!identity.ok()) {
-    std::cerr << "strata-worker: " << identity.status().message() << "\n";
-    return 2;
+      strata::worker::NodeIdentity(f->node_name, hostname, ::getenv);
+  if (!identity.ok())
+    return Refusal{std::string(identity.status().message()), 2};
+  f->node_name = *identity;
+  if (auto s = strata::control::ValidateNodeName(f->node_name); !s.ok()) {
+    return Refusal{absl::StrCat("--node-name: ", s.message()), 2};
   }
-  node_name = *identity;
-  // It becomes a worker id, file names and KV keys: refuse anything odd.
-  if (auto s = strata::control::ValidateNodeName(node_name); !s.ok()) {
-    std::cerr << "strata-worker: --node-name: " << s.message() << "\n";
-    return 2;
-  }
-  if (address.empty()) address = probe->hostname();
-  // Ranks bind this address (STRATA_NODE_ADDR) and peers on other nodes
-  // connect to it: a name that does not resolve here is refused now.
-  auto resolved = strata::net::ResolveIpv4(address);
+  return std::nullopt;
+}
+
+// Ranks bind this address (STRATA_NODE_ADDR) and peers on other nodes
+// connect to it: a name that does not resolve here is refused now.
+Check ResolveAddress(Flags* f, const std::string& hostname,
+                     const strata::Logger& logger) {
+  if (f->address.empty()) f->address = hostname;
+  auto resolved = strata::net::ResolveIpv4(f->address);
   if (!resolved.ok()) {
-    std::cerr << "strata-worker: this node's address (--address, default the "
-                 "hostname) "
-              << resolved.status().message()
-              << "; pass --address IP or list the host in DNS or /etc/hosts\n";
-    return 2;
+    return Refusal{
+        absl::StrCat("this node's address (--address, default the hostname) ",
+                     resolved.status().message(),
+                     "; pass --address IP or list the host in DNS or "
+                     "/etc/hosts"),
+        2};
   }
   if (strata::net::IsLoopback(*resolved)) {
     logger->warn(
         "this node's address '{}' is loopback ({}): ranks on other nodes "
         "cannot reach this node's ranks; pass --address for multi-node jobs",
-        address, *resolved);
+        f->address, *resolved);
   }
-  if (!peer.empty()) {
-    auto gbps = strata::probe::MeasurePeerGbps(peer);
-    if (!gbps.ok()) {
-      std::cerr << "strata-worker: " << gbps.status() << "\n";
-      return absl::IsInvalidArgument(gbps.status()) ? 2 : 1;
-    }
-    probe->set_peer_gbps(*gbps);
-  }
-  if (work_dir.empty()) {
-    const char* tmp = getenv("TMPDIR");
-    work_dir = absl::StrCat(tmp ? tmp : "/tmp", "/strata-", node_name);
-  }
-  // Private: created 0700, or refused when another user could plant files
-  // in it (docs/security.md "Files").
-  if (auto s = strata::worker::MakePrivateDir(work_dir); !s.ok()) {
-    std::cerr << "strata-worker: --work-dir: " << s.message() << "\n";
-    return 2;
-  }
-  auto curve = strata::control::CurveClientConfigFromFlagOrEnv(curve_dir);
-  if (!curve.ok()) {
-    std::cerr << "strata-worker: " << curve.status().message() << "\n";
-    return 2;
-  }
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
+  return std::nullopt;
+}
 
-  zmq::context_t ctx;
-  const std::string telemetry_ep =
-      absl::StrCat("ipc://", work_dir, "/telemetry.sock");
-  strata::worker::TelemetrySink telemetry(&ctx);
-  if (auto s = telemetry.Bind(telemetry_ep); !s.ok()) {
-    std::cerr << "strata-worker: " << s.message() << "\n";
-    return 1;
+Check MeasurePeer(const Flags& f, strata::control::NodeProbe* probe) {
+  if (f.peer.empty()) return std::nullopt;
+  auto gbps = strata::probe::MeasurePeerGbps(f.peer);
+  if (!gbps.ok()) {
+    return Refusal{gbps.status().ToString(),
+                   absl::IsInvalidArgument(gbps.status()) ? 2 : 1};
   }
-  strata::SystemClock clock;
-  strata::worker::RankSupervisor ranks(
-      &clock, work_dir,
-      {{strata::placement::kStore, StoreUri(coordinator)},
-       {strata::placement::kTelemetry, telemetry_ep}});
-  if (*curve) ranks.SetCurveServerKey((*curve)->server_public_key);
-  strata::control::DealerClient client(&ctx, coordinator, *curve);
-  strata::worker::WorkerAgentOptions options;
-  options.coordinator = coordinator;
-  options.node_name = node_name;
-  options.address = address;
-  options.probe = *probe;
-  options.coordinator_grace_ms = grace_ms;
-  strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
-                                    std::move(options), logger);
-  gc_options.retention_ms = retention_s * 1000;
-  strata::worker::WorkDirGc work_dir_gc(&clock, work_dir, &ranks, gc_options,
-                                        logger);
+  probe->set_peer_gbps(*gbps);
+  return std::nullopt;
+}
+
+// Private: created 0700, or refused when another user could plant files in
+// it (docs/security.md "Files").
+Check PrepareWorkDir(Flags* f) {
+  if (f->work_dir.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    f->work_dir = absl::StrCat(tmp ? tmp : "/tmp", "/strata-", f->node_name);
+  }
+  if (auto s = strata::worker::MakePrivateDir(f->work_dir); !s.ok()) {
+    return Refusal{absl::StrCat("--work-dir: ", s.message()), 2};
+  }
+  return std::nullopt;
+}
+
+// Steps the agent until SIGINT/SIGTERM (0) or until it fails (1), then
+// stops the ranks. Under systemd (deploy/systemd/): READY=1 after the first
+// step (the telemetry socket is bound and the first report went out),
+// WATCHDOG=1 from each loop turn.
+int Serve(strata::worker::WorkerAgent& agent,
+          strata::worker::RankSupervisor& ranks,
+          strata::worker::WorkDirGc& work_dir_gc, const strata::Clock& clock) {
   int exit_code = 0;
-  // Under systemd (deploy/systemd/): READY=1 after the first step (the
-  // telemetry socket is bound and the first report went out), WATCHDOG=1
-  // from each loop turn.
   strata::ServiceNotifier notifier;
   while (!g_stop) {
     if (auto s = agent.Step(); !s.ok()) {
@@ -205,4 +189,65 @@ int main(int argc, char** argv) {
   notifier.Stopping();
   ranks.StopAll(kStopGraceMs);
   return exit_code;
+}
+
+int Refuse(const Refusal& r) {
+  std::cerr << "strata-worker: " << r.message << "\n";
+  return r.exit_code;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata worker: runs a node's ranks for the coordinator"};
+  Flags f;
+  AddFlags(app, &f);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  auto logger = strata::GetLogger("WORKER");
+  strata::RouteProtobufLogs(logger);
+  auto probe = strata::probe::ProbeNode();
+  if (!probe.ok()) {
+    std::cerr << "strata-worker: probe failed: " << probe.status() << "\n";
+    return 1;
+  }
+  if (Check r = NameNode(&f, probe->hostname())) return Refuse(*r);
+  if (Check r = ResolveAddress(&f, probe->hostname(), logger))
+    return Refuse(*r);
+  if (Check r = MeasurePeer(f, &*probe)) return Refuse(*r);
+  if (Check r = PrepareWorkDir(&f)) return Refuse(*r);
+  auto curve = strata::control::CurveClientConfigFromFlagOrEnv(f.curve_dir);
+  if (!curve.ok()) return Refuse({std::string(curve.status().message()), 2});
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  zmq::context_t ctx;
+  const std::string telemetry_ep =
+      absl::StrCat("ipc://", f.work_dir, "/telemetry.sock");
+  strata::worker::TelemetrySink telemetry(&ctx);
+  if (auto s = telemetry.Bind(telemetry_ep); !s.ok()) {
+    return Refuse({std::string(s.message()), 1});
+  }
+  strata::SystemClock clock;
+  strata::worker::RankSupervisor ranks(
+      &clock, f.work_dir,
+      {{strata::placement::kStore, StoreUri(f.coordinator)},
+       {strata::placement::kTelemetry, telemetry_ep}});
+  if (*curve) ranks.SetCurveServerKey((*curve)->server_public_key);
+  strata::control::DealerClient client(&ctx, f.coordinator, *curve);
+  strata::worker::WorkerAgentOptions options;
+  options.coordinator = f.coordinator;
+  options.node_name = f.node_name;
+  options.address = f.address;
+  options.probe = *probe;
+  options.coordinator_grace_ms = f.grace_ms;
+  strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
+                                    std::move(options), logger);
+  f.gc.retention_ms = f.retention_s * 1000;
+  strata::worker::WorkDirGc work_dir_gc(&clock, f.work_dir, &ranks, f.gc,
+                                        logger);
+  return Serve(agent, ranks, work_dir_gc, clock);
 }

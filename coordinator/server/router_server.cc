@@ -97,7 +97,7 @@ void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms,
   limiter_.FlushAll();
 }
 
-bool RouterServer::PollOnce(int timeout_ms) {
+bool RouterServer::WaitReadable(int timeout_ms) {
   zmq::pollitem_t items[2] = {
       {socket_.handle(), 0, ZMQ_POLLIN, 0},
       {monitor_ ? monitor_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
@@ -108,10 +108,12 @@ bool RouterServer::PollOnce(int timeout_ms) {
     return false;
   }
   if (monitor_ && (items[1].revents & ZMQ_POLLIN) != 0) monitor_->Drain();
-  if ((items[0].revents & ZMQ_POLLIN) == 0) return false;
+  return (items[0].revents & ZMQ_POLLIN) != 0;
+}
 
-  // A DEALER message arrives as [identity][payload]; anything else is a
-  // protocol error from the peer.
+// A DEALER message arrives as [identity][payload]; anything else is a
+// protocol error from the peer (PollOnce rejects it).
+std::vector<zmq::message_t> RouterServer::ReceiveFrames() {
   std::vector<zmq::message_t> parts;
   try {
     do {
@@ -127,45 +129,44 @@ bool RouterServer::PollOnce(int timeout_ms) {
     }
   } catch (const zmq::error_t& e) {
     limiter_.Warn("?", "recv", "recv failed: {}", e.what());
-    return false;
+    return {};
   }
-  if (parts.empty()) return false;
-  const std::string peer = PeerOf(parts.back());
-  if (parts.size() != 2) {
-    ++rejects_.malformed;
-    limiter_.Warn(peer, "malformed message",
-                  "rejected message from {} with {} frames (expected "
-                  "identity+1)",
-                  peer, parts.size());
-    return true;
-  }
+  return parts;
+}
+
+control::Reply RouterServer::Answer(const std::vector<zmq::message_t>& parts,
+                                    const std::string& peer) {
   std::string_view frame(parts[1].data<char>(), parts[1].size());
   uint64_t request_id = 0;
   auto request = control::DecodeRequest(frame, &rejects_, &request_id);
-  control::Reply reply;
   if (!request.ok()) {
     limiter_.Warn(peer, "bad request",
                   "rejected request from {} ({} rejects so far): {}", peer,
                   rejects_.Total(), std::string(request.status().message()));
-    reply = control::MakeReply(request_id, request.status());
-  } else if (!curve_) {
-    reply = service_->Handle(*request);
-    ++handled_;
-  } else {
-    // Who ZAP said this connection is (zap_handler.h).
-    const char* user = zmq_msg_gets(parts.back().handle(), "User-Id");
-    auto who = ParseZapUserId(user != nullptr ? user : "");
-    if (!who.ok()) {
-      ++rejects_.malformed;
-      reply = control::MakeReply(
-          request_id, absl::PermissionDeniedError(absl::StrCat(
-                          "no strata identity on this connection: ",
-                          who.status().message())));
-    } else {
-      reply = service_->Handle(*request, *who);
-      ++handled_;
-    }
+    return control::MakeReply(request_id, request.status());
   }
+  if (!curve_) {
+    control::Reply reply = service_->Handle(*request);
+    ++handled_;
+    return reply;
+  }
+  // Who ZAP said this connection is (zap_handler.h).
+  const char* user = zmq_msg_gets(parts.back().handle(), "User-Id");
+  auto who = ParseZapUserId(user != nullptr ? user : "");
+  if (!who.ok()) {
+    ++rejects_.malformed;
+    return control::MakeReply(
+        request_id, absl::PermissionDeniedError(
+                        absl::StrCat("no strata identity on this connection: ",
+                                     who.status().message())));
+  }
+  control::Reply reply = service_->Handle(*request, *who);
+  ++handled_;
+  return reply;
+}
+
+void RouterServer::SendReply(zmq::message_t& identity, control::Reply reply,
+                             const std::string& peer) {
   const uint64_t reply_id = reply.request_id();
   std::string out = control::EncodeReply(std::move(reply));
   if (out.size() > control::kMaxFrameBytes) {
@@ -182,11 +183,27 @@ bool RouterServer::PollOnce(int timeout_ms) {
             " bytes); ask for less (one job, fewer events)"))));
   }
   try {
-    socket_.send(parts[0], zmq::send_flags::sndmore);
+    socket_.send(identity, zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(out), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
     limiter_.Warn(peer, "send", "send reply to {} failed: {}", peer, e.what());
   }
+}
+
+bool RouterServer::PollOnce(int timeout_ms) {
+  if (!WaitReadable(timeout_ms)) return false;
+  std::vector<zmq::message_t> parts = ReceiveFrames();
+  if (parts.empty()) return false;
+  const std::string peer = PeerOf(parts.back());
+  if (parts.size() != 2) {
+    ++rejects_.malformed;
+    limiter_.Warn(peer, "malformed message",
+                  "rejected message from {} with {} frames (expected "
+                  "identity+1)",
+                  peer, parts.size());
+    return true;
+  }
+  SendReply(parts[0], Answer(parts, peer), peer);
   return true;
 }
 

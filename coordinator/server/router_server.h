@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/clock.h"
@@ -72,6 +73,18 @@ class RouterServer {
 
  private:
   Status StartSecurity();
+  // Waits up to `timeout_ms` for a message (draining the handshake
+  // monitor); true if the socket has one.
+  bool WaitReadable(int timeout_ms);
+  // One message's frames (at most 16; the rest drained); empty on error.
+  std::vector<zmq::message_t> ReceiveFrames();
+  // The reply to one [identity][payload] message from `peer`.
+  control::Reply Answer(const std::vector<zmq::message_t>& parts,
+                        const std::string& peer);
+  // Encodes `reply` (ResourceExhausted when over a frame) and sends it to
+  // `identity`.
+  void SendReply(zmq::message_t& identity, control::Reply reply,
+                 const std::string& peer);
 
   zmq::context_t* context_;
   std::optional<control::CurveServerConfig> curve_;

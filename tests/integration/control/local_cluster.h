@@ -1,21 +1,26 @@
 // A real strata-coordinator and N strata-workers as separate processes on
-// this host (ipc:// control endpoint, ranks reach each other on 127.0.0.1),
-// for multi-process control-plane tests. Everything is SIGKILLed and reaped
-// when the cluster goes out of scope.
+// this host (control/local_cluster.h; ipc:// control endpoint, ranks reach
+// each other on 127.0.0.1), with the control calls the multi-process
+// control-plane tests make. Everything is SIGKILLed and reaped when the
+// cluster goes out of scope.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/clock.h"
 #include "control/dealer_client.h"
+#include "control/local_cluster.h"
 #include "tests/integration/control/process_util.h"
 
 namespace strata::testing {
@@ -28,50 +33,43 @@ class LocalCluster {
   LocalCluster(int workers, int heartbeat_ms = 500,
                std::vector<std::string> worker_args = {})
       : bin_(std::getenv("STRATA_BINARY_DIR") ? std::getenv("STRATA_BINARY_DIR")
-                                              : "."),
-        heartbeat_ms_(heartbeat_ms) {
+                                              : ".") {
     static int counter = 0;
     dir_ = "/tmp/strata-cluster-" + std::to_string(getpid()) + "-" +
            std::to_string(counter++);
     std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     endpoint_ = "ipc://" + dir_ + "/coordinator.sock";
-    StartCoordinator();
-    for (int i = 0; i < workers; ++i) {
-      std::vector<std::string> args = {bin_ + "/worker/strata-worker",
-                                       "--coordinator",
-                                       endpoint_,
-                                       "--node-name",
-                                       "node-" + std::to_string(i),
-                                       "--address",
-                                       "127.0.0.1",
-                                       "--work-dir",
-                                       dir_ + "/node-" + std::to_string(i)};
-      args.insert(args.end(), worker_args.begin(), worker_args.end());
-      pid_t pid = Spawn(args, dir_ + "/worker-" + std::to_string(i) + ".log");
-      workers_.push_back(pid);
-    }
+    control::LocalClusterOptions o;
+    o.dir = dir_;
+    o.coordinator_binary = bin_ + "/coordinator/strata-coordinator";
+    o.worker_binary = bin_ + "/worker/strata-worker";
+    o.workers = workers;
+    o.listen = endpoint_;
+    o.heartbeat_ms = heartbeat_ms;
+    o.state_subdir = "state";
+    o.worker_log = "worker-{i}.log";
+    o.worker_args = std::move(worker_args);
+    o.stop_grace_ms = 0;  // SIGKILL: the tests reap at once
+    auto started = control::LocalCluster::Start(std::move(o), &clock_);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (started.ok()) cluster_ = *std::move(started);
     client_ = std::make_unique<control::DealerClient>(&ctx_, endpoint_);
   }
   ~LocalCluster() {
-    for (pid_t& p : workers_) KillAndReap(p);
-    KillAndReap(coordinator_);
+    cluster_.reset();
     if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
   }
 
   void StartCoordinator() {
-    coordinator_ = Spawn({bin_ + "/coordinator/strata-coordinator",
-                          "--state-dir", dir_ + "/state", "--listen", endpoint_,
-                          "--heartbeat-ms", std::to_string(heartbeat_ms_)},
-                         dir_ + "/coordinator.log");
+    ASSERT_TRUE(cluster_ != nullptr);
+    Status s = cluster_->StartCoordinator();
+    EXPECT_TRUE(s.ok()) << s;
   }
   void KillCoordinator() {
-    KillAndReap(coordinator_);
-    coordinator_ = -1;
+    if (cluster_) cluster_->KillCoordinator();
   }
   void KillWorker(int i) {
-    KillAndReap(workers_[i]);
-    workers_[i] = -1;
+    if (cluster_) cluster_->KillWorker(i);
   }
 
   // Retries while the coordinator (re)starts, up to ~10 s.
@@ -162,14 +160,17 @@ class LocalCluster {
   const std::string& dir() const { return dir_; }
   const std::string& bin() const { return bin_; }
   // -1 while it is not running.
-  pid_t coordinator_pid() const { return coordinator_; }
-  pid_t worker_pid(int i) const { return workers_[i]; }
+  pid_t coordinator_pid() const {
+    return cluster_ ? cluster_->coordinator_pid() : -1;
+  }
+  pid_t worker_pid(int i) const {
+    return cluster_ ? cluster_->worker_pid(i) : -1;
+  }
 
  private:
   std::string bin_, dir_, endpoint_;
-  int heartbeat_ms_;
-  pid_t coordinator_ = -1;
-  std::vector<pid_t> workers_;
+  SystemClock clock_;
+  std::unique_ptr<control::LocalCluster> cluster_;
   zmq::context_t ctx_;
   std::unique_ptr<control::DealerClient> client_;
 };
