@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--curve-dir", curve_dir,
                  "CURVE client keys and server.key (default: $STRATA_CURVE_DIR,"
                  " else plaintext)");
+  std::string rank_user;  // docs/security.md "Ranks as another user"
+  app.add_option("--rank-user", rank_user,
+                 "run ranks as this less privileged user (worker as root)");
   std::string peer;
   app.add_option("--peer", peer,
                  "measure TCP bandwidth to HOST:PORT (`strata probe "
@@ -173,6 +176,15 @@ int main(int argc, char** argv) {
       {{strata::placement::kStore, StoreUri(coordinator)},
        {strata::placement::kTelemetry, telemetry_ep}});
   if (*curve) ranks.SetCurveServerKey((*curve)->server_public_key);
+  telemetry.SetRanks(&ranks);  // reports only from ranks it started
+  if (!rank_user.empty()) {
+    auto user = strata::worker::LookUpRankUser(rank_user);
+    strata::Status s = user.ok() ? ranks.SetRankUser(*user) : user.status();
+    if (!s.ok()) {
+      std::cerr << "strata-worker: " << s.message() << "\n";
+      return 2;
+    }
+  }
   strata::control::DealerClient client(&ctx, coordinator, *curve);
   strata::worker::WorkerAgentOptions options;
   options.coordinator = coordinator;
