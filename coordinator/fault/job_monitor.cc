@@ -244,7 +244,11 @@ std::vector<fault::FaultEvent> JobMonitor::Feed(Pending& p) {
           known && own != spent.end() ? (most - own->second) * scale : 0.0;
       Keep(lates_[rank], *sample.late_s);
     }
-    for (auto& e : stragglers_.Add(sample)) out.push_back(std::move(e));
+    for (auto& e : stragglers_.Add(sample)) {
+      e.evidence += recorded ? "; arrivals from the flight recorders"
+                             : "; arrivals from the waits the ranks report";
+      out.push_back(std::move(e));
+    }
   }
   return out;
 }
