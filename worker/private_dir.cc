@@ -110,6 +110,15 @@ Status OpenToGroup(const std::string& path, gid_t gid) {
   });
 }
 
+Status HandTo(const std::string& path, uid_t uid, gid_t gid) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open " + path);
+  const int err = fchown(fd, uid, gid) == 0 ? 0 : errno;
+  close(fd);
+  if (err != 0) return ErrnoToStatus(err, absl::StrCat("chown ", uid, " ", path));
+  return absl::OkStatus();
+}
+
 Status OpenDirToGroup(const std::string& path, gid_t gid) {
   RETURN_IF_ERROR(MakePrivateDir(path));
   return OpenToGroup(path, gid);

@@ -39,6 +39,10 @@ Status OpenDirToGroup(const std::string& path, gid_t gid);
 // symlink is refused.
 Status OpenToGroup(const std::string& path, gid_t gid);
 
+// Gives `path` (a file or directory) to `uid`:`gid`, mode unchanged,
+// without following a symlink. NotFound when it does not exist.
+Status HandTo(const std::string& path, uid_t uid, gid_t gid);
+
 // A directory owned by `uid`:`gid`, mode 0700, for a rank run as that
 // user: created (and handed over) if missing, else accepted only if it is
 // a real directory already owned by `uid` and not writable by others.

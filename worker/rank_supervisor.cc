@@ -135,7 +135,13 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   if (prepared.ok() && !order.curve_secret_key().empty() &&
       !curve_server_key_.empty()) {
     curve_dir = absl::StrCat(dir, "/rank-", r, ".curve");
-    prepared = MakePrivateDir(curve_dir);
+    if (rank_user_) {
+      // A rank restarted in place left it to the rank's user: the worker
+      // takes it back before writing in it, so nobody can race the writes.
+      Status back = HandTo(curve_dir, geteuid(), getegid());
+      if (!back.ok() && !absl::IsNotFound(back)) prepared = back;
+    }
+    if (prepared.ok()) prepared = MakePrivateDir(curve_dir);
     for (const char* f : {"/client.key", "/client.key_secret", "/server.key"}) {
       unlink((curve_dir + f).c_str());  // a rank restarted in place
     }
@@ -151,10 +157,12 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
           curve_server_key_, "strata coordinator public key");
     }
     if (rank_user_) {
-      for (const char* f : {"", "/client.key", "/client.key_secret",
-                            "/server.key"}) {
+      // The rank's key loader accepts only keys its own user owns, 0600
+      // (control/curve_keys.h): the files, then the dir, become the user's.
+      for (const char* f : {"/client.key", "/client.key_secret",
+                            "/server.key", ""}) {
         if (prepared.ok()) {
-          prepared = OpenToGroup(curve_dir + f, rank_user_->gid);
+          prepared = HandTo(curve_dir + f, rank_user_->uid, rank_user_->gid);
         }
       }
     }

@@ -53,9 +53,10 @@ class RankSupervisor : public RankRunner {
   // groups, gid, uid) instead of as the worker. What a rank needs from the
   // work dir is opened to the user's group only: the work dir and attempt
   // dirs become traversable (0710), the telemetry socket connectable
-  // (0660), the plan and the rank's own curve files readable (0640); the
-  // rank also gets a directory of its own, <attempt dir>/rank-<r>.tmp
-  // (owned by the user, 0700), as $TMPDIR. The worker's own key files are
+  // (0660), the plan readable (0640); the rank's own curve dir and keys
+  // are handed to the user (0700/0600, written first); the rank also gets
+  // a directory of its own, <attempt dir>/rank-<r>.tmp (owned by the user,
+  // 0700), as $TMPDIR. The worker's own key files are
   // never opened to it. Errors name the path.
   Status SetRankUser(RankUser user);
 
