@@ -3,9 +3,9 @@
 # another user"): a root strata-worker with --rank-user nobody under CURVE
 # runs a 2-rank strata-train job. Each rank runs as nobody, cannot read the
 # worker's secret key, and still reaches everything it needs: its plan, its
-# own CURVE keys (rendezvous through the coordinator's KV), the telemetry
-# socket (the coordinator sees its steps) and its flight recorder. The job
-# must succeed. Root only (prints SKIP otherwise).
+# own CURVE keys (rendezvous through the coordinator's KV) and the
+# telemetry socket (the coordinator sees its steps). The job must succeed.
+# Root only (prints SKIP otherwise).
 # Usage: rank_user_job_test.sh BUILD_DIR
 set -u
 build=${1:?usage: rank_user_job_test.sh BUILD_DIR}
