@@ -1,6 +1,7 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -58,10 +59,10 @@ class Streams {
 
 // What the child reports on the status pipe when it cannot exec.
 struct ChildError {
-  int stage;  // kStageChdir, kStageDup, kStageExec
+  int stage;  // kStageChdir, kStageDup, kStageExec, kStageUser
   int err;    // errno
 };
-constexpr int kStageChdir = 0, kStageDup = 1, kStageExec = 2;
+constexpr int kStageChdir = 0, kStageDup = 1, kStageExec = 2, kStageUser = 3;
 
 [[noreturn]] void ReportAndExit(int status_fd, int stage) {
   ChildError e{stage, errno};
@@ -132,6 +133,16 @@ StatusOr<pid_t> StartSubprocess(const SubprocessOptions& options) {
         ReportAndExit(status_pipe[1], kStageDup);
       }
     }
+    if (options.user) {
+      // Groups first, while still privileged; the uid last. Changing
+      // credentials clears the parent-death signal (prctl(2)): set again.
+      const gid_t gid = options.user->gid;
+      if (setgroups(1, &gid) != 0 || setgid(gid) != 0 ||
+          setuid(options.user->uid) != 0 ||
+          prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+        ReportAndExit(status_pipe[1], kStageUser);
+      }
+    }
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
       ReportAndExit(status_pipe[1], kStageChdir);
     }
@@ -157,6 +168,10 @@ StatusOr<pid_t> StartSubprocess(const SubprocessOptions& options) {
       return ErrnoToStatus(e.err, "chdir " + options.cwd);
     case kStageDup:
       return ErrnoToStatus(e.err, "redirecting the standard streams");
+    case kStageUser:
+      return ErrnoToStatus(e.err,
+                           absl::StrCat("switching to uid ", options.user->uid,
+                                        " gid ", options.user->gid));
     default:
       return ErrnoToStatus(e.err, "exec " + program);
   }

@@ -49,13 +49,21 @@ struct SubprocessOptions {
   // Working directory of the child; empty: this process's.
   std::string cwd;
   Redirect in, out, err;
+  // Run as this user and group (no supplementary groups) instead of this
+  // process's; requires privilege (root). The redirects are opened before
+  // the switch, by this process (docs/security.md "Ranks as another user").
+  struct User {
+    uid_t uid = 0;
+    gid_t gid = 0;
+  };
+  std::optional<User> user;
 };
 
 // Forks and execs `options.argv` as described above (SIGPIPE back to its
 // default, signal mask cleared). Returns the child's pid once exec
 // succeeded. Errors, with the errno text: InvalidArgument (empty argv),
 // the open(2) error naming a redirect path, "fork: ...", "chdir DIR: ...",
-// or "exec PROGRAM: ..." (NotFound for a missing program); a child that
+// "switching to uid U gid G: ...", or "exec PROGRAM: ..." (NotFound for a missing program); a child that
 // failed to exec has been reaped.
 StatusOr<pid_t> StartSubprocess(const SubprocessOptions& options);
 

@@ -40,6 +40,18 @@ std::optional<double> StragglerDetector::Reference(const RankState& r) const {
   return Median(medians);
 }
 
+double StragglerDetector::Corroborated(const RankState& r, double ref,
+                                       double own) const {
+  // Against its own baseline, only the rank's own numbers count anyway.
+  if (!r.has_late || classes_.at(r.info.work_class).size() < 2) return ref;
+  // A rank that computes `own` while its peers compute `ref` arrives at the
+  // step's collectives about own - ref after the fastest of them: the
+  // reference may sit only that far below the rank's own compute, so a
+  // peer claiming a shorter compute (a longer wait) than it had cannot make
+  // the rank look slower than its arrivals show (docs/security.md).
+  return std::max(ref, own - r.late.Median());
+}
+
 bool StragglerDetector::ArrivesLate(const RankState& r) const {
   if (!r.has_late) return true;  // no arrival data: compute time decides
   std::vector<double> others;
@@ -89,8 +101,11 @@ std::vector<FaultEvent> StragglerDetector::Add(const StepSample& sample) {
 
   std::optional<double> ref = Reference(r);
   if (!ref || *ref <= 0 || !r.recent.full()) return {};
-  double fast = r.recent.Median() / *ref;
-  double slow = r.compute.full() ? r.compute.Median() / *ref : 1;
+  double fast = r.recent.Median() / Corroborated(r, *ref, r.recent.Median());
+  double slow = r.compute.full()
+                    ? r.compute.Median() /
+                          Corroborated(r, *ref, r.compute.Median())
+                    : 1;
   bool above = fast >= options_.fast_threshold || slow >= options_.threshold;
   if (!above || !ArrivesLate(r)) {
     r.above = 0;

@@ -15,7 +15,10 @@
 // wait for the culprit, so whole-step times even out across ranks while
 // compute times do not. When the flight recorder supplies how late a rank
 // arrived at its collectives, a rank is confirmed only if it also arrives
-// later than its peers (culprit), never when it waits (victim).
+// later than its peers (culprit), never when it waits (victim), and its
+// excess over the peers' reference counts only as far as its lateness
+// shows it: peers that under-report their compute cannot make it look
+// slower than its own arrivals do (docs/security.md).
 //
 // Medians over windows (not means) make single slow steps (GC, page cache,
 // a checkpoint) harmless; scoring as median ratios against peers follows
@@ -114,6 +117,10 @@ class StragglerDetector {
   // Reference for `r`: the median of its peers' long-window medians, or its
   // baseline when alone; nullopt until there is one.
   std::optional<double> Reference(const RankState& r) const;
+  // The peers' reference `ref` as far as the rank's own lateness backs it
+  // when compared with its compute `own`: max(ref, own - late median);
+  // `ref` itself without arrival data or for a rank alone in its class.
+  double Corroborated(const RankState& r, double ref, double own) const;
   bool ArrivesLate(const RankState& r) const;
   std::string SlowestSection(const RankState& r) const;
 

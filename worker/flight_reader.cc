@@ -1,11 +1,14 @@
 #include "worker/flight_reader.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <algorithm>
 #include <iterator>
 #include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "comm/flight_recorder.h"
@@ -13,11 +16,20 @@
 namespace strata::worker {
 namespace {
 
-// The recorder of (job, rank, pid), checked: a regular file of this uid
-// (ranks run as the worker's user) whose header names them.
+// The uid the rank process `pid` runs as (the owner of /proc/<pid>); the
+// worker's own when the process is gone (ranks run as the worker's user
+// unless it was started with --rank-user).
+uid_t RankUid(int pid) {
+  struct stat st;
+  const std::string proc = absl::StrCat("/proc/", pid);
+  return stat(proc.c_str(), &st) == 0 ? st.st_uid : geteuid();
+}
+
+// The recorder of (job, rank, pid), checked: a regular file owned by the
+// rank's uid whose header names them.
 StatusOr<comm::FrDump> ReadChecked(const std::string& job_id, int rank,
                                    int pid) {
-  const comm::FrExpect expect{job_id, rank, pid, geteuid()};
+  const comm::FrExpect expect{job_id, rank, pid, RankUid(pid)};
   return comm::ReadFlightRecorder(comm::FlightRecorderPath(job_id, rank, pid),
                                   &expect);
 }
@@ -116,6 +128,33 @@ control::RankTrace ReadRankTrace(const std::string& job_id, int attempt,
       r->set_finished_us(e.finished_ns / 1000);
   }
   return t;
+}
+
+StatusOr<RecordedShare> ReadRecordedShare(const std::string& job_id, int rank,
+                                          int pid, int64_t now_ns,
+                                          int64_t window_ns) {
+  ASSIGN_OR_RETURN(comm::FrDump dump, ReadChecked(job_id, rank, pid));
+  const int64_t from = now_ns - window_ns;
+  RecordedShare out;
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const comm::FrEntry& e : dump.entries) {
+    if (e.state != comm::FrState::kFinished || e.finished_ns <= from ||
+        e.finished_ns > now_ns || e.entered_ns > e.finished_ns) {
+      continue;
+    }
+    ++out.ops;
+    spans.emplace_back(std::max(e.entered_ns, from), e.finished_ns);
+  }
+  // The union of the spans: collectives of different groups may overlap.
+  std::sort(spans.begin(), spans.end());
+  int64_t inside = 0, end = from;
+  for (const auto& [b, e] : spans) {
+    const int64_t start = std::max(b, end);
+    if (e > start) inside += e - start;
+    end = std::max(end, e);
+  }
+  out.share = window_ns > 0 ? static_cast<double>(inside) / window_ns : 0;
+  return out;
 }
 
 }  // namespace strata::worker

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "common/status.h"
 #include "proto/control.pb.h"
 
 namespace strata::worker {
@@ -21,5 +22,19 @@ control::RankFlight ReadRankFlight(const std::string& job_id, int attempt,
 // clock. Errors go into `error`.
 control::RankTrace ReadRankTrace(const std::string& job_id, int attempt,
                                  int rank, int pid);
+
+// Arrival evidence for straggler detection (docs/security.md "Straggler
+// evidence"): of the interval [now_ns - window_ns, now_ns] on this node's
+// wall clock, the share the rank spent inside collectives (entered to
+// finished, clipped to the interval, overlapping operations counted once)
+// and how many of them finished in it. From the recorder of (job, rank,
+// pid), checked as for ReadRankFlight.
+struct RecordedShare {
+  int ops = 0;
+  double share = 0;
+};
+StatusOr<RecordedShare> ReadRecordedShare(const std::string& job_id, int rank,
+                                          int pid, int64_t now_ns,
+                                          int64_t window_ns);
 
 }  // namespace strata::worker

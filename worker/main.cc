@@ -55,6 +55,7 @@ std::string StoreUri(const std::string& coordinator) {
 struct Flags {
   std::string coordinator, node_name, address, work_dir;
   std::string curve_dir;  // docs/control-plane.md "Security"
+  std::string rank_user;  // docs/security.md "Ranks as another user"
   std::string peer;
   int64_t grace_ms = 600000;
   strata::worker::WorkDirGcOptions gc;  // worker/work_dir_gc.h
@@ -74,6 +75,8 @@ void AddFlags(CLI::App& app, Flags* f) {
   app.add_option("--curve-dir", f->curve_dir,
                  "CURVE client keys and server.key (default: $STRATA_CURVE_DIR,"
                  " else plaintext)");
+  app.add_option("--rank-user", f->rank_user,
+                 "run ranks as this less privileged user (worker as root)");
   app.add_option("--peer", f->peer,
                  "measure TCP bandwidth to HOST:PORT (`strata probe "
                  "--serve-peer PORT` there) and report it in the probe");
@@ -237,6 +240,12 @@ int main(int argc, char** argv) {
       {{strata::placement::kStore, StoreUri(f.coordinator)},
        {strata::placement::kTelemetry, telemetry_ep}});
   if (*curve) ranks.SetCurveServerKey((*curve)->server_public_key);
+  telemetry.SetRanks(&ranks);  // reports only from ranks it started
+  if (!f.rank_user.empty()) {
+    auto user = strata::worker::LookUpRankUser(f.rank_user);
+    strata::Status s = user.ok() ? ranks.SetRankUser(*user) : user.status();
+    if (!s.ok()) return Refuse({std::string(s.message()), 2});
+  }
   strata::control::DealerClient client(&ctx, f.coordinator, *curve);
   strata::worker::WorkerAgentOptions options;
   options.coordinator = f.coordinator;

@@ -77,4 +77,72 @@ Status WritePrivateFile(const std::string& path, const std::string& text,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Opens `path` without following a symlink and runs `f(fd, stat)`.
+template <typename F>
+Status WithNoFollow(const std::string& path, F f) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open ", path, " (", std::strerror(errno),
+        "; a symlink is refused)"));
+  }
+  struct stat st;
+  Status s = fstat(fd, &st) == 0 ? f(fd, st) : ErrnoToStatus(errno, "stat " + path);
+  close(fd);
+  return s;
+}
+
+}  // namespace
+
+Status OpenToGroup(const std::string& path, gid_t gid) {
+  return WithNoFollow(path, [&](int fd, const struct stat& st) -> Status {
+    if (st.st_uid != geteuid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " is owned by uid ", st.st_uid, ", not by this worker"));
+    }
+    const mode_t mode = S_ISDIR(st.st_mode) ? 0710 : 0640;
+    if (fchown(fd, static_cast<uid_t>(-1), gid) != 0 || fchmod(fd, mode) != 0) {
+      return ErrnoToStatus(errno, absl::StrCat("chgrp ", gid, " ", path));
+    }
+    return absl::OkStatus();
+  });
+}
+
+Status HandTo(const std::string& path, uid_t uid, gid_t gid) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open " + path);
+  const int err = fchown(fd, uid, gid) == 0 ? 0 : errno;
+  close(fd);
+  if (err != 0) return ErrnoToStatus(err, absl::StrCat("chown ", uid, " ", path));
+  return absl::OkStatus();
+}
+
+Status OpenDirToGroup(const std::string& path, gid_t gid) {
+  RETURN_IF_ERROR(MakePrivateDir(path));
+  return OpenToGroup(path, gid);
+}
+
+Status MakeDirFor(const std::string& path, uid_t uid, gid_t gid) {
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoToStatus(errno, "mkdir " + path);
+  }
+  return WithNoFollow(path, [&](int fd, const struct stat& st) -> Status {
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(path + " is not a directory");
+    }
+    if (st.st_uid == geteuid() && st.st_uid != uid &&
+        fchown(fd, uid, gid) != 0) {
+      return ErrnoToStatus(errno, absl::StrCat("chown ", uid, " ", path));
+    }
+    if (st.st_uid != geteuid() && st.st_uid != uid) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing ", path, ": owned by uid ", st.st_uid, ", not ", uid));
+    }
+    if (fchmod(fd, 0700) != 0) return ErrnoToStatus(errno, "chmod " + path);
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace strata::worker

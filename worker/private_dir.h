@@ -6,6 +6,8 @@
 // files elsewhere, or read what it writes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "common/status.h"
@@ -24,5 +26,26 @@ Status MakePrivateDir(const std::string& path);
 // symlink or file planted at `path` is replaced, never followed.
 Status WritePrivateFile(const std::string& path, const std::string& text,
                         int mode = 0600);
+
+// For ranks run as another user (docs/security.md "Ranks as another
+// user"): lets group `gid` traverse the directory `path`, which must be one
+// MakePrivateDir accepted (owner kept, group `gid`, mode 0710: members
+// reach the names they know, list nothing, write nothing). A symlink is
+// refused.
+Status OpenDirToGroup(const std::string& path, gid_t gid);
+
+// Lets group `gid` read the file `path` this process wrote (owner kept,
+// group `gid`, mode 0640), or traverse it if it is a directory (0710). A
+// symlink is refused.
+Status OpenToGroup(const std::string& path, gid_t gid);
+
+// Gives `path` (a file or directory) to `uid`:`gid`, mode unchanged,
+// without following a symlink. NotFound when it does not exist.
+Status HandTo(const std::string& path, uid_t uid, gid_t gid);
+
+// A directory owned by `uid`:`gid`, mode 0700, for a rank run as that
+// user: created (and handed over) if missing, else accepted only if it is
+// a real directory already owned by `uid` and not writable by others.
+Status MakeDirFor(const std::string& path, uid_t uid, gid_t gid);
 
 }  // namespace strata::worker

@@ -1,10 +1,13 @@
 #include "worker/rank_supervisor.h"
 
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -42,6 +45,54 @@ RankSupervisor::RankSupervisor(const Clock* clock, std::string work_dir,
 
 RankSupervisor::~RankSupervisor() { StopAll(0); }
 
+StatusOr<RankUser> LookUpRankUser(const std::string& name) {
+  std::vector<char> buf(16384);
+  struct passwd pw, *found = nullptr;
+  const int err = getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (err != 0 || found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rank-user: no user '", name, "'",
+        err != 0 ? absl::StrCat(" (", std::strerror(err), ")") : ""));
+  }
+  if (pw.pw_uid == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rank-user: '", name, "' is root; name a less privileged user"));
+  }
+  if (geteuid() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--rank-user ", name, ": only a worker running as root can start "
+        "ranks as another user (this one runs as uid ", geteuid(), ")"));
+  }
+  return RankUser{name, pw.pw_uid, pw.pw_gid};
+}
+
+Status RankSupervisor::SetRankUser(RankUser user) {
+  RETURN_IF_ERROR(OpenToGroup(work_dir_, user.gid));
+  // The telemetry socket: a rank connects to it, which takes write
+  // permission. It sits in the worker's private work dir, so checking it
+  // by name is safe from other users.
+  auto ep = extra_env_.find(placement::kTelemetry);
+  if (ep != extra_env_.end() && ep->second.starts_with("ipc://")) {
+    const std::string path = ep->second.substr(6);
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("telemetry socket ", path,
+                       " is missing, not a socket or not the worker's"));
+    }
+    if (lchown(path.c_str(), static_cast<uid_t>(-1), user.gid) != 0 ||
+        chmod(path.c_str(), 0660) != 0) {
+      return ErrnoToStatus(errno, "opening the telemetry socket " + path +
+                                      " to group " + std::to_string(user.gid));
+    }
+  }
+  logger_->info("ranks will run as user {} (uid {} gid {})", user.name,
+                user.uid, user.gid);
+  rank_user_ = std::move(user);
+  return absl::OkStatus();
+}
+
 void RankSupervisor::Launch(const control::RankLaunch& order) {
   Attempt& attempt =
       attempts_[control::AttemptKey(order.job_id(), order.attempt())];
@@ -53,6 +104,7 @@ void RankSupervisor::Launch(const control::RankLaunch& order) {
   const std::string dir = absl::StrCat(work_dir_, "/", order.job_id(),
                                        "/attempt-", order.attempt());
   Status made = MakePrivateDir(dir);
+  if (made.ok() && rank_user_) made = OpenToGroup(dir, rank_user_->gid);
   if (!made.ok() || order.command().empty()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
     rank.report.set_message(made.ok() ? "empty command"
@@ -73,6 +125,9 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   Status prepared = absl::OkStatus();
   if (!order.plan_json().empty()) {
     prepared = WritePrivateFile(plan_path, order.plan_json(), 0600);
+    if (prepared.ok() && rank_user_) {
+      prepared = OpenToGroup(plan_path, rank_user_->gid);
+    }
   }
   // The rank's own CURVE keys (docs/security.md "Ranks"): never the
   // worker's. Without them (plaintext) the rank gets no curve dir at all.
@@ -80,7 +135,13 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   if (prepared.ok() && !order.curve_secret_key().empty() &&
       !curve_server_key_.empty()) {
     curve_dir = absl::StrCat(dir, "/rank-", r, ".curve");
-    prepared = MakePrivateDir(curve_dir);
+    if (rank_user_) {
+      // A rank restarted in place left it to the rank's user: the worker
+      // takes it back before writing in it, so nobody can race the writes.
+      Status back = HandTo(curve_dir, geteuid(), getegid());
+      if (!back.ok() && !absl::IsNotFound(back)) prepared = back;
+    }
+    if (prepared.ok()) prepared = MakePrivateDir(curve_dir);
     for (const char* f : {"/client.key", "/client.key_secret", "/server.key"}) {
       unlink((curve_dir + f).c_str());  // a rank restarted in place
     }
@@ -95,6 +156,21 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
                        control::kPublicKeySuffix),
           curve_server_key_, "strata coordinator public key");
     }
+    if (rank_user_) {
+      // The rank's key loader accepts only keys its own user owns, 0600
+      // (control/curve_keys.h): the files, then the dir, become the user's.
+      for (const char* f : {"/client.key", "/client.key_secret",
+                            "/server.key", ""}) {
+        if (prepared.ok()) {
+          prepared = HandTo(curve_dir + f, rank_user_->uid, rank_user_->gid);
+        }
+      }
+    }
+  }
+  std::string own_dir;
+  if (prepared.ok() && rank_user_) {
+    own_dir = absl::StrCat(dir, "/rank-", r, ".tmp");
+    prepared = MakeDirFor(own_dir, rank_user_->uid, rank_user_->gid);
   }
   if (!prepared.ok()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
@@ -119,6 +195,10 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   env.erase(control::kCurveDirEnv);
   if (!curve_dir.empty()) env[control::kCurveDirEnv] = curve_dir;
   SubprocessOptions sub;
+  if (rank_user_) {
+    env["TMPDIR"] = own_dir;
+    sub.user = SubprocessOptions::User{rank_user_->uid, rank_user_->gid};
+  }
   sub.argv.assign(order.command().begin(), order.command().end());
   sub.env.emplace();
   for (const auto& [k, v] : env) sub.env->push_back(k + "=" + v);

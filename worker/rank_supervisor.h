@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,19 @@
 #include "worker/rank_runner.h"
 
 namespace strata::worker {
+
+// The less privileged user a root worker runs ranks as (`--rank-user`,
+// docs/security.md "Ranks as another user").
+struct RankUser {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;  // its primary group
+};
+
+// Looks USER up in the user database. InvalidArgument naming it when there
+// is no such user or it is root; FailedPrecondition when this process is not
+// root (only root can switch users).
+StatusOr<RankUser> LookUpRankUser(const std::string& name);
 
 class RankSupervisor : public RankRunner {
  public:
@@ -34,6 +48,17 @@ class RankSupervisor : public RankRunner {
   // order carries a key of their own get a private curve dir with it and
   // that key as $STRATA_CURVE_DIR; no rank ever inherits the worker's.
   void SetCurveServerKey(std::string key) { curve_server_key_ = std::move(key); }
+
+  // Ranks started from now on run as `user` (set in the child before exec:
+  // groups, gid, uid) instead of as the worker. What a rank needs from the
+  // work dir is opened to the user's group only: the work dir and attempt
+  // dirs become traversable (0710), the telemetry socket connectable
+  // (0660), the plan readable (0640); the rank's own curve dir and keys
+  // are handed to the user (0700/0600, written first); the rank also gets
+  // a directory of its own, <attempt dir>/rank-<r>.tmp (owned by the user,
+  // 0700), as $TMPDIR. The worker's own key files are
+  // never opened to it. Errors name the path.
+  Status SetRankUser(RankUser user);
 
   // RankRunner. Exec failures are reported as RANK_FAILED_TO_START
   // ("exec /x: No such file or directory").
@@ -78,6 +103,7 @@ class RankSupervisor : public RankRunner {
   std::string work_dir_;
   std::map<std::string, std::string> extra_env_;
   std::string curve_server_key_;
+  std::optional<RankUser> rank_user_;
   std::map<std::string, Attempt> attempts_;  // by "<job>/<attempt>"
   bool dirty_ = false;
   Logger logger_;

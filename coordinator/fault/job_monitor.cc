@@ -114,6 +114,11 @@ std::vector<fault::FaultEvent> JobMonitor::OnStep(
   Pending& p = pending_[r.step()];
   p.samples[r.rank()] = std::move(sample);
   p.wait[r.rank()] = wait;
+  if (r.recorded_ops() > 0) {
+    recorded_ = true;
+    p.in_collectives[r.rank()] = std::clamp(r.recorded_share(), 0.0, 1.0);
+  }
+  p.step_s[r.rank()] = std::max(0.0, r.step_seconds());
   std::vector<fault::FaultEvent> out;
   // Complete steps, and steps too old to wait for, in order.
   while (!pending_.empty()) {
@@ -218,16 +223,32 @@ std::optional<std::string> JobMonitor::SlowLinkSuspect() const {
 }
 
 std::vector<fault::FaultEvent> JobMonitor::Feed(Pending& p) {
-  const bool all = p.samples.size() == ranks_.size();
+  // Lateness: in a recorded attempt only from the workers' reading of the
+  // flight recorders, as the share of time the others spent in collectives
+  // beyond this rank's, times its own step (a rank without a record has
+  // none: nothing shows it arrived late); otherwise from the waits the
+  // ranks report, which only jobs whose collectives strata does not record
+  // still rely on.
+  const bool recorded = recorded_;
+  const std::map<int, double>& spent = recorded ? p.in_collectives : p.wait;
+  const bool known = recorded ? spent.size() >= 2
+                              : p.samples.size() == ranks_.size();
   double most = 0;
-  for (const auto& [rank, w] : p.wait) most = std::max(most, w);
+  for (const auto& [rank, s] : spent) most = std::max(most, s);
   std::vector<fault::FaultEvent> out;
   for (auto& [rank, sample] : p.samples) {
-    if (all) {
-      sample.late_s = most - p.wait[rank];
+    if (known || recorded) {
+      auto own = spent.find(rank);
+      const double scale = recorded ? p.step_s[rank] : 1.0;
+      sample.late_s =
+          known && own != spent.end() ? (most - own->second) * scale : 0.0;
       Keep(lates_[rank], *sample.late_s);
     }
-    for (auto& e : stragglers_.Add(sample)) out.push_back(std::move(e));
+    for (auto& e : stragglers_.Add(sample)) {
+      e.evidence += recorded ? "; arrivals from the flight recorders"
+                             : "; arrivals from the waits the ranks report";
+      out.push_back(std::move(e));
+    }
   }
   return out;
 }

@@ -7,10 +7,17 @@
 //   measured, runtime/step_timer.h), split over the step's own sections
 //   (forward, backward, ...) in their proportions, so a straggler event
 //   names the section that stands out;
-// - lateness = the most any rank waited at that step minus this rank's
-//   wait: the rank everyone waits for waited least (fed once every rank's
-//   report of the step arrived; a step some rank never reports is fed
-//   without it after kPendingSteps newer steps);
+// - lateness = how much more time the most waiting rank spent in the
+//   step's collectives than this one: the rank everyone waits for spends
+//   least (fed once every rank's report of the step arrived; a step some
+//   rank never reports is fed without it after kPendingSteps newer steps).
+//   Once any report of the attempt carries the worker's reading of a
+//   flight recorder (StepReport.recorded_ops), only those readings count:
+//   (the largest recorded share - this rank's) x its own step time, and a
+//   rank without one is not late. Before that (collectives strata does not
+//   record, e.g. torch's own) the waits the ranks report count. A rank's
+//   own numbers therefore make only itself look slow in a recorded attempt
+//   (docs/security.md "Straggler evidence");
 // - progress for the hang detector;
 // - its link samples (StepReport.links: bytes sent to a peer and the time
 //   the connections were busy sending) feed the slow-link detector as
@@ -107,6 +114,8 @@ class JobMonitor {
   struct Pending {
     std::map<int, fault::StepSample> samples;
     std::map<int, double> wait;
+    std::map<int, double> in_collectives;  // recorded share; those ranks only
+    std::map<int, double> step_s;
   };
   std::vector<fault::FaultEvent> Feed(Pending& p);
   std::vector<fault::FaultEvent> CheckLinks();
@@ -128,6 +137,7 @@ class JobMonitor {
   bool calibration_fresh_ = false;  // a plan check since TakePlanCalibration
   std::set<std::pair<fault::EventKind, int>> plan_reported_;
   bool hang_reported_ = false;
+  bool recorded_ = false;  // a report carried recorder times (sticky)
   std::map<int64_t, Pending> pending_;  // step -> reports so far
   std::map<int, int64_t> last_step_;
   std::map<int, std::vector<double>> waits_, lates_;  // recent, for Diagnose
