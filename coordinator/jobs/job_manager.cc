@@ -237,8 +237,9 @@ StatusOr<control::JobInfo> JobManager::Cancel(const std::string& job_id) {
   return out;
 }
 
-control::JobsReply JobManager::List(bool with_steps) const {
-  return table_.List(clock_->NowMs(), with_steps);
+control::JobsReply JobManager::List(bool with_steps, const std::string& after,
+                                    int64_t page_bytes) const {
+  return table_.List(clock_->NowMs(), with_steps, after, page_bytes);
 }
 
 Status JobManager::Finish(JobRuntime& rt, control::JobState state,

@@ -126,8 +126,11 @@ class JobManager : private JobActions {
   // store's error (job unchanged) if the change cannot be written.
   StatusOr<control::JobInfo> Cancel(const std::string& job_id);
   // Every job held in memory (active, and ended ones the retention keeps);
-  // with `with_steps`, each with its ranks' latest telemetry.
-  control::JobsReply List(bool with_steps = false) const;
+  // with `with_steps`, each with its ranks' latest telemetry. A page of
+  // them with `page_bytes` > 0 (JobTable::List).
+  control::JobsReply List(bool with_steps = false,
+                          const std::string& after = "",
+                          int64_t page_bytes = 0) const;
 
   // Fails attempts whose workers are lost; places pending attempts; drops
   // ended jobs past the retention. While the registry is Settling() (just

@@ -157,12 +157,20 @@ StatusOr<control::JobInfo> JobTable::Describe(const std::string& id,
   return out;
 }
 
-control::JobsReply JobTable::List(int64_t now_ms, bool with_steps) const {
+control::JobsReply JobTable::List(int64_t now_ms, bool with_steps,
+                                  const std::string& after,
+                                  int64_t page_bytes) const {
   control::JobsReply reply;
+  int64_t bytes = 0;
   // Both maps are in id order: merge them.
-  auto a = active_.begin();
-  auto e = ended_.begin();
+  auto a = after.empty() ? active_.begin() : active_.upper_bound(after);
+  auto e = after.empty() ? ended_.begin() : ended_.upper_bound(after);
   while (a != active_.end() || e != ended_.end()) {
+    if (page_bytes > 0 && reply.jobs_size() > 0 && bytes >= page_bytes) {
+      reply.set_next_after_job_id(
+          reply.jobs(reply.jobs_size() - 1).job_id());
+      break;
+    }
     control::JobInfo* out = reply.add_jobs();
     if (e == ended_.end() || (a != active_.end() && a->first < e->first)) {
       Fill(a->second.info, a->second.latest_steps, &a->second.goodput, now_ms,
@@ -174,6 +182,7 @@ control::JobsReply JobTable::List(int64_t now_ms, bool with_steps) const {
            now_ms, with_steps, out);
       ++e;
     }
+    if (page_bytes > 0) bytes += static_cast<int64_t>(out->ByteSizeLong());
   }
   return reply;
 }

@@ -85,8 +85,12 @@ class JobTable {
   const std::map<std::string, EndedJob>& ended() const { return ended_; }
   int64_t ActiveCount() const;
 
-  // Every job held in memory, in id order, as Describe shows it.
-  control::JobsReply List(int64_t now_ms, bool with_steps) const;
+  // The jobs held in memory, in id order, as Describe shows it: those after
+  // `after` (all: "") up to about `page_bytes` of encoded JobInfo and at
+  // least one (0: no limit); next_after_job_id set when more follow.
+  control::JobsReply List(int64_t now_ms, bool with_steps,
+                          const std::string& after = "",
+                          int64_t page_bytes = 0) const;
   // Rank 0's step times of every job held in memory.
   std::map<std::string, observe::HistogramCounts> StepHistograms() const;
 

@@ -112,5 +112,37 @@ TEST(JobRetentionTest, KeepingNoEndedJobLosesNoLateOutput) {
   EXPECT_EQ(f.logs->Read(req)->data(), "late line\n");
 }
 
+// `strata status` pages the job list (cli/job_command.cc ListAllJobs): the
+// pages, each within its byte budget, hold every job once, in id order.
+TEST(JobRetentionTest, ListPagesCoverEveryJobOnce) {
+  ControlFixture f(Keep(100, 3600'000));
+  JobDriver d(&f);
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(d.RunOne(), control::SUCCEEDED);
+  const std::vector<std::string> all = Listed(*f.jobs);
+  ASSERT_EQ(all.size(), 12u);
+  const int64_t one = f.jobs->List().jobs(0).ByteSizeLong();
+  std::vector<std::string> paged;
+  std::string after;
+  int pages = 0;
+  do {
+    control::Request r;
+    r.mutable_list_jobs()->set_after_job_id(after);
+    r.mutable_list_jobs()->set_page_bytes(3 * one);
+    control::Reply reply = f.service->Handle(r);
+    ASSERT_EQ(reply.status().code(), 0) << reply.status().message();
+    EXPECT_LE(reply.jobs().jobs_size(), 4);
+    EXPECT_GE(reply.jobs().jobs_size(), 1);
+    for (const auto& j : reply.jobs().jobs()) paged.push_back(j.job_id());
+    after = reply.jobs().next_after_job_id();
+    ASSERT_LT(++pages, 20);
+  } while (!after.empty());
+  EXPECT_EQ(paged, all);
+  EXPECT_GE(pages, 3);
+  // Unpaged: everything in one reply, as before.
+  control::Request r;
+  r.mutable_list_jobs();
+  EXPECT_EQ(f.service->Handle(r).jobs().jobs_size(), 12);
+}
+
 }  // namespace
 }  // namespace strata::coordinator
