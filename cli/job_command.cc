@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/control_client.h"
+#include "control/codec.h"
 #include "cli/job_args.h"
 #include "cli/slurm_submit.h"
 #include "common/config.h"
@@ -190,18 +191,39 @@ std::shared_ptr<QueryArgs> AddQueryOptions(CLI::App* cmd, bool with_job) {
   return q;
 }
 
+// Every job the coordinator holds, asked a page at a time so the list never
+// has to fit one control frame (docs/control-plane.md "Retention").
+control::Reply ListAllJobs(ControlClient& client) {
+  constexpr int64_t kPageBytes = control::kMaxFrameBytes / 4;
+  control::Reply all;
+  std::string after;
+  do {
+    control::Request req;
+    req.mutable_list_jobs()->set_after_job_id(after);
+    req.mutable_list_jobs()->set_page_bytes(kPageBytes);
+    control::Reply page = client.Call("status", req);
+    for (auto& j : *page.mutable_jobs()->mutable_jobs()) {
+      *all.mutable_jobs()->add_jobs() = std::move(j);
+    }
+    *all.mutable_jobs()->mutable_health() = page.jobs().health();
+    after = page.jobs().next_after_job_id();
+  } while (!after.empty());
+  return all;
+}
+
 void AddStatus(CLI::App* app) {
   auto* cmd = app->add_subcommand("status", "jobs, or one job in detail");
   auto q = AddQueryOptions(cmd, true);
   cmd->callback([=] {
     ControlClient client(q->endpoint);
     control::Request req;
+    control::Reply reply;
     if (q->job.empty()) {
-      req.mutable_list_jobs();
+      reply = ListAllJobs(client);
     } else {
       req.mutable_job_status()->set_job_id(q->job);
+      reply = client.Call("status", req);
     }
-    control::Reply reply = client.Call("status", req);
     if (q->format == "json") {
       std::printf("%s\n", q->job.empty()
                               ? MessageToJson(reply.jobs()).c_str()

@@ -89,11 +89,24 @@ int main(int argc, char** argv) {
                  "ranks across pending and running jobs")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
       ->capture_default_str();
+  // docs/control-plane.md "Retention": ended jobs kept in memory.
+  strata::coordinator::JobRetention& retention = o.jobs.retention;
+  int64_t keep_hours = retention.max_ended_age_ms / 3600000;
+  app.add_option("--keep-ended-jobs", retention.max_ended_jobs,
+                 "ended jobs kept in memory (status, dashboard, /metrics); "
+                 "older ones stay in the state store")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--keep-ended-hours", keep_hours,
+                 "hours an ended job stays in memory")
+      ->check(CLI::Range(int64_t{0}, int64_t{24} * 366 * 10))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  retention.max_ended_age_ms = keep_hours * 3600000;
   auto logger = strata::GetLogger("CTRL");
   strata::RouteProtobufLogs(logger);  // bad frames must not flood stderr
   RaiseFileLimit();

@@ -163,7 +163,9 @@ StatusOr<control::Reply> Service::HandleBody(const control::Request& request,
     }
     case control::Request::kListJobs:
       if (s_.jobs == nullptr) return Missing("job manager");
-      *reply.mutable_jobs() = s_.jobs->List();
+      *reply.mutable_jobs() =
+          s_.jobs->List(/*with_steps=*/false, request.list_jobs().after_job_id(),
+                        request.list_jobs().page_bytes());
       if (!who.plaintext && who.role == Role::kUser) {
         auto* jobs = reply.mutable_jobs()->mutable_jobs();
         jobs->erase(std::remove_if(jobs->begin(), jobs->end(),

@@ -1,7 +1,9 @@
 #include "coordinator/state/state_store.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -34,6 +36,18 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir,
   static const SystemClock kSystemClock;
   rocksdb::Options options;
   options.create_if_missing = true;
+  // The coordinator writes small records (a job, an event, a KV key: ~0.1-
+  // 2 KB) and must hold bounded memory for months: a memtable of
+  // kMemtableBytes (RocksDB's default, 64 MB, suits bulk loads) flushed to
+  // an SST when full, so its memory does not grow with the jobs run.
+  options.write_buffer_size = kMemtableBytes;
+  // Reads (status of a job that left memory, a calibration) go through a
+  // kBlockCacheBytes cache that also holds the SST files' index blocks,
+  // which would otherwise stay in memory per file and grow with the data.
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
+  table.cache_index_and_filter_blocks = true;
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksDb> db,
                    RocksDb::Open(options, dir, GetLogger("CTRL")));
   return std::unique_ptr<StateStore>(new StateStore(

@@ -48,6 +48,11 @@ struct StoreHealth {
 
 class StateStore {
  public:
+  // RocksDB's write buffer (memtable) size: the store's memory bound for
+  // recent writes (docs/control-plane.md "Retention").
+  static constexpr size_t kMemtableBytes = size_t{256} << 10;
+  // RocksDB's block cache, which also holds the SST index blocks.
+  static constexpr size_t kBlockCacheBytes = size_t{1} << 20;
   // Opens (creating if missing) the database in `dir`. `clock` (default: the
   // system clock) paces the resume backoff and must outlive the store.
   static StatusOr<std::unique_ptr<StateStore>> Open(

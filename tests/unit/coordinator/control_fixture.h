@@ -17,7 +17,9 @@ class ControlFixture {
  public:
   explicit ControlFixture(JobOptions options = {.default_worker_wait_ms = 10000,
                                                 .default_grace_ms = 100,
-                                                .limits = {}}) {
+                                                .limits = {},
+                                                .rank_keys = nullptr,
+                                                .retention = {}}) {
     static std::atomic<int> counter{0};
     dir_ = std::filesystem::temp_directory_path() /
            ("strata-ctl-" + std::to_string(getpid()) + "-" +

@@ -1,0 +1,272 @@
+// JobManager's scheduling: worker loss of running attempts and placement of
+// pending ones on idle workers (docs/control-plane.md "Placement").
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/net.h"
+#include "coordinator/jobs/attempt_plan.h"
+#include "coordinator/jobs/job_manager.h"
+
+namespace strata::coordinator {
+
+namespace {
+
+// The alive workers as one pending attempt sees them.
+struct WorkerSurvey {
+  std::vector<control::WorkerInfo> idle;  // free and holding nothing
+  int alive = 0;       // alive and not evicted from the job
+  int alive_free = 0;  // of those, big enough and not given to a job
+  int draining = 0;    // of those, still stopping an earlier attempt
+  Status too_small = absl::OkStatus();  // why a worker cannot host the job
+  int too_small_alive = 0;
+};
+
+WorkerSurvey Survey(const control::JobInfo& job,
+                    const control::ListWorkersReply& workers,
+                    const std::set<std::string>& assigned,
+                    const JobLimits& limits) {
+  WorkerSurvey s;
+  const auto& evicted = job.evicted_nodes();
+  for (const auto& w : workers.workers()) {
+    if (!w.alive()) continue;
+    if (std::find(evicted.begin(), evicted.end(), w.node_name()) !=
+        evicted.end()) {
+      continue;  // a fault policy took it away from this job
+    }
+    ++s.alive;
+    // Sizes the worker's probe would give the job are checked before any
+    // per-rank allocation (ranks_per_node 0 takes the worker's GPU count).
+    Status fits =
+        CheckNodeCapacity(RanksPerNode(job.spec(), w.probe()), w, limits);
+    if (!fits.ok()) {
+      s.too_small = fits;
+      ++s.too_small_alive;
+      continue;
+    }
+    if (assigned.contains(w.worker_id())) continue;
+    ++s.alive_free;
+    if (w.holds_size() > 0) {
+      ++s.draining;
+    } else {
+      s.idle.push_back(w);
+    }
+  }
+  return s;
+}
+
+// How many nodes the attempt wants, the fewest a restart may shrink to, and
+// how many of the idle ones it takes now (0: wait). A first attempt waits
+// for all it wants; a restart takes fewer (re-planned) once nothing drains.
+struct NodeCount {
+  int want = 0, min_nodes = 0, take = 0;
+};
+NodeCount CountNodes(const control::JobInfo& job, const WorkerSurvey& s,
+                     int max_nodes) {
+  const JobLaunch& l = job.spec().launch();
+  NodeCount n;
+  n.want =
+      std::min(l.nodes() > 0 ? l.nodes() : std::max(1, s.alive_free), max_nodes);
+  n.min_nodes = l.min_nodes() > 0 ? l.min_nodes() : n.want;
+  const int idle = static_cast<int>(s.idle.size());
+  if (idle >= n.want) {
+    n.take = n.want;
+  } else if (job.attempt() > 0 && s.draining == 0 && idle >= n.min_nodes) {
+    n.take = idle;  // shrink: re-planned
+  }
+  return n;
+}
+
+std::string Layout(const Plan& p, int nodes) {
+  return absl::StrCat(
+      "tp=", p.tp(), " pp=", p.pp(), " dp=", p.dp(),
+      p.pp() > 1 && p.layers_per_stage_size() > 0
+          ? absl::StrCat(" layers [", absl::StrJoin(p.layers_per_stage(), ","),
+                         "]")
+          : "",
+      " on ", nodes, " nodes");
+}
+
+// Whether the attempt runs on other nodes or another layout than the
+// previous one (eviction, or a shrink after lost workers).
+bool Replanned(const control::JobInfo& job, const Plan& plan, int nodes) {
+  const Plan& was = job.plan();
+  return job.attempt() > 0 && job.nodes_size() > 0 &&
+         (job.nodes_size() != nodes || was.tp() != plan.tp() ||
+          was.pp() != plan.pp() || was.dp() != plan.dp() ||
+          !std::equal(was.layers_per_stage().begin(),
+                      was.layers_per_stage().end(),
+                      plan.layers_per_stage().begin(),
+                      plan.layers_per_stage().end()));
+}
+
+// The "replanned" event: new layout, the one it replaces, why.
+std::string ReplannedText(const control::JobInfo& job, const Plan& plan,
+                          int nodes, const std::string& was) {
+  std::string text = absl::StrCat(Layout(plan, nodes), " (was ", was, ")");
+  if (job.evicted_nodes_size() > 0) {
+    absl::StrAppend(&text, "; evicted: ",
+                    absl::StrJoin(job.evicted_nodes(), ","));
+  }
+  if (job.node_speed_size() > 0) {
+    const std::map<std::string, double> speeds(job.node_speed().begin(),
+                                               job.node_speed().end());
+    absl::StrAppend(&text, "; node speeds: ",
+                    absl::StrJoin(speeds, ",", [](std::string* out,
+                                                  const auto& kv) {
+                      absl::StrAppendFormat(out, "%s=%.2f", kv.first,
+                                            kv.second);
+                    }));
+  }
+  return text;
+}
+
+// The record of the attempt placed on `nodes` with `plan`, RUNNING.
+control::JobInfo Placed(const control::JobInfo& job,
+                        const std::vector<control::WorkerInfo>& nodes,
+                        const Plan& plan, int port, int64_t now_ms) {
+  control::JobInfo next = job;
+  *next.mutable_plan() = plan;
+  next.clear_nodes();
+  next.clear_node_info();
+  for (const auto& w : nodes) {
+    next.add_nodes(w.worker_id());
+    control::WorkerInfo* n = next.add_node_info();
+    *n = w;
+    n->clear_holds();
+  }
+  next.set_master_port(port);
+  next.clear_ranks();
+  for (int r = 0; r < plan.placement().ranks_size(); ++r) {
+    control::RankReport* rr = next.add_ranks();
+    rr->set_job_id(job.job_id());
+    rr->set_attempt(job.attempt());
+    rr->set_rank(r);
+  }
+  next.set_state(control::RUNNING);
+  next.set_start_unix_ms(now_ms);
+  return next;
+}
+
+}  // namespace
+
+void JobManager::CheckWorkers(JobRuntime& rt, const WorkerRegistry& registry) {
+  for (const auto& node : rt.info.node_info()) {
+    const control::WorkerInfo* w = registry.Find(node.worker_id());
+    // Unknown: not re-registered since a coordinator restart.
+    const bool lost = w != nullptr ? !w->alive() : !registry.Settling();
+    if (!lost) continue;
+    events_->Record(rt.info.job_id(), rt.info.attempt(), "worker_lost",
+                    absl::StrCat(node.worker_id(), " (node ", node.node_name(),
+                                 ") lost"));
+    (void)FailAttempt(rt, absl::StrCat("worker ", node.worker_id(),
+                                       " lost (no heartbeat)"));
+    return;
+  }
+}
+
+void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
+  const control::JobInfo& job = rt.info;
+  std::set<std::string> assigned;
+  for (const auto& [id, other] : table_.active()) {
+    if (other.info.state() != control::RUNNING) continue;
+    for (const auto& n : other.info.node_info()) assigned.insert(n.worker_id());
+  }
+  WorkerSurvey s =
+      Survey(job, registry.List(), assigned, options_.limits);
+  if (s.alive > 0 && s.too_small_alive == s.alive) {
+    (void)Finish(rt, control::FAILED,
+                 absl::StrCat("cannot be placed: ", s.too_small.message()));
+    return;
+  }
+  const NodeCount n = CountNodes(job, s, options_.limits.max_nodes);
+  if (n.take == 0) {
+    WaitForWorkers(
+        rt, registry,
+        absl::StrCat("needs ", n.want, " idle workers (at least ", n.min_nodes,
+                     " on restart) but has ", s.idle.size(), " idle of ",
+                     registry.AliveCount(), " alive after ",
+                     WaitMs(job) / 1000, " s",
+                     s.too_small.ok()
+                         ? std::string()
+                         : absl::StrCat(" (", s.too_small_alive, " too small: ",
+                                        s.too_small.message(), ")")));
+    return;
+  }
+  s.idle.resize(n.take);
+  const int per_node = RanksPerNode(job.spec(), s.idle[0].probe());
+  const int64_t world = static_cast<int64_t>(per_node) * n.take;
+  if (world > options_.limits.max_ranks) {
+    (void)Finish(rt, control::FAILED,
+                 absl::StrCat("attempt ", job.attempt(), " would have ", world,
+                              " ranks on ", n.take,
+                              " nodes; this coordinator allows at most ",
+                              options_.limits.max_ranks,
+                              " (strata-coordinator --max-ranks)"));
+    return;
+  }
+  rt.planned_scale = calibrator_.StoredScale(CalibrationKey(s.idle));
+  auto plan =
+      PlanAttempt(job.spec(), s.idle, job.node_speed(), rt.planned_scale);
+  if (plan.ok()) {
+    Status fits =
+        CheckLaunchOrderSize(job.spec(), per_node, PlanFileJson(*plan).size());
+    if (!fits.ok()) plan = fits;
+  }
+  if (!plan.ok()) {
+    (void)Finish(rt, control::FAILED,
+                 absl::StrCat("planning attempt ", job.attempt(), " on ",
+                              n.take, " nodes: ", plan.status().message()));
+    return;
+  }
+  // MASTER_PORT: rank 0 runs on a worker host; for `strata run`, Slurm's
+  // first node and tests that is this host (documented limitation).
+  auto port = net::PickFreePort();
+  if (!port.ok()) {
+    (void)Finish(rt, control::FAILED, std::string(port.status().message()));
+    return;
+  }
+  Launch(rt, std::move(s.idle), *std::move(plan), *port);
+}
+
+void JobManager::WaitForWorkers(JobRuntime& rt, const WorkerRegistry& registry,
+                                const std::string& shortage) {
+  // Not while workers may still be re-registering after a restart or a
+  // pause of the coordinator. Waited on the steady clock from the first
+  // look at this attempt (a wall-clock jump must not fail it); a restarted
+  // coordinator starts the wait again, as workers need time to return.
+  const int64_t steady = clock_->SteadyNowMs();
+  if (!rt.pending_since || rt.pending_since->first != rt.info.attempt()) {
+    rt.pending_since = std::pair{rt.info.attempt(), steady};
+  }
+  if (!registry.Settling() &&
+      steady - rt.pending_since->second > WaitMs(rt.info)) {
+    (void)Finish(rt, control::FAILED, shortage);
+  }
+}
+
+void JobManager::Launch(JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
+                        Plan plan, int port) {
+  const int take = static_cast<int>(nodes.size());
+  const bool replanned = Replanned(rt.info, plan, take);
+  const std::string was = Layout(rt.info.plan(), rt.info.nodes_size());
+  if (!Commit(rt, Placed(rt.info, nodes, plan, port, clock_->NowMs())).ok()) {
+    return;  // still PENDING; retried
+  }
+  const control::JobInfo& job = rt.info;
+  std::vector<std::string> names;
+  for (const auto& w : nodes) names.push_back(w.node_name());
+  events_->Record(job.job_id(), job.attempt(), "launched",
+                  absl::StrCat(plan.placement().ranks_size(), " ranks on ",
+                               take, " nodes [", absl::StrJoin(names, ", "),
+                               "]: tp=", plan.tp(), " pp=", plan.pp(), " dp=",
+                               plan.dp(), " cp=", std::max(1, plan.cp())));
+  if (replanned) {
+    events_->Record(job.job_id(), job.attempt(), "replanned",
+                    ReplannedText(job, plan, take, was));
+  }
+}
+
+}  // namespace strata::coordinator
