@@ -29,6 +29,11 @@ struct FaultEvent {
   double slowdown = 0;    // factor against the reference (1.3 = 30% slower)
   std::string section;    // straggler: the section that is slowest
   std::string evidence;   // human-readable numbers behind the finding
+  // straggler: the arrivals behind it are only the waits the ranks report
+  // themselves (no flight recorder readings, e.g. torch's own
+  // collectives), which one rank can inflate to make a peer look late: such
+  // a finding is reported, never acted on (docs/security.md).
+  bool self_reported = false;
 };
 
 }  // namespace strata::fault

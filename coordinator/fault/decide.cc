@@ -163,6 +163,15 @@ FaultAssessment Assess(const fault::FaultEvent& e,
   a.summary = absl::StrFormat(
       "rank %d on %s is %.2fx slower (%s), confirmed at step %d", e.rank,
       e.node, e.slowdown, e.section, e.step);
+  if (e.self_reported && a.action != FaultPolicy::report) {
+    // Evidence against a node must come from its own ranks and the flight
+    // recorders: a peer's self-reported waits may only inform.
+    a.summary += absl::StrFormat(
+        " (reported only, policy %s not applied: its arrivals are the waits "
+        "the ranks report, which another rank could forge)",
+        fault::ActionName(a.action));
+    a.action = FaultPolicy::report;
+  }
   return a;
 }
 

@@ -247,6 +247,7 @@ std::vector<fault::FaultEvent> JobMonitor::Feed(Pending& p) {
     for (auto& e : stragglers_.Add(sample)) {
       e.evidence += recorded ? "; arrivals from the flight recorders"
                              : "; arrivals from the waits the ranks report";
+      e.self_reported = !recorded;
       out.push_back(std::move(e));
     }
   }

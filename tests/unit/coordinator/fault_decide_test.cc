@@ -271,6 +271,15 @@ TEST(AssessTest, PolicyPerKindAndTheNodeActedOn) {
   EXPECT_EQ(a.action, FaultPolicy::evict);
   EXPECT_EQ(a.summary,
             "rank 5 on n2 is 1.50x slower (forward), confirmed at step 40");
+
+  // Arrivals only from the ranks' own reported waits (torch's collectives,
+  // no flight recorder): one rank could forge them, so reported only.
+  e.self_reported = true;
+  a = Assess(e, policy, std::nullopt);
+  EXPECT_EQ(a.action, FaultPolicy::report);
+  EXPECT_NE(a.summary.find("reported only, policy evict not applied"),
+            std::string::npos)
+      << a.summary;
 }
 
 }  // namespace
