@@ -19,7 +19,8 @@ if(STRATA_BUILD_TESTS)
     STRATA_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/tests/fuzz/corpus")
   target_link_libraries(envelope_corpus_test PRIVATE strata_control
     GTest::gtest GTest::gtest_main)
-  add_test(NAME envelope_corpus_test COMMAND envelope_corpus_test)
+  strata_add_command_test(NAME envelope_corpus_test TIMEOUT 1500
+    COMMAND envelope_corpus_test)
 
   add_executable(config_corpus_test
     ${PROJECT_SOURCE_DIR}/tests/fuzz/config_corpus_test.cc
@@ -28,22 +29,21 @@ if(STRATA_BUILD_TESTS)
     STRATA_CONFIG_CORPUS_DIR="${PROJECT_SOURCE_DIR}/tests/fuzz/config_corpus")
   target_link_libraries(config_corpus_test PRIVATE strata_planner
     GTest::gtest GTest::gtest_main)
-  add_test(NAME config_corpus_test COMMAND config_corpus_test)
+  strata_add_command_test(NAME config_corpus_test TIMEOUT 1500
+    COMMAND config_corpus_test)
 
   if(NOT STRATA_FUZZ STREQUAL "OFF")
-    add_test(NAME envelope_fuzz
+    strata_add_command_test(NAME envelope_fuzz TIMEOUT 600 LABELS fuzz
       COMMAND bash ${PROJECT_SOURCE_DIR}/tests/fuzz/run_fuzz.sh
         ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/fuzz
         ${STRATA_FUZZ_SECONDS} ${STRATA_FUZZ})
     set_tests_properties(envelope_fuzz PROPERTIES
-      SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS fuzz
       RESOURCE_LOCK strata_fuzz_build)
-    add_test(NAME config_fuzz
+    strata_add_command_test(NAME config_fuzz TIMEOUT 600 LABELS fuzz
       COMMAND bash ${PROJECT_SOURCE_DIR}/tests/fuzz/run_fuzz.sh
         ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/fuzz
         ${STRATA_FUZZ_SECONDS} ${STRATA_FUZZ} config_fuzz)
     set_tests_properties(config_fuzz PROPERTIES
-      SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS fuzz
       RESOURCE_LOCK strata_fuzz_build)
   endif()
 endif()

@@ -49,13 +49,38 @@ function(strata_embed_files)
   file(COPY_FILE ${ARG_OUT}.tmp ${ARG_OUT} ONLY_IF_DIFFERENT)
 endfunction()
 
-# strata_add_script_test(NAME SCRIPT BUILD_DIR TIMEOUT [SERIAL]): a ctest
-# test running `bash SCRIPT BUILD_DIR SOURCE_DIR` (the install and package
-# tests); exit 77 is a skip. SERIAL: nothing else runs beside it.
-function(strata_add_script_test name script build_dir timeout)
-  add_test(NAME ${name} COMMAND bash ${script} ${build_dir} ${PROJECT_SOURCE_DIR})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
-  if("SERIAL" IN_LIST ARGN)
-    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+# strata_add_command_test(NAME name TIMEOUT seconds COMMAND arg...
+#   [LABELS label...] [ENV NAME=value...] [SERIAL]): one ctest test running
+# COMMAND (a script, an interpreter and its file, mpirun, an executable):
+# every test that is not a gtest file found by strata_add_tests is
+# registered here, so all share one shape. Exit 77 is a skip; SERIAL:
+# nothing else runs beside it.
+function(strata_add_command_test)
+  cmake_parse_arguments(ARG "SERIAL" "NAME;TIMEOUT" "COMMAND;LABELS;ENV" ${ARGN})
+  if(NOT STRATA_BUILD_TESTS)
+    return()
   endif()
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_COMMAND})
+  set_tests_properties(${ARG_NAME} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
+    SKIP_RETURN_CODE 77)
+  if(ARG_LABELS)
+    set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_ENV)
+    set_tests_properties(${ARG_NAME} PROPERTIES ENVIRONMENT "${ARG_ENV}")
+  endif()
+  if(ARG_SERIAL)
+    set_tests_properties(${ARG_NAME} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endfunction()
+
+# strata_add_script_test(NAME SCRIPT BUILD_DIR TIMEOUT [SERIAL]): the
+# common case of the above, `bash SCRIPT BUILD_DIR SOURCE_DIR`.
+function(strata_add_script_test name script build_dir timeout)
+  set(serial "")
+  if("SERIAL" IN_LIST ARGN)
+    set(serial SERIAL)
+  endif()
+  strata_add_command_test(NAME ${name} TIMEOUT ${timeout} ${serial}
+    COMMAND bash ${script} ${build_dir} ${PROJECT_SOURCE_DIR})
 endfunction()
