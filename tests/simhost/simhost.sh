@@ -246,6 +246,35 @@ simhost_exec() {
   nsenter -t "${SIMHOST_HOLDER[i]:?no host $i}" --net --uts --ipc --mount --wd="$PWD" "$@"
 }
 
+# simhost_daemons BUILD DIR PORT: a strata-coordinator in host 0 listening
+# on PORT (state in DIR/coordinator, log DIR/coordinator.log) and a
+# strata-worker in every host (work dir DIR/work-h<I>, log
+# DIR/worker-h<I>.log); waits at most ~30 s until every worker registered.
+# Sets SIMHOST_ENDPOINT; returns 1 naming how many registered otherwise.
+# The daemons keep the caller's environment (their ranks inherit it).
+simhost_daemons() {
+  local build=$1 dir=$2 port=$3 i n=0
+  SIMHOST_ENDPOINT="tcp://${SIMHOST_NAME[0]}:$port"
+  # shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
+  ${SIMHOST_NSENTER[0]} "$build/coordinator/strata-coordinator" --state-dir "$dir/coordinator" \
+    --listen "tcp://0.0.0.0:$port" --heartbeat-ms 500 > "$dir/coordinator.log" 2>&1 &
+  disown $!
+  for ((i = 0; i < SIMHOST_N; i++)); do
+    # shellcheck disable=SC2086
+    ${SIMHOST_NSENTER[i]} "$build/worker/strata-worker" --coordinator "$SIMHOST_ENDPOINT" \
+      --work-dir "$dir/work-h$i" > "$dir/worker-h$i.log" 2>&1 &
+    disown $!
+  done
+  for _ in $(seq 1 60); do
+    n=$(simhost_exec 0 timeout 5 "$build/cli/strata" workers --coordinator "$SIMHOST_ENDPOINT" \
+        2> /dev/null | awk 'NR > 1 && $2 == "yes"' | wc -l)
+    [ "$n" -ge "$SIMHOST_N" ] && return 0
+    sleep 0.5
+  done
+  _simhost_say "$n of $SIMHOST_N workers registered within 30 s; logs in $dir"
+  return 1
+}
+
 # simhost_rate I RATE: limits host I's link (both directions) to RATE (tc
 # token bucket, e.g. 250mbit) while the instance runs, replacing any earlier
 # limit; RATE "none" removes it. A slow link for fault tests.

@@ -39,24 +39,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 unset STRATA_CURVE_DIR
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 500 > "$tmp/coordinator.log" 2>&1 &
-disown $!
-for i in 0 1; do
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" > "$tmp/worker-h$i.log" 2>&1 &
-  disown $!
-done
-for _ in $(seq 1 60); do  # at most ~30 s
-  n=$(simhost_exec 0 timeout 5 "$STRATA" workers --coordinator "$endpoint" 2> /dev/null |
-      awk 'NR > 1 && $2 == "yes"' | wc -l)
-  [ "$n" -ge 2 ] && break
-  sleep 0.5
-done
-[ "$n" -ge 2 ] || die "2 workers did not register within 30 s; logs in $tmp"
+simhost_daemons "$BUILD" "$tmp" "$PORT" || die "the daemons did not start"
+endpoint=$SIMHOST_ENDPOINT
 
 cat > "$tmp/job.yaml" << YAML
 name: clean-run

@@ -40,27 +40,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 unset STRATA_CURVE_DIR
-endpoint="tcp://${SIMHOST_NAME[0]}:7077"
 # The daemons get the venv's PATH (torch_env.sh): the ranks inherit it.
-# shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
-${SIMHOST_NSENTER[0]} "$build/coordinator/strata-coordinator" \
-  --state-dir "$dir/coordinator" --listen "tcp://0.0.0.0:7077" \
-  --heartbeat-ms 500 > "$dir/coordinator.log" 2>&1 &
-disown $!
-for i in 0 1; do
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$build/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$dir/work-h$i" > "$dir/worker-h$i.log" 2>&1 &
-  disown $!
-done
-for _ in $(seq 1 60); do  # at most ~30 s
-  n=$(simhost_exec 0 timeout 5 "$STRATA" workers --coordinator "$endpoint" 2> /dev/null |
-    awk 'NR > 1 && $2 == "yes"' | wc -l)
-  [ "$n" -ge 2 ] && break
-  sleep 0.5
-done
+simhost_daemons "$build" "$dir" 7077 || { cat "$dir"/*.log; die "2 workers did not register"; }
+endpoint=$SIMHOST_ENDPOINT
 echo "workers registered ($((SECONDS - t0)) s)"
-[ "$n" -ge 2 ] || { cat "$dir"/*.log; die "2 workers did not register within 30 s"; }
 
 # Words after the script are the script's, even when they look like flags.
 # The ranks hold after the last step (a strata phase) until $dir/release
