@@ -221,7 +221,7 @@ TEST(PlanCliTest, BadInputExitsTwoWithOneClearMessage) {
        "unknown key 'bogus'"},
       {"plan --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
        "--fix recompute=sometimes",
-       "none, selective or full"},
+       "none, selective, full or selective_op"},
       {"plan --model /nonexistent.yaml --cluster dgx-h100 --gpus 8 "
        "--global-batch 8",
        "cannot open /nonexistent.yaml"},
