@@ -125,16 +125,7 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   last_ok_ms_ = now;
   stopped_for_grace_ = false;
   if (reply.has_register_worker()) {
-    worker_id_ = reply.register_worker().worker_id();
-    if (reply.register_worker().heartbeat_interval_ms() > 0) {
-      interval_ms_ = reply.register_worker().heartbeat_interval_ms();
-    }
-    logger_->info("registered with {} as {} (heartbeat {} ms)",
-                  options_.coordinator, worker_id_, interval_ms_);
-    // The coordinator may be new: tell it how far each rank got.
-    unsent_steps_.clear();
-    for (const auto& [key, s] : latest_steps_) unsent_steps_[key].push_back(s);
-    next_report_ms_ = now;  // fetch orders now
+    OnRegistered(reply.register_worker(), now);
     return;
   }
   const auto& hb = reply.heartbeat();
@@ -153,6 +144,36 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   unsent_steps_.clear();
   flights_.clear();
   traces_.clear();
+  DumpForDiagnosis(hb, now);
+  ReadTraces(hb);
+  if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
+  for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
+  for (const auto& order : hb.launch()) ranks_->Launch(order);
+  // Telemetry of ranks no longer held is not re-sent.
+  std::set<std::string> held;
+  for (const auto& r : ranks_->Reports()) held.insert(r.job_id());
+  std::erase_if(latest_steps_,
+                [&](const auto& kv) { return !held.contains(kv.first.first); });
+  next_report_ms_ = now + (ranks_->running() > 0
+                               ? std::min(interval_ms_, options_.busy_report_ms)
+                               : interval_ms_);
+  if (!flights_.empty() || !traces_.empty()) next_report_ms_ = now;
+}
+
+void WorkerAgent::OnRegistered(const control::RegisterWorkerReply& r,
+                               int64_t now) {
+  worker_id_ = r.worker_id();
+  if (r.heartbeat_interval_ms() > 0) interval_ms_ = r.heartbeat_interval_ms();
+  logger_->info("registered with {} as {} (heartbeat {} ms)",
+                options_.coordinator, worker_id_, interval_ms_);
+  // The coordinator may be new: tell it how far each rank got.
+  unsent_steps_.clear();
+  for (const auto& [key, s] : latest_steps_) unsent_steps_[key].push_back(s);
+  next_report_ms_ = now;  // fetch orders now
+}
+
+void WorkerAgent::DumpForDiagnosis(const control::HeartbeatReply& hb,
+                                   int64_t now) {
   // A hang diagnosis: the flight recorders and stacks of this node's ranks
   // of the attempt, sent with the heartbeat after the stacks are in. The
   // coordinator repeats the order until every worker answered: an attempt
@@ -171,6 +192,9 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
       if (auto text = stacks_.Start(id, r.pid(), now)) AddStack(id, *text);
     }
   }
+}
+
+void WorkerAgent::ReadTraces(const control::HeartbeatReply& hb) {
   // A trace: every operation the flight recorders of this node's ranks of
   // the attempt hold, read once per collection.
   if (!traced_.empty()) {  // forget attempts no longer held
@@ -205,18 +229,6 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
       }
     }
   }
-  if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
-  for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
-  for (const auto& order : hb.launch()) ranks_->Launch(order);
-  // Telemetry of ranks no longer held is not re-sent.
-  std::set<std::string> held;
-  for (const auto& r : ranks_->Reports()) held.insert(r.job_id());
-  std::erase_if(latest_steps_,
-                [&](const auto& kv) { return !held.contains(kv.first.first); });
-  next_report_ms_ = now + (ranks_->running() > 0
-                               ? std::min(interval_ms_, options_.busy_report_ms)
-                               : interval_ms_);
-  if (!flights_.empty() || !traces_.empty()) next_report_ms_ = now;
 }
 
 Status WorkerAgent::OnFailure(const Status& status, int64_t now) {

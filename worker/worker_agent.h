@@ -118,6 +118,11 @@ class WorkerAgent {
  private:
   control::Request BuildReport();
   void OnReply(const control::Reply& reply, int64_t now);
+  void OnRegistered(const control::RegisterWorkerReply& r, int64_t now);
+  // A hang diagnosis order: this node's ranks' flight recorders and stacks.
+  void DumpForDiagnosis(const control::HeartbeatReply& hb, int64_t now);
+  // A trace order: every operation this node's ranks' recorders hold.
+  void ReadTraces(const control::HeartbeatReply& hb);
   Status OnFailure(const Status& status, int64_t now);
   // Stops every attempt held once the grace has expired.
   void StopRanksAfterGrace(int64_t silent_ms);
