@@ -138,6 +138,18 @@ std::string DropArgs(const std::string& s) {
   return out;
 }
 
+// Appends " | frame" to the one-line stack `out`; false once it reached
+// `max_chars` (cut there and marked "...").
+bool AppendFrame(const std::string& frame, size_t max_chars,
+                 std::string* out) {
+  if (!out->empty()) *out += " | ";
+  *out += frame;
+  if (out->size() < max_chars) return true;
+  out->resize(max_chars);
+  *out += "...";
+  return false;
+}
+
 }  // namespace
 
 std::string CompactBacktrace(const std::string& raw, size_t max_chars) {
@@ -170,13 +182,7 @@ std::string CompactBacktrace(const std::string& raw, size_t max_chars) {
     std::string frame = absl::StrCat(num, " ", rest);
     while (frame.find("  ") != std::string::npos)
       frame.replace(frame.find("  "), 2, " ");
-    if (!out.empty()) out += " | ";
-    out += frame;
-    if (out.size() >= max_chars) {
-      out.resize(max_chars);
-      out += "...";
-      break;
-    }
+    if (!AppendFrame(frame, max_chars, &out)) break;
   }
   return out;
 }
@@ -256,13 +262,7 @@ std::string CompactFaultHandlerStack(const std::string& raw,
   }
   std::string out;
   for (const std::string& frame : pick->second) {
-    if (!out.empty()) out += " | ";
-    out += frame;
-    if (out.size() >= max_chars) {
-      out.resize(max_chars);
-      out += "...";
-      break;
-    }
+    if (!AppendFrame(frame, max_chars, &out)) break;
   }
   return out;
 }
