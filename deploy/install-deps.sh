@@ -30,6 +30,9 @@ NODE=(
 
 BUILD=(
   build-essential cmake pkg-config git clang-format
+  # Compiler cache: `make test` builds twice (with CUDA, and the CUDA-free
+  # package build); the second reuses the first's objects (CMakeLists.txt)
+  ccache
   # Collectives and launch
   libopenmpi-dev
   # Control plane
