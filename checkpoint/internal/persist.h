@@ -36,7 +36,10 @@ std::string RankFile(int rank, const char* ext);
 // Writes the chunks of `parts` (those with has_chunk) and `blobs` (per-rank
 // ones; global ones only on rank 0) as this rank's one data stream of
 // `step`, with an XXH3-64 checksum per `block_bytes`, and makes it durable
-// (DataSink::Finish). Returns the index of what it wrote. On failure (the
+// (DataSink::Finish). Chunks of 1 MiB or more start 4 KiB-aligned in the
+// stream (zero padding before them), so the file storage writes them from
+// page-aligned memory without a copy; checksums are computed by helper
+// threads while the chunks are written. Returns the index of what it wrote. On failure (the
 // first failing Append or Finish, whose error it returns) the stream is
 // abandoned unfinished and nothing refers to it.
 // REQUIRES: block_bytes > 0; the parts' data is staged (stays unchanged).
