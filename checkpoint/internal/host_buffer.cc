@@ -55,7 +55,9 @@ void HostBuffer::Resize(size_t bytes) {
   }
   (void)cudaGetLastError();  // clear the sticky error; fall back below
 #endif
-  data_ = static_cast<char*>(std::malloc(bytes));
+  // Page-aligned, so the file storage writes a staged chunk without a copy
+  // (direct_writer.h).
+  data_ = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
   if (data_ == nullptr) throw std::bad_alloc();
 }
 

@@ -42,6 +42,7 @@ from torch.utils._pytree import tree_unflatten as _tree_unflatten
 
 import strata
 from strata.torch import _runtime
+from strata.torch import _staging as _bg
 from strata.torch.monitor import current as _current_monitor
 
 __all__ = ["StorageWriter", "StorageReader", "parse_checkpoint_id"]
@@ -55,6 +56,19 @@ METADATA_BLOB = "dcp.metadata"
 # below the chunk).
 _NATIVE = {torch.float32, torch.float64, torch.float16, torch.bfloat16,
            torch.int32, torch.int64, torch.uint8}
+
+
+class _LeafNames:
+    """The state-dict paths of the leaves at `indexes` (e.g.
+    "['model']['fc.weight']"), worked out only when an error names one."""
+
+    def __init__(self, state_dict, indexes):
+        self._sd, self._indexes = state_dict, indexes
+
+    def __getitem__(self, k):
+        from torch.utils._pytree import keystr, tree_flatten_with_path
+        paths, _ = tree_flatten_with_path(self._sd)
+        return keystr(paths[self._indexes[k]][0])
 
 
 class _StagingSet:
@@ -112,14 +126,17 @@ class StorageWriter(_DcpWriter):
     commit. `async_staging`: async_save returns before the staging copy
     (see stage()). Use one writer per save."""
 
-    def __init__(self, uri, step=None, keep_last=0, async_staging=False):
+    def __init__(self, uri, step=None, keep_last=0, async_staging=False,
+                 background_staging=True):
         super().__init__()
         self.uri, parsed = parse_checkpoint_id(uri)
         self.step = parsed if step is None else strata._int64(
             "checkpoint step", step)
         self.keep_last = keep_last
         self.async_staging = bool(async_staging)
+        self.background_staging = bool(background_staging)
         self._staging = None  # the _StagingSet stage() filled
+        self._job = None      # its background copy (strata.torch._staging)
         self._coordinator = False
         self._ck = None
         self._pending = None  # the coordinator's (tensors, blobs) until finish
@@ -131,9 +148,13 @@ class StorageWriter(_DcpWriter):
     # pages are already faulted in, so the copy runs at memory speed), and
     # the engine writes straight from them (a borrowed save: no second
     # copy). A save whose staging set is still being written gets a fresh
-    # set. With async_staging=True, stage() returns at once and copies on a
-    # thread: async_save then returns DCP's AsyncSaveResponse, and the loop
-    # must wait for its staging_completion before changing the tensors
+    # set. By default (background_staging) the copy of CPU tensors is made
+    # on a thread, guarded by hooks: an optimizer step waits for all of it,
+    # a module's forward for its buffers (strata/torch/_staging.py);
+    # background_staging=False copies on the caller's thread. With
+    # async_staging=True, stage() returns at once and copies on a thread,
+    # unguarded: async_save then returns DCP's AsyncSaveResponse, and the
+    # loop must wait for its staging_completion before changing the tensors
     # (before the next optimizer step).
     _synchronize_after_execute = False
 
@@ -155,11 +176,11 @@ class StorageWriter(_DcpWriter):
                              daemon=True).start()
             staged = fut
         else:
-            staged = self._stage(state_dict)
+            staged = self._stage(state_dict, self.background_staging)
         _current_monitor().note("checkpoint", time.perf_counter() - start)
         return staged
 
-    def _stage(self, state_dict):
+    def _stage(self, state_dict, background=False):
         leaves, spec = _tree_flatten(state_dict)
         with _staging_lock:
             cached = _staging.get(self.uri)
@@ -170,7 +191,7 @@ class StorageWriter(_DcpWriter):
                 self._staging = _StagingSet()
                 self._staging.busy = True
         buffers = self._staging.buffers
-        out = []
+        out, names, srcs, dsts = [], [], [], []
         for i, v in enumerate(leaves):
             if not isinstance(v, torch.Tensor):
                 out.append(v)
@@ -181,13 +202,22 @@ class StorageWriter(_DcpWriter):
                     or buf.dtype != v.dtype or buf.device.type != "cpu"
                     or getattr(buf, "placements", None) != getattr(v, "placements", None)
                     or getattr(buf, "device_mesh", None) is not getattr(v, "device_mesh", None)):
-                buf = (torch.empty_like(v, device="cpu")
-                       if v.device.type != "cpu" else torch.empty_like(v))
+                buf = _bg.staging_like(v)
                 buffers[i] = buf
-            buf.copy_(v)
+            names.append(i)
+            srcs.append(v)
+            dsts.append(buf)
             out.append(buf)
         for i in [k for k in buffers if k >= len(leaves)]:
             del buffers[i]
+        job = _bg.StagingJob(_LeafNames(state_dict, names), srcs, dsts)
+        if background and all(v.device.type == "cpu" for v in srcs):
+            self._job = job
+            _bg.start(job)
+        else:
+            job.wait()
+            if job.error is not None:
+                raise job.error
         return _tree_unflatten(out, spec)
 
     def _release_staging(self):
@@ -254,6 +284,12 @@ class StorageWriter(_DcpWriter):
         return plans
 
     def write_data(self, plan, planner):
+        job, self._job = self._job, None
+        if job is not None:  # a background staging copy: help, then wait
+            job.wait()
+            if job.error is not None:
+                self._release_staging()
+                raise job.error
         rank = _runtime.runtime().rank
         tensors, blobs, results = [], {}, []
         for item in plan.items:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import unittest
 
@@ -25,6 +26,7 @@ import torch.distributed.checkpoint as dcp
 
 import strata
 from strata.torch import StorageReader, StorageWriter
+from strata.torch import _staging
 
 
 def state(seed):
@@ -104,7 +106,8 @@ class DcpTest(unittest.TestCase):
         uri = self.uri()
         a = state(4)
         before = a["w"].clone()
-        fut = dcp.async_save(a, storage_writer=StorageWriter(uri, step=1))
+        fut = dcp.async_save(a, storage_writer=StorageWriter(
+            uri, step=1, background_staging=False))
         a["w"].add_(1.0)  # training goes on: the saved values are the staged ones
         fut.result()
         got = zeros_like(a)
@@ -131,6 +134,71 @@ class DcpTest(unittest.TestCase):
             got = zeros_like(a)
             dcp.load(got, storage_reader=StorageReader(uri, step=step))
             self.assertTrue(torch.equal(got["w"], w), step)
+
+    def test_background_staging_is_guarded(self):
+        # Default async_save: the copy runs on a thread. A forward waits for
+        # the module's buffers, an optimizer step for everything: the step
+        # saves the values of before them. Copies are held back until the
+        # loop has run, so the guards (not luck) make the result.
+        uri = self.uri()
+        model = torch.nn.Sequential(torch.nn.Linear(256, 256),
+                                    torch.nn.BatchNorm1d(256))
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        sd = {"model": model.state_dict()}
+        want = {k: v.clone() for k, v in sd["model"].items()}
+        gate = threading.Event()
+        real_start = _staging.StagingJob.start
+        _staging.StagingJob.start = lambda job: None  # no copier thread
+        real_wait = _staging.StagingJob.wait
+
+        def gated_wait(job):  # DCP's upload thread waits for the loop
+            if threading.current_thread() is not threading.main_thread():
+                gate.wait(30)
+            real_wait(job)
+        _staging.StagingJob.wait = gated_wait
+        try:
+            fut = dcp.async_save(sd, storage_writer=StorageWriter(uri, step=1))
+            model(torch.randn(8, 256)).sum().backward()  # changes BN stats
+            opt.step()  # changes the weights
+            gate.set()
+            fut.result()
+        finally:
+            _staging.StagingJob.start = real_start
+            _staging.StagingJob.wait = real_wait
+            gate.set()
+        got = {"model": {k: torch.zeros_like(v) for k, v in want.items()}}
+        dcp.load(got, storage_reader=StorageReader(uri))
+        for k, v in want.items():
+            self.assertTrue(torch.equal(got["model"][k], v), k)
+        self.assertFalse(torch.equal(model[0].weight, want["0.weight"]))
+
+    def test_background_staging_catches_other_changes(self):
+        # An in-place change outside a forward or an optimizer step before
+        # its copy: the save fails naming the tensor, nothing is committed.
+        uri = self.uri()
+        a = {"w": torch.ones(1000), "v": torch.ones(10)}
+        real_start = _staging.StagingJob.start
+        _staging.StagingJob.start = lambda job: None
+        gate = threading.Event()
+        real_wait = _staging.StagingJob.wait
+
+        def gated_wait(job):
+            if threading.current_thread() is not threading.main_thread():
+                gate.wait(30)
+            real_wait(job)
+        _staging.StagingJob.wait = gated_wait
+        try:
+            fut = dcp.async_save(a, storage_writer=StorageWriter(uri, step=1))
+            a["w"].add_(1.0)
+            gate.set()
+            with self.assertRaises(BaseException) as err:  # DCP's CheckpointException
+                fut.result()
+            self.assertIn("['w']\" was changed in place", str(err.exception))
+        finally:
+            _staging.StagingJob.start = real_start
+            _staging.StagingJob.wait = real_wait
+            gate.set()
+        self.assertIsNone(strata.latest_step(uri))
 
     def test_cli_sees_the_steps(self):
         uri = self.uri()
