@@ -101,15 +101,20 @@ class StepMonitor:
             model.register_comm_hook(model.process_group, self._ddp_hook)
 
     def _ddp_hook(self, process_group, bucket):
-        # DDP's default all-reduce (divide by the world size, then sum), timed.
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        # DDP's default all-reduce (divide by the world size, then sum; as
+        # torch's default_hooks.allreduce_hook), timed. One Python callback
+        # per bucket (allreduce_hook chains its own, then ours ran after it).
+        import torch.distributed as dist
+        group = process_group if process_group is not None else dist.group.WORLD
+        tensor = bucket.buffer()
+        tensor.div_(group.size())
         launch = time.perf_counter()
-        fut = default_hooks.allreduce_hook(process_group, bucket)
+        fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
+        reduces = self._reduces
 
         def done(f):
-            with self._lock:
-                self._reduces.append((launch, time.perf_counter()))
-            return f.value()
+            reduces.append((launch, time.perf_counter()))  # atomic (GIL)
+            return tensor
         return fut.then(done)
 
     # -- steps ------------------------------------------------------------
