@@ -54,7 +54,9 @@ TEST(PersistTest, AlignedChunksWithTheirChecksums) {
     const ChunkMeta& c = index->tensors(t).chunks(0);
     const size_t n = c.length();
     ASSERT_EQ(n, parts[t].tensor.Bytes());
-    if (n >= (1u << 20)) EXPECT_EQ(c.offset() % 4096, 0u) << t;
+    if (n >= (1u << 20)) {
+      EXPECT_EQ(c.offset() % 4096, 0u) << t;
+    }
     std::vector<char> back(n);
     ASSERT_TRUE((*storage)->ReadData(7, c.file(), c.offset(), back.data(), n).ok());
     EXPECT_TRUE(std::equal(back.begin(), back.end(),
