@@ -140,7 +140,9 @@ const std::map<std::string, IntFix>& IntFixes() {
       {"embedding_stage",
        {"", [](C* f, int v) { f->set_account_for_embedding(v != 0); }}},
       {"loss_stage", {"", [](C* f, int v) { f->set_account_for_loss(v != 0); }}},
-      {"dualpipe", {"", [](C* f, int v) { f->set_dualpipe(v != 0); }}}};
+      {"dualpipe", {"", [](C* f, int v) { f->set_dualpipe(v != 0); }}},
+      {"eager", {"", [](C* f, int v) { f->set_eager(v != 0); }}},
+      {"sdpa", {"", [](C* f, int v) { f->set_sdpa(v != 0); }}}};
   return *fixes;
 }
 
@@ -157,7 +159,7 @@ Status SetIntFix(const std::string& key, const std::string& value,
         "--fix: unknown key '" + key +
         "' (known: tp, pp, dp, cp, ep, etp, vpp, mbs, zero, distopt, sp, "
         "recompute, precision, offload, layers, first, last, "
-        "embedding_stage, loss_stage, dualpipe, layout)");
+        "embedding_stage, loss_stage, dualpipe, eager, sdpa, layout)");
   }
   const std::string field = it->second.range_field;
   if (!field.empty()) {
@@ -489,7 +491,7 @@ void AddPlanCommand(CLI::App* app) {
                   "mbs=..,zero=..,distopt=0|1,sp=0|1,"
                   "recompute=none|selective|full,precision=bf16|fp8,"
                   "offload=none|cpu|nvme,layers=even|balanced,first=N,last=N,"
-                  "embedding_stage=0|1,loss_stage=0|1,dualpipe=0|1,layout=STRING (last)");
+                  "embedding_stage=0|1,loss_stage=0|1,dualpipe=0|1,eager=0|1,sdpa=0|1,layout=STRING (last)");
   cmd->add_option("--node-speed", args->node_speed,
                   "per-node speed factors, node=speed,... (e.g. 3=0.5: node "
                   "3 runs at half its GPU's rate)");

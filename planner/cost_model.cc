@@ -24,6 +24,8 @@ CostModel::CostModel(const ModelSpec& model, const JobSpec& job,
   optimizer_bytes_ = job.optimizer() == Optimizer::sgd ? 8 : 12;
   even_layers_ = job.constraints().even_layers();
   dualpipe_ = job.constraints().dualpipe();
+  eager_ = job.constraints().eager();
+  sdpa_ = job.constraints().sdpa();
   split_fix_ = job.constraints();
   pinned_split_ = split_fix_.has_first_stage_layers() ||
                   split_fix_.has_last_stage_layers() ||

@@ -35,6 +35,14 @@ inline constexpr double kAttentionEfficiency = 0.5;
 // H100 peak forward, ~10% less backward (Dao 2023 §4.1; Shah et al. 2024):
 // about 0.9 of the large-GEMM efficiency.
 inline constexpr double kFlashAttentionEfficiency = 0.9;
+// PyTorch's scaled_dot_product_attention (torch 2.5-2.6, torchtitan's
+// runs; PlanConstraints.sdpa) runs FlashAttention-2, which reaches 35% of
+// an H100's peak where FlashAttention-3 reaches 75% (Shah et al. 2024,
+// arXiv 2407.08608, abstract and §4.1: FA2 does not use Hopper's wgmma and
+// TMA): 0.35 / 0.75 (H100's large-GEMM efficiency) of the GEMM
+// efficiency, on GPUs with an FP8 peak (Hopper and later). On earlier
+// GPUs FlashAttention-2 is what kFlashAttentionEfficiency stands for.
+inline constexpr double kSdpaHopperAttentionEfficiency = 0.35 / 0.75;
 // Memory-bound kernels (norms, softmax, dropout, activation functions) move
 // each stored activation byte this many times per forward pass (written by
 // its producer, read by its consumer).
@@ -153,6 +161,9 @@ class CostModel {
   // at the FP8 peak under precision fp8).
   double Gemm(double m, double n, double k, const GpuType& gpu) const;
   double Gemm8(double m, double n, double k, const GpuType& gpu) const;
+  // HBM bytes of a layer's forward that eager mode's unfused kernels move
+  // beyond the fused ones (0 unless PlanConstraints.eager).
+  double EagerExtraBytes(const Candidate& c, double tokens) const;
   inline double LayerGemmTime(double tokens, double t,
                               const GpuType& gpu) const;
   // MoE layers (mean over layers): shared experts, router, routed experts,
@@ -239,6 +250,8 @@ class CostModel {
   double cpu_adam_params_per_s_;  // per node (HostSpec or the default)
   bool even_layers_;  // PlanConstraints.even_layers: l / p per stage
   bool dualpipe_;     // PlanConstraints.dualpipe: DeepSeek's DualPipe
+  bool eager_;        // PlanConstraints.eager: PyTorch eager mode
+  bool sdpa_;         // PlanConstraints.sdpa: PyTorch SDPA's attention
   // A split pinned with --fix first/last, embedding_stage/loss_stage or
   // layout (pipeline_layout.h): the constraints, and the layers per stage
   // of the last (p, v) asked (empty: that p, v breaks Megatron's rules).

@@ -156,12 +156,15 @@ StatusOr<LaunchPlan> PlanForLaunch(const PlanRequest& request) {
   unconstrained.megatron_compatible = false;
   unconstrained.top_k = 1;
   unconstrained.with_placement = false;
-  // No launcher runs DualPipe: PlanJob's refusal (search.cc) says so, and
+  // No launcher runs DualPipe, eager mode or SDPA costs: PlanJob's refusal
+  // (search.cc) says so, and
   // the Megatron constraint note below would not be the reason.
-  if (request.job.constraints().dualpipe()) {
+  if (request.job.constraints().dualpipe() ||
+      request.job.constraints().eager() || request.job.constraints().sdpa()) {
     StatusOr<PlanReport> refused = PlanJob(constrained);
     if (!refused.ok()) return refused.status();
-    return absl::InternalError("a DualPipe plan was accepted for --emit");
+    return absl::InternalError(
+        "a DualPipe, eager or SDPA plan was accepted for --emit");
   }
   StatusOr<PlanReport> best = PlanJob(unconstrained);
   StatusOr<PlanReport> launch = PlanJob(constrained);

@@ -48,7 +48,8 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   const double act_scores = ScoreActivationBytes(c);
   // Memory-bound kernels move every stored activation byte
   // kElementwisePasses times.
-  const double elem_lin = kElementwisePasses * act_lin / hbm;
+  const double elem_lin =
+      kElementwisePasses * act_lin / hbm + EagerExtraBytes(c, tokens) / hbm;
   const double elem_scores = kElementwisePasses * act_scores / hbm;
   LayerCost lc;
   lc.fwd_s = gemm + attn + elem_lin + elem_scores + layer_overhead_s_;
@@ -101,6 +102,46 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
     lc.logits_bytes += mtp * (lc.act_bytes + head_bytes);
   }
   return lc;
+}
+
+// PyTorch eager mode (PlanConstraints.eager; torchtitan without
+// torch.compile): HBM bytes one layer's forward moves beyond the fused
+// kernels the rest of the model assumes (docs/planner.md "Eager mode").
+// Counted from torchtitan's Llama code at 9dec370 (the commit of its H100
+// table), one read or write per op of each tensor it touches:
+// - RMSNorm (models/norms.py, norm_type "rmsnorm": `_norm(x.float())
+//   .type_as(x) * weight`, `_norm = x * rsqrt(x.pow(2).mean(-1) + eps)`):
+//   to fp32 (2 + 4 bytes per element), pow (4 + 4), mean (4), multiply
+//   (4 + 4 + 4), to bf16 (4 + 2), times the weight (2 + 2) = 40 bytes per
+//   element where one fused kernel moves 4 (read, write): 36 more, on each
+//   of the two norms' h-wide inputs (LayerNorm models alike);
+// - RoPE (models/llama/model.py apply_rotary_emb: view_as_complex of
+//   `xq.float()`, a complex multiply, view_as_real, type_as): to fp32
+//   (2 + 4), multiply (4 + 4), to bf16 (4 + 2) = 20 bytes per element of
+//   q and k where a fused kernel moves 4: 16 more on q + kv widths (only
+//   with rotary embeddings);
+// - SwiGLU (`w2(F.silu(w1(x)) * w3(x))`): silu (2 + 2) and the product
+//   (2 + 2 + 2) = 10 bytes per element of f where a fused kernel moves 6:
+//   4 more (GELU models: none, the activation is one kernel either way).
+// Backward and recompute repeat it like every other memory-bound kernel
+// (the backward's 2x). Sequence parallelism shards the norms' tokens by t;
+// the attention and MLP widths are split by t.
+double CostModel::EagerExtraBytes(const Candidate& c, double tokens) const {
+  if (!eager_) return 0;
+  const LayerShape& ls = shape_;
+  const double t = c.tp;
+  const double sp = c.sequence_parallel || c.tp == 1 ? t : 1;
+  double bytes = 2 * 36 * ls.h * tokens / sp;
+  if (model_.position_embedding() == PositionEmbedding::rope) {
+    bytes += 16 * (ls.q_dim + ls.kv_dim) / t * tokens;
+  }
+  if (model_.activation() == Activation::swiglu) {
+    // The dense MLPs, the routed experts' copies and the shared experts.
+    const double f = (1 - ls.moe_fraction) * ls.ffn +
+                     ls.moe_fraction * (ls.topk * ls.moe_ffn + ls.shared_ffn);
+    bytes += 4 * f / t * tokens;
+  }
+  return bytes;
 }
 
 // The four GEMMs of a layer's forward on `tokens` rows: Megatron's
@@ -233,15 +274,19 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
 // a (d_qk + d_v) / 2, the width TrainingFlops counts (h for standard
 // attention; Qwen3's 32 heads of 128 on h 2048 and MLA's wider heads are
 // wider than h). Unfused at kAttentionEfficiency, fused at
-// kFlashAttentionEfficiency of the GEMM efficiency (cost_model.h).
+// kFlashAttentionEfficiency of the GEMM efficiency (cost_model.h), or
+// PyTorch SDPA's FlashAttention-2 on Hopper (kSdpaHopperAttentionEfficiency).
 double CostModel::CoreAttentionTime(double tokens, double t,
                                     const GpuType& gpu) const {
   const double h = shape_.attn_width;
   const double s = AttentionKeys(shape_, seq_, true);
   const bool flash = model_.attention() == AttentionKernel::flash;
+  double eff = flash ? kFlashAttentionEfficiency : kAttentionEfficiency;
+  if (flash && sdpa_ && gpu.peak_fp8_tflops() > 0) {
+    eff = kSdpaHopperAttentionEfficiency;
+  }
   return 4 * tokens * s * h / t /
-         (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() *
-          (flash ? kFlashAttentionEfficiency : kAttentionEfficiency));
+         (gpu.peak_bf16_tflops() * 1e12 * gpu.gemm_efficiency() * eff);
 }
 
 // Activation bytes of a layer without the attention scores (Korthikanti

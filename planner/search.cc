@@ -485,6 +485,15 @@ Status ValidateRequest(const PlanRequest& req) {
         "run, has no such mode: use recompute=selective or full, or plan "
         "without --emit");
   }
+  if ((fix.eager() || fix.sdpa()) && req.megatron_compatible) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--fix ", fix.eager() ? "eager=1 costs PyTorch eager mode (torchtitan "
+                                "without torch.compile)"
+                              : "sdpa=1 costs PyTorch SDPA's attention "
+                                "(torchtitan's)",
+        "; Megatron-LM, which both --emit launchers run, uses fused "
+        "kernels: plan without it, or without --emit"));
+  }
   // DualPipe (planner/dualpipe.h) pairs stage i with stage pp-1-i: an even
   // pp, each rank's two stages instead of virtual stages.
   if (fix.dualpipe()) {
