@@ -101,6 +101,16 @@ void CostModel::Evaluate(const Candidate& c, Evaluation* out,
   if (stage_layers) StageLayers(c, sh, classes, out);
 }
 
+// Evaluate's step is the slowest stage's steps x mb_s plus non-negative
+// terms, mb_s = L_i x lc.Total() plus non-negative terms (CostOfStage),
+// with sum L_i = l; on identical nodes every class has the same lc.
+double CostModel::StepLowerBound(const Candidate& c) const {
+  if (!net_.identical_nodes() || net_.nodes().empty()) return 0;
+  const Shape sh = ShapeOf(c);
+  const LayerCost lc = CachedLayer(c, *net_.nodes()[0].gpu);
+  return sh.steps * lc.Total() * sh.l / sh.p;
+}
+
 CostModel::~CostModel() = default;
 
 CostModel::Shape CostModel::ShapeOf(const Candidate& c) const {

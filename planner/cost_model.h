@@ -124,6 +124,13 @@ class CostModel {
   // fields are then unspecified. Without `stage_layers`, out->layers is left
   // empty (the search scores candidates; only reported plans need the per-stage
   // list).
+  // A lower bound of Evaluate's step_s for a candidate with a valid split,
+  // at a fraction of its cost (the search skips candidates whose bound
+  // cannot enter its top K; docs/planner.md "Search"): every stage runs
+  // `steps` micro-batch slots of its layers at the mean layer's time, and
+  // the slowest holds at least l / p layers. 0 (no bound) when the nodes
+  // differ (their layers cost differently).
+  double StepLowerBound(const Candidate& c) const;
   void Evaluate(const Candidate& c, Evaluation* out,
                 bool stage_layers = true) const;
 

@@ -79,6 +79,12 @@ class TopK {
   }
   void Clear() { best_.clear(); }
   bool empty() const { return best_.empty(); }
+  // The K-th best step time once K plans are kept (else infinity): a
+  // candidate slower than it cannot enter.
+  double Bar() const {
+    return static_cast<int>(best_.size()) == k_ ? best_.back().e.step_s
+                                                : 1e300;
+  }
   const std::vector<Scored>& best() const { return best_; }
 
  private:
@@ -128,6 +134,10 @@ struct Tally {
   int64_t candidates = 0;  // valid layer split, admitted by the pass
   int64_t feasible = 0;    // ... and fits in memory
   int64_t evaluated = 0;   // every call of CostModel::Evaluate
+  // Skipped unevaluated: StepLowerBound above the top K's bar (with their
+  // offload twins, whose step is at least the same pipeline time).
+  int64_t bounded = 0;
+  bool bound = true;  // PlanRequest::branch_and_bound
   bool skipped_mixed = false;
   // Offload: plans that fit without it, the fastest fitting offload plan,
   // and offload plans that fit in GPU memory but not on the host (the
@@ -221,6 +231,17 @@ bool RunPass(const SearchSpace& space, const CostModel& cost,
       layout = i;
       order = static_cast<uint64_t>(i) << 32;
     }
+    // Branch and bound: a candidate whose lower bound is slower than the
+    // K-th best kept cannot be in the top K (RanksBefore orders by step
+    // time first), nor can its offload twins (their pipeline time is the
+    // same). Only once a plan fits without offload: until then the
+    // closest non-fitting plan, which the notes name, may still change.
+    if (tally->bound && tally->plain_feasible > 0 &&
+        cost.StepLowerBound(c) > tally->top.Bar()) {
+      ++order;
+      ++tally->bounded;
+      return in_time;
+    }
     score(c);
     // Offload frees the optimizer state only: a fullest stage that would
     // not fit without it either is not tried (up to a changed layer split).
@@ -262,6 +283,7 @@ void Merge(const Tally& from, Tally* into) {
   into->candidates += from.candidates;
   into->feasible += from.feasible;
   into->evaluated += from.evaluated;
+  into->bounded += from.bounded;
   into->skipped_mixed = into->skipped_mixed || from.skipped_mixed;
   into->plain_feasible += from.plain_feasible;
   into->offload_scored += from.offload_scored;
@@ -289,6 +311,7 @@ bool RunParallelPass(const SearchSpace& space, const CostModel& cost,
     return RunPass(space, cost, host, budget, allow_mixed, 0, 1, tally);
   }
   std::vector<Tally> parts(shards - 1, Tally(req.top_k));
+  for (Tally& part : parts) part.bound = tally->bound;
   std::vector<char> in_time(shards, 1);
   std::vector<std::thread> threads;
   threads.reserve(shards - 1);
@@ -668,6 +691,7 @@ StatusOr<PlanReport> Search(const PlanRequest& req,
   const SearchSpace space(req, cost.seq_length());
   const Budget budget(start, req.time_budget_s);
   Tally tally(req.top_k);
+  tally.bound = req.branch_and_bound;
   // On clusters with several NIC fabrics, stages that straddle two are
   // used only when no layout keeps every stage on one (RDMA does not cross
   // fabrics; Holmes).

@@ -67,6 +67,10 @@ struct PlanRequest {
   // Threads that score the space (0: one per hardware thread, at most
   // kMaxSearchThreads). The report does not depend on it.
   int search_threads = 0;
+  // Skip candidates whose lower bound (CostModel::StepLowerBound) cannot
+  // enter the top K (docs/planner.md "Search"); the plans do not change.
+  // Off: every candidate is scored (tests compare the two).
+  bool branch_and_bound = true;
 };
 
 // Runs the search. InvalidArgument for impossible requests (a value outside

@@ -2,7 +2,10 @@
 
 #include "common/config.h"
 #include "gtest/gtest.h"
+#include "planner/cost_model.h"
 #include "planner/model.h"
+#include "planner/network.h"
+#include "planner/search_space.h"
 #include "topology/cluster.h"
 
 namespace strata::planner {
@@ -83,10 +86,15 @@ TEST(SearchTest, ThreadsDoNotChangeTheReport) {
       Request("llama3-70b", "hetero-ib-roce", 32, 64),
       Request("llama3-405b", "dgx-h100", 8, 8),  // fits nowhere
   };
+  // Scoring every candidate, the report is byte for byte the same; with
+  // branch and bound, which candidates each thread skips depends on what
+  // it has kept, so only the counts of scored candidates may differ.
+  for (bool bound : {false, true})
   for (PlanRequest req : requests) {
     req.top_k = 8;
     req.time_budget_s = 600;
     req.search_threads = 1;
+    req.branch_and_bound = bound;
     auto one = PlanJob(req);
     for (int threads : {2, 3, 4}) {
       req.search_threads = threads;
@@ -99,10 +107,85 @@ TEST(SearchTest, ThreadsDoNotChangeTheReport) {
       PlanReport a = *one, b = *many;
       a.mutable_search()->clear_elapsed_s();
       b.mutable_search()->clear_elapsed_s();
+      if (bound) {
+        EXPECT_GT(a.search().candidates(), 0);
+        for (PlanReport* r : {&a, &b}) {
+          r->mutable_search()->clear_candidates();
+          r->mutable_search()->clear_feasible();
+        }
+      }
       EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString())
           << req.model.name() << " on " << threads << " threads";
-      EXPECT_GT(a.search().candidates(), 0);
+      if (!bound) EXPECT_GT(a.search().candidates(), 0);
     }
+  }
+}
+
+// Branch and bound skips candidates whose lower bound cannot enter the top
+// K: the plans and their placement are the ones scoring every candidate
+// gives, and fewer candidates are scored.
+TEST(SearchTest, BranchAndBoundDoesNotChangeThePlans) {
+  PlanRequest moe = Request("deepseek-v3", "dgx-h100", 2048, 2048);
+  moe.job.set_seq_length(4096);
+  const PlanRequest requests[] = {
+      Request("mixtral-8x7b", "dgx-h100", 128, 512),
+      Request("llama3-70b", "hetero-ib-roce", 32, 64),
+      Request("llama3-405b", "dgx-h100", 1024, 1024),
+      Request("gpt-1.7b", "dgx-a100", 32, 512),
+      moe,
+  };
+  bool pruned_some = false;
+  for (PlanRequest req : requests) {
+    req.top_k = 8;
+    req.time_budget_s = 600;
+    req.branch_and_bound = false;
+    auto all = PlanJob(req);
+    req.branch_and_bound = true;
+    auto bounded = PlanJob(req);
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_TRUE(bounded.ok()) << bounded.status();
+    ASSERT_EQ(all->plans_size(), bounded->plans_size());
+    for (int i = 0; i < all->plans_size(); ++i) {
+      EXPECT_EQ(all->plans(i).SerializeAsString(),
+                bounded->plans(i).SerializeAsString())
+          << req.model.name() << " plan " << i;
+    }
+    EXPECT_LE(bounded->search().candidates(), all->search().candidates());
+    pruned_some |= bounded->search().candidates() < all->search().candidates();
+  }
+  EXPECT_TRUE(pruned_some);
+}
+
+// The bound the search skips by is below every candidate's step (dense,
+// MoE, FP8, with offload twins and a calibration-free cluster).
+TEST(SearchTest, StepLowerBoundIsBelowEveryStep) {
+  PlanRequest moe = Request("qwen3-30b-a3b", "dgx-h100", 64, 512);
+  moe.job.set_seq_length(4096);
+  moe.job.mutable_constraints()->set_precision(Precision::fp8);
+  const PlanRequest requests[] = {
+      Request("llama3-70b", "dgx-h100", 64, 256), moe,
+      Request("gpt-1.7b", "dgx-a100", 32, 512),
+      Request("mixtral-8x7b", "h100-roce", 64, 256)};
+  for (const PlanRequest& req : requests) {
+    const int gpn = req.cluster.gpus_per_node();
+    auto nodes = topology::SelectNodes(
+        req.cluster, static_cast<int>((req.gpus + gpn - 1) / gpn));
+    ASSERT_TRUE(nodes.ok()) << nodes.status();
+    const Network net(req.cluster, *std::move(nodes));
+    const CostModel cost(req.model, req.job, net);
+    const search_internal::SearchSpace space(req, cost.seq_length());
+    int64_t checked = 0;
+    space.ForEach([&](const Candidate& c) {
+      Evaluation e;
+      cost.Evaluate(c, &e, false);
+      if (e.valid) {
+        ++checked;
+        EXPECT_LE(cost.StepLowerBound(c), e.step_s * (1 + 1e-12))
+            << req.model.name() << " " << c.ToString();
+      }
+      return true;
+    });
+    EXPECT_GT(checked, 100) << req.model.name();
   }
 }
 
