@@ -12,6 +12,7 @@ StatusOr<std::string> Published::Get() {
     read_ms_ = now;
     if (!has_text_ || now - published_ms_ > options_.max_age_ms) {
       const uint64_t seen = generation_;
+      awaited_ = seen;
       ++waiting_;
       cv_.wait_for(lock.native(), std::chrono::milliseconds(options_.wait_ms),
                    [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -32,7 +33,10 @@ StatusOr<std::string> Published::Get() {
 
 bool Published::Wanted() const {
   MutexLock lock(mu_);
-  if (waiting_ > 0) return true;
+  // A reader waits for a publication newer than the one it saw; once
+  // there is one, it is served even if its thread has not woken yet (on a
+  // busy machine that can take a while, and each render costs the loop).
+  if (waiting_ > 0 && generation_ == awaited_) return true;
   const int64_t now = clock_->SteadyNowMs();
   // Warm: re-rendered only once the current text was read, so a scraper
   // costs one render per scrape, not one per `refresh`.

@@ -64,6 +64,8 @@ class Published {
   int64_t read_ms_ ABSL_GUARDED_BY(mu_) = -1;      // steady; -1: never read
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  // The generation the newest waiting reader saw: it waits for a later one.
+  uint64_t awaited_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace strata::observe

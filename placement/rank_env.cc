@@ -97,29 +97,51 @@ Status Mismatch(const char* name, int got, const std::string& why) {
 
 }  // namespace
 
-StatusOr<std::vector<RankEnv>> RankEnvsFor(
-    const Plan& plan, const std::vector<int>& ranks,
-    const std::vector<NodeEndpoint>& nodes, const JobEndpoints& job) {
+StatusOr<PlanShape> ShapeOf(const Plan& plan, size_t num_nodes) {
   const Placement& pl = plan.placement();
-  const int world = pl.ranks_size();
-  Sizes c;
+  PlanShape shape;
+  shape.world = pl.ranks_size();
+  Sizes& c = shape.sizes;
   c.tp = plan.tp();
   c.pp = plan.pp();
   c.cp = std::max(1, plan.cp());
-  c.dp = DataParallelSize(world, c.tp, c.pp, c.cp);
+  c.dp = DataParallelSize(shape.world, c.tp, c.pp, c.cp);
   if (c.dp == 0 || c.dp != plan.dp()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "plan tp=", plan.tp(), " pp=", plan.pp(), " dp=", plan.dp(), " cp=",
-        plan.cp(), " does not multiply to its ", world, " placed ranks"));
+        plan.cp(), " does not multiply to its ", shape.world, " placed ranks"));
   }
-  std::vector<int> ranks_on_node(nodes.size());
+  shape.ranks_on_node.assign(num_nodes, 0);
   for (const RankPlacement& p : pl.ranks()) {
-    if (p.node() < 0 || p.node() >= static_cast<int>(nodes.size())) {
+    if (p.node() < 0 || p.node() >= static_cast<int>(num_nodes)) {
       return absl::InvalidArgumentError(
           absl::StrCat("rank ", p.rank(), " is placed on node ", p.node(),
-                       " but the job has ", nodes.size(), " nodes"));
+                       " but the job has ", num_nodes, " nodes"));
     }
-    ++ranks_on_node[p.node()];
+    ++shape.ranks_on_node[p.node()];
+  }
+  return shape;
+}
+
+StatusOr<std::vector<RankEnv>> RankEnvsFor(
+    const Plan& plan, const std::vector<int>& ranks,
+    const std::vector<NodeEndpoint>& nodes, const JobEndpoints& job) {
+  ASSIGN_OR_RETURN(PlanShape shape, ShapeOf(plan, nodes.size()));
+  return RankEnvsFor(plan, shape, ranks, nodes, job);
+}
+
+StatusOr<std::vector<RankEnv>> RankEnvsFor(
+    const Plan& plan, const PlanShape& shape, const std::vector<int>& ranks,
+    const std::vector<NodeEndpoint>& nodes, const JobEndpoints& job) {
+  const Placement& pl = plan.placement();
+  const int world = shape.world;
+  const Sizes& c = shape.sizes;
+  const std::vector<int>& ranks_on_node = shape.ranks_on_node;
+  if (world != pl.ranks_size() || ranks_on_node.size() != nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan shape of ", world, " ranks on ", ranks_on_node.size(),
+        " nodes does not match the plan's ", pl.ranks_size(), " ranks on ",
+        nodes.size(), " nodes"));
   }
   std::vector<RankEnv> out;
   for (int rank : ranks) {

@@ -151,6 +151,22 @@ StatusOr<std::vector<RankEnv>> RankEnvsFor(
     const Plan& plan, const std::vector<int>& ranks,
     const std::vector<NodeEndpoint>& nodes, const JobEndpoints& job);
 
+// What RankEnvsFor derives from the whole plan: its sizes, checked against
+// the placed ranks, and the number of ranks on each of `num_nodes` nodes.
+// One pass over the placement (O(world)); InvalidArgument as RankEnvsFor.
+struct PlanShape {
+  Sizes sizes;
+  int world = 0;
+  std::vector<int> ranks_on_node;
+};
+StatusOr<PlanShape> ShapeOf(const Plan& plan, size_t num_nodes);
+// RankEnvsFor with the shape made once per plan: O(ranks asked), so a
+// launcher asking node by node (the coordinator, one heartbeat per node)
+// does not pay O(world) per node. `shape` must be ShapeOf(plan, nodes.size()).
+StatusOr<std::vector<RankEnv>> RankEnvsFor(
+    const Plan& plan, const PlanShape& shape, const std::vector<int>& ranks,
+    const std::vector<NodeEndpoint>& nodes, const JobEndpoints& job);
+
 // The variables of `env` (torchrun's and strata's). Empty strings and
 // master_port 0 are left out.
 EnvMap Variables(const RankEnv& env);

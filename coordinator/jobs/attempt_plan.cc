@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include <google/protobuf/field_mask.pb.h>
+#include <google/protobuf/util/field_mask_util.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
 #include "placement/layout.h"
-#include "placement/rank_env.h"
 #include "planner/calibrate.h"
 #include "planner/candidate.h"
 #include "planner/model.h"
@@ -203,55 +205,23 @@ StatusOr<Plan> PlanAttempt(
 }
 
 std::string PlanFileJson(const Plan& plan) {
-  Plan small = plan;
-  small.mutable_placement()->clear_ranks();
-  small.mutable_placement()->clear_groups();
+  // Copies all but the two lists, rather than copying them to clear them
+  // (16,384 rank entries and their groups at 16,384 ranks).
+  static const google::protobuf::FieldMask* mask = [] {
+    using google::protobuf::util::FieldMaskUtil;
+    google::protobuf::FieldMask lists;
+    lists.add_paths("placement.ranks");
+    lists.add_paths("placement.groups");
+    auto* out = new google::protobuf::FieldMask;
+    FieldMaskUtil::Subtract<Plan>(FieldMaskUtil::GetFieldMaskForAllFields<Plan>(),
+                                  lists, out);
+    return out;
+  }();
+  Plan small;
+  google::protobuf::util::FieldMaskUtil::MergeMessageTo(
+      plan, *mask, google::protobuf::util::FieldMaskUtil::MergeOptions(),
+      &small);
   return MessageToJson(small);
-}
-
-StatusOr<std::vector<control::RankLaunch>> BuildLaunches(
-    const control::JobInfo& job, const std::vector<int>& ranks,
-    const std::string& plan_json) {
-  const Plan& plan = job.plan();
-  const JobLaunch& l = job.spec().launch();
-  std::vector<placement::NodeEndpoint> nodes;
-  for (const control::WorkerInfo& n : job.node_info()) {
-    nodes.push_back({n.node_name(), n.address(), n.probe().gpus()});
-  }
-  if (plan.placement().ranks_size() == 0 || nodes.empty()) {
-    return absl::InvalidArgumentError("the attempt has no placed ranks");
-  }
-  placement::JobEndpoints endpoints;
-  endpoints.job_id = job.job_id();
-  endpoints.restart_count = job.attempt();
-  endpoints.max_restarts = l.max_restarts();
-  const int master_node = plan.placement().ranks(0).node();
-  if (master_node >= 0 && master_node < static_cast<int>(nodes.size())) {
-    endpoints.master_addr = nodes[master_node].address;  // rank 0's host
-  }
-  endpoints.master_port = job.master_port();
-  endpoints.ckpt_uri = l.checkpoint_uri();
-  ASSIGN_OR_RETURN(std::vector<placement::RankEnv> envs,
-                   placement::RankEnvsFor(plan, ranks, nodes, endpoints));
-  std::vector<control::RankLaunch> out;
-  for (const placement::RankEnv& e : envs) {
-    control::RankLaunch launch;
-    launch.set_job_id(job.job_id());
-    launch.set_attempt(job.attempt());
-    launch.set_rank(e.rank);
-    *launch.mutable_command() = l.command();
-    auto& env = *launch.mutable_env();
-    env = l.env();
-    // torchrun sets one OpenMP thread per process unless told otherwise.
-    // (insert keeps a value the job set; it also sidesteps GCC 12's false
-    // -Wrestrict on assigning a literal to a map's new std::string.)
-    env.insert({std::string("OMP_NUM_THREADS"), std::string("1")});
-    // The rank environment (docs/placement.md) wins over the job's own.
-    for (auto& [k, v] : placement::Variables(e)) env[k] = std::move(v);
-    launch.set_plan_json(plan_json);
-    out.push_back(std::move(launch));
-  }
-  return out;
 }
 
 }  // namespace strata::coordinator

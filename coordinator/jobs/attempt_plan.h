@@ -66,14 +66,6 @@ StatusOr<Plan> PlanAttempt(
 // every group follows from the sizes and placement.order (tp-cp-dp-pp).
 std::string PlanFileJson(const Plan& plan);
 
-// Launch orders for `ranks` (ranks of one node) of `job`'s current attempt
-// (job.plan and job.node_info set): the job's command and environment plus
-// the rank environment of docs/placement.md (placement::RankEnvsFor), and
-// OMP_NUM_THREADS=1 unless the job sets it. STRATA_STORE, STRATA_TELEMETRY
-// and STRATA_PLAN are added by the worker, which knows its endpoints and
-// files. InvalidArgument when the plan does not place the ranks.
-StatusOr<std::vector<control::RankLaunch>> BuildLaunches(
-    const control::JobInfo& job, const std::vector<int>& ranks,
-    const std::string& plan_json);
+// Launch orders from the plan: launch_orders.h.
 
 }  // namespace strata::coordinator

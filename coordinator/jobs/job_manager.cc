@@ -242,6 +242,11 @@ control::JobsReply JobManager::List(bool with_steps, const std::string& after,
   return table_.List(clock_->NowMs(), with_steps, after, page_bytes);
 }
 
+control::JobsReply JobManager::Summaries() const {
+  return table_.List(clock_->NowMs(), /*with_steps=*/true, "", 0,
+                     /*summary=*/true);
+}
+
 Status JobManager::Finish(JobRuntime& rt, control::JobState state,
                           const std::string& message) {
   control::JobInfo next = rt.info;

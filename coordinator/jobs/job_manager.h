@@ -131,6 +131,10 @@ class JobManager : private JobActions {
   control::JobsReply List(bool with_steps = false,
                           const std::string& after = "",
                           int64_t page_bytes = 0) const;
+  // Every job held in memory with its ranks' latest telemetry, each as
+  // JobSummary (job_summary.h) shows it: what /metrics reads, at a cost
+  // that does not grow with the jobs' node and rank counts.
+  control::JobsReply Summaries() const;
 
   // Fails attempts whose workers are lost; places pending attempts; drops
   // ended jobs past the retention. While the registry is Settling() (just

@@ -184,7 +184,10 @@ void JobManager::AddLaunchOrders(const std::string& worker_id, JobRuntime& rt,
     break;
   }
   if (rt.info.state() != control::RUNNING) return;
-  auto launches = BuildLaunches(rt.info, to_launch, IndexOf(rt).plan_json);
+  const auto& prepared = IndexOf(rt).launches;
+  auto launches = prepared.ok() ? prepared->For(rt.info, to_launch)
+                                : StatusOr<std::vector<control::RankLaunch>>(
+                                      prepared.status());
   if (!launches.ok()) {
     (void)Finish(rt, control::FAILED,
                  absl::StrCat("attempt ", rt.info.attempt(), ": ",

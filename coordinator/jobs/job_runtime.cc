@@ -1,7 +1,6 @@
 #include "coordinator/jobs/job_runtime.h"
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/jobs/attempt_plan.h"
 
 namespace strata::coordinator {
 
@@ -16,10 +15,11 @@ std::string DescribeExit(const control::RankReport& r) {
 const AttemptIndex& IndexOf(JobRuntime& rt) {
   const control::JobInfo& job = rt.info;
   AttemptIndex& index = rt.index;
-  if (index.attempt == job.attempt() && !index.plan_json.empty()) return index;
+  if (index.attempt == job.attempt() && index.built) return index;
   index = AttemptIndex();
   index.attempt = job.attempt();
-  index.plan_json = PlanFileJson(job.plan());
+  index.built = true;
+  index.launches = AttemptLaunches::Prepare(job);
   for (int i = 0; i < job.node_info_size(); ++i) {
     index.node_of_worker[job.node_info(i).worker_id()] = i;
   }

@@ -16,7 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "coordinator/fault/job_monitor.h"
+#include "coordinator/jobs/launch_orders.h"
 #include "fault/hang_detector.h"
 #include "fault/restart_backoff.h"
 #include "observe/goodput.h"
@@ -30,7 +32,10 @@ namespace strata::coordinator {
 // jobs (JobManager::Index).
 struct AttemptIndex {
   int attempt = -1;
-  std::string plan_json;  // PlanFileJson(plan): what every launch carries
+  bool built = false;
+  // What every launch order of the attempt shares (launch_orders.h), or why
+  // the plan cannot place them.
+  StatusOr<AttemptLaunches> launches = absl::FailedPreconditionError("none");
   std::map<std::string, int> node_of_worker;  // worker id -> node index
   std::vector<std::vector<int>> ranks_of_node;
 };

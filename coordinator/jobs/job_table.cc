@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/jobs/job_summary.h"
 
 namespace strata::coordinator {
 
@@ -112,8 +113,9 @@ StatusOr<JobRuntime*> JobTable::Lookup(const std::string& id, Need need,
 void JobTable::Fill(const control::JobInfo& info,
                     const std::map<int, control::StepReport>& steps,
                     const observe::GoodputLedger* ledger, int64_t now_ms,
-                    bool with_steps, control::JobInfo* out) const {
-  *out = info;
+                    bool with_steps, control::JobInfo* out,
+                    bool summary) const {
+  *out = summary ? JobSummary(info) : info;
   if (with_steps) {
     for (const auto& [rank, report] : steps) *out->add_steps() = report;
   }
@@ -158,8 +160,8 @@ StatusOr<control::JobInfo> JobTable::Describe(const std::string& id,
 }
 
 control::JobsReply JobTable::List(int64_t now_ms, bool with_steps,
-                                  const std::string& after,
-                                  int64_t page_bytes) const {
+                                  const std::string& after, int64_t page_bytes,
+                                  bool summary) const {
   control::JobsReply reply;
   int64_t bytes = 0;
   // Both maps are in id order: merge them.
@@ -174,12 +176,12 @@ control::JobsReply JobTable::List(int64_t now_ms, bool with_steps,
     control::JobInfo* out = reply.add_jobs();
     if (e == ended_.end() || (a != active_.end() && a->first < e->first)) {
       Fill(a->second.info, a->second.latest_steps, &a->second.goodput, now_ms,
-           with_steps, out);
+           with_steps, out, summary);
       ++a;
     } else {
       const EndedJob& job = e->second;
       Fill(job.info, job.latest_steps, job.goodput ? &*job.goodput : nullptr,
-           now_ms, with_steps, out);
+           now_ms, with_steps, out, summary);
       ++e;
     }
     if (page_bytes > 0) bytes += static_cast<int64_t>(out->ByteSizeLong());

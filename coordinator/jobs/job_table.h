@@ -88,9 +88,10 @@ class JobTable {
   // The jobs held in memory, in id order, as Describe shows it: those after
   // `after` (all: "") up to about `page_bytes` of encoded JobInfo and at
   // least one (0: no limit); next_after_job_id set when more follow.
+  // With `summary`, each as JobSummary (job_summary.h) shows it.
   control::JobsReply List(int64_t now_ms, bool with_steps,
                           const std::string& after = "",
-                          int64_t page_bytes = 0) const;
+                          int64_t page_bytes = 0, bool summary = false) const;
   // Rank 0's step times of every job held in memory.
   std::map<std::string, observe::HistogramCounts> StepHistograms() const;
 
@@ -109,7 +110,8 @@ class JobTable {
   void Fill(const control::JobInfo& info,
             const std::map<int, control::StepReport>& steps,
             const observe::GoodputLedger* ledger, int64_t now_ms,
-            bool with_steps, control::JobInfo* out) const;
+            bool with_steps, control::JobInfo* out,
+            bool summary = false) const;
 
   StateStore* store_;
   const JobRetention retention_;

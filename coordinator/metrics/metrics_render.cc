@@ -104,6 +104,14 @@ std::string RenderMetrics(const MetricsInput& in) {
                  "and the scraping thread's rendering), the dashboard's JSON "
                  "and traces: what observability costs the coordinator.",
                  {"what"}));
+  if (!in.loop_steps.buckets.empty()) {
+    Check(r.Define("strata_coordinator_loop_step_seconds",
+                   MetricType::kHistogram,
+                   "How long each request or tick held the coordinator's "
+                   "event loop: wall time (what requests queued behind it "
+                   "waited) and the loop thread's CPU time.",
+                   {"clock"}, in.loop_steps.buckets));
+  }
   Check(r.Define("strata_control_rejected_total", MetricType::kCounter,
                  "Control connections or frames rejected, by reason.",
                  {"reason"}));
@@ -182,6 +190,12 @@ std::string RenderMetrics(const MetricsInput& in) {
               h.refused_changes()));
   for (const auto& [reason, count] : in.rejected)
     Check(r.Set("strata_control_rejected_total", {reason}, count));
+  if (!in.loop_steps.buckets.empty() && in.loop_steps.wall.count > 0) {
+    Check(r.SetHistogram("strata_coordinator_loop_step_seconds", {"wall"},
+                         in.loop_steps.wall));
+    Check(r.SetHistogram("strata_coordinator_loop_step_seconds", {"cpu"},
+                         in.loop_steps.cpu));
+  }
   for (const auto& [what, s] : in.render_cpu_seconds)
     Check(r.Set("strata_coordinator_render_cpu_seconds_total", {what}, s));
   return r.Exposition();

@@ -25,6 +25,11 @@
 //   strata_coordinator_state_writable       1 or 0
 //   strata_coordinator_refused_changes_total
 //   strata_control_rejected_total{reason}   from `rejected` (ZAP, codec, ...)
+//   strata_coordinator_loop_step_seconds{clock}
+//                                           histogram: how long each request
+//                                           or tick held the event loop, in
+//                                           wall and thread CPU time
+//                                           (server/loop_stats.h)
 //   strata_coordinator_render_cpu_seconds_total{what}
 //                                           CPU spent making /metrics, the
 //                                           dashboard JSON and traces
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "observe/metrics.h"
 #include "proto/control.pb.h"
@@ -52,6 +58,12 @@ struct MetricsInput {
   // times per job, heartbeat round trips as the workers measured them.
   std::map<std::string, observe::HistogramCounts> step_seconds;
   observe::HistogramCounts heartbeat_rtt;
+  // Event-loop steps (server/loop_stats.h): bucket bounds in seconds, and
+  // the steps' wall and CPU times; no series while `buckets` is empty.
+  struct LoopSteps {
+    std::vector<double> buckets;
+    observe::HistogramCounts wall, cpu;
+  } loop_steps;
 };
 
 // The text exposition (format 0.0.4).

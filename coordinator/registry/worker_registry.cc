@@ -104,9 +104,23 @@ const control::WorkerInfo* WorkerRegistry::Find(
   return it == workers_.end() ? nullptr : &it->second;
 }
 
-control::ListWorkersReply WorkerRegistry::List() const {
+control::ListWorkersReply WorkerRegistry::List(bool probes) const {
   control::ListWorkersReply reply;
-  for (const auto& [id, info] : workers_) *reply.add_workers() = info;
+  reply.mutable_workers()->Reserve(static_cast<int>(workers_.size()));
+  for (const auto& [id, info] : workers_) {
+    control::WorkerInfo* w = reply.add_workers();
+    if (probes) {
+      *w = info;
+      continue;
+    }
+    w->set_worker_id(info.worker_id());
+    w->set_node_name(info.node_name());
+    w->set_alive(info.alive());
+    w->set_last_heartbeat_unix_ms(info.last_heartbeat_unix_ms());
+    w->set_address(info.address());
+    *w->mutable_holds() = info.holds();
+    if (info.has_clock()) *w->mutable_clock() = info.clock();
+  }
   return reply;
 }
 

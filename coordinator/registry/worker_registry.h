@@ -60,7 +60,9 @@ class WorkerRegistry {
   // nullptr if unknown.
   const control::WorkerInfo* Find(const std::string& worker_id) const;
 
-  control::ListWorkersReply List() const;
+  // Every worker; without `probes`, each without its NodeProbe (what
+  // /metrics needs, a tenth of the bytes to copy).
+  control::ListWorkersReply List(bool probes = true) const;
   int AliveCount() const;
   // Heartbeat round trips as the workers measured them (seconds,
   // observe::SecondsBuckets()).

@@ -160,12 +160,15 @@ void CoordinatorServer::PublishDashboard() {
 void CoordinatorServer::PublishMetrics() {
   render_cpu_.Time(RenderCpu::kMetrics, [&] {
     MetricsInput in;
-    in.jobs = jobs_->List(/*with_steps=*/true);
-    in.workers = service_->registry().List();
+    in.jobs = jobs_->Summaries();  // without per-node and per-rank lists
+    in.workers = service_->registry().List(/*probes=*/false);
     *in.workers.mutable_health() = service_->Health();
     in.now_unix_ms = clock_.NowMs();
     in.step_seconds = jobs_->StepHistograms();
     in.heartbeat_rtt = service_->registry().HeartbeatRtt();
+    in.loop_steps = {.buckets = LoopStats::Buckets(),
+                     .wall = router_->loop_stats().wall(),
+                     .cpu = router_->loop_stats().cpu()};
     const auto rej = router_->rejects();
     in.rejected = {{"oversized", rej.oversized},
                    {"malformed", rej.malformed},

@@ -1,5 +1,6 @@
 #include "coordinator/server/router_server.h"
 
+#include <time.h>
 #include <zmq.h>
 
 #include <cerrno>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_time.h"
 
 namespace strata::coordinator {
 namespace {
@@ -16,6 +18,14 @@ namespace {
 std::string PeerOf(zmq::message_t& msg) {
   const char* address = zmq_msg_gets(msg.handle(), "Peer-Address");
   return address != nullptr ? address : "unknown peer";
+}
+
+// Wall time for a loop step (CLOCK_MONOTONIC: what a queued request waits;
+// the service's Clock may be a fake in tests).
+double MonotonicSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 }  // namespace
@@ -87,9 +97,11 @@ void RouterServer::Run(const std::atomic<bool>& stop, int tick_ms,
     PollOnce(tick_ms);
     const int64_t now = clock->SteadyNowMs();
     if (now - last_tick >= tick_ms) {
+      const double wall0 = MonotonicSeconds(), cpu0 = ThreadCpuSeconds();
       service_->NoteLoopGap(now - last_tick);
       service_->Tick();
       if (on_tick) on_tick();
+      EndStep(wall0, cpu0, "tick");
       limiter_.Flush();
       last_tick = now;
     }
@@ -190,8 +202,26 @@ void RouterServer::SendReply(zmq::message_t& identity, control::Reply reply,
   }
 }
 
+void RouterServer::EndStep(double wall0, double cpu0, const char* what) {
+  const double wall = MonotonicSeconds() - wall0;
+  const double cpu = ThreadCpuSeconds() - cpu0;
+  loop_stats_.Add(wall, cpu);
+  if (wall * 1e3 > kSlowStepMs) {
+    limiter_.Warn("loop", "slow step",
+                  "one {} held the event loop for {:.1f} ms ({:.1f} ms of CPU; "
+                  "the rest the thread waited to be scheduled)",
+                  what, wall * 1e3, cpu * 1e3);
+  }
+}
+
 bool RouterServer::PollOnce(int timeout_ms) {
   if (!WaitReadable(timeout_ms)) return false;
+  const double wall0 = MonotonicSeconds(), cpu0 = ThreadCpuSeconds();
+  struct StepEnd {
+    RouterServer* self;
+    double wall0, cpu0;
+    ~StepEnd() { self->EndStep(wall0, cpu0, "request"); }
+  } step_end{this, wall0, cpu0};
   std::vector<zmq::message_t> parts = ReceiveFrames();
   if (parts.empty()) return false;
   const std::string peer = PeerOf(parts.back());

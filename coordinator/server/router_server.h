@@ -30,6 +30,7 @@
 #include "control/curve_config.h"
 #include "coordinator/security/handshake_monitor.h"
 #include "coordinator/security/zap_handler.h"
+#include "coordinator/server/loop_stats.h"
 #include "coordinator/server/service.h"
 
 namespace strata::coordinator {
@@ -69,6 +70,11 @@ class RouterServer {
   // ZAP thread, so it may grow while the loop is idle.
   control::RejectCounters rejects() const;
   uint64_t handled() const { return handled_; }
+  // How long each request and each tick held the loop (loop_stats.h); a
+  // step over kSlowStepMs of wall time is also logged at warn (rate-limited)
+  // with what it was. Read on the loop thread (e.g. from `on_tick`).
+  const LoopStats& loop_stats() const { return loop_stats_; }
+  static constexpr double kSlowStepMs = 50;
   bool secure() const { return curve_.has_value(); }
 
  private:
@@ -97,6 +103,9 @@ class RouterServer {
   LogLimiter limiter_;  // for every line a peer can cause
   control::RejectCounters rejects_;
   uint64_t handled_ = 0;
+  LoopStats loop_stats_;
+  // Adds a step that began at (wall_s, cpu_s) and ends now.
+  void EndStep(double wall_s, double cpu_s, const char* what);
 };
 
 }  // namespace strata::coordinator
