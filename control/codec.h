@@ -18,6 +18,18 @@ namespace strata::control {
 // ZeroMQ (ZMQ_MAXMSGSIZE) and by DecodeRequest.
 inline constexpr size_t kMaxFrameBytes = 4 << 20;
 inline constexpr uint32_t kProtocolVersion = control::PROTOCOL_VERSION_CURRENT;
+// Messages libzmq queues per connection and direction on a control socket
+// (ZMQ_RCVHWM and ZMQ_SNDHWM of the coordinator's ROUTER and the clients'
+// DEALERs; libzmq's default is 1000). Every client is request-reply with
+// one request in flight (DealerClient::Call waits for its reply), so 16
+// leaves room for stale replies and bounds what one connection can make
+// the coordinator hold to 16 x 4 MiB = 64 MiB each way, where the default
+// allowed 1000 frames (up to 4 GB): a client that floods requests and reads
+// no replies has its replies dropped at the bound (ROUTER drops at the
+// high-water mark), and one that floods requests faster than they are
+// handled is stopped by TCP flow control once its 16 are queued
+// (docs/control-plane.md "Wire protocol").
+inline constexpr int kControlHwm = 16;
 
 // Why frames were rejected. Not thread-safe; owned by one event loop.
 struct RejectCounters {

@@ -16,6 +16,8 @@ DealerClient::DealerClient(zmq::context_t* context, const std::string& endpoint,
   }
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
+  socket_.set(zmq::sockopt::rcvhwm, kControlHwm);
+  socket_.set(zmq::sockopt::sndhwm, kControlHwm);
   socket_.connect(endpoint);
 }
 

@@ -13,6 +13,13 @@ namespace strata::worker {
 namespace {
 
 constexpr int64_t kMaxFrameBytes = 64 << 10;
+// Reports queued per rank (ZMQ_RCVHWM; libzmq's default is 1000): a rank
+// reports once per step and the worker drains every 10 ms, so 100 is a
+// second of 100 steps/s, and a rank flooding reports holds at most
+// 100 x 64 KiB = 6.4 MiB of the worker. Ranks send with ZMQ_DONTWAIT
+// (runtime/step_timer.cc): at the bound their reports are dropped, never
+// their steps blocked.
+constexpr int kTelemetryHwm = 100;
 constexpr size_t kMaxLogged = 1024;
 
 // libzmq's "Peer-Address" of an ipc connection ends in ":uid:gid:pid"
@@ -53,6 +60,7 @@ TelemetrySink::TelemetrySink(zmq::context_t* context)
       logger_(GetLogger("WORKER")) {
   socket_.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::rcvhwm, kTelemetryHwm);
 }
 
 Status TelemetrySink::Bind(const std::string& endpoint) {

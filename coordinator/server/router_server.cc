@@ -46,6 +46,10 @@ RouterServer::RouterServer(zmq::context_t* context, Service* service,
               static_cast<int64_t>(control::kMaxFrameBytes));
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::router_mandatory, 0);
+  // Per connection: what a flooding peer can make the coordinator queue
+  // (control/codec.h kControlHwm).
+  socket_.set(zmq::sockopt::rcvhwm, control::kControlHwm);
+  socket_.set(zmq::sockopt::sndhwm, control::kControlHwm);
 }
 
 RouterServer::~RouterServer() {
