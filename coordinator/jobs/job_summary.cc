@@ -32,6 +32,13 @@ control::JobInfo JobSummary(const control::JobInfo& job) {
   control::JobInfo out;
   FieldMaskUtil::MergeOptions options;
   FieldMaskUtil::MergeMessageTo(job, SummaryMask(), options, &out);
+  // The mask walks into plan and plan.placement: merging creates them even
+  // where `job` has none; a summary must not say a pending job has a plan.
+  if (!job.has_plan()) {
+    out.clear_plan();
+  } else if (!job.plan().has_placement()) {
+    out.mutable_plan()->clear_placement();
+  }
   return out;
 }
 
