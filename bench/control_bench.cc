@@ -408,7 +408,8 @@ std::string SubmitJob(const std::string& endpoint, const BenchFlags& f) {
   std::string refused;
   control::Reply decoded;
   if (!s.recv(reply)) {
-    refused = "no reply to the submit";
+    refused = "NO ANSWER: the coordinator did not answer the submit within "
+              "10 s (not a refusal; an overloaded coordinator or machine)";
   } else if (decoded.ParseFromArray(reply.data(), reply.size()) &&
              decoded.status().code() != 0) {
     refused = decoded.status().message();
@@ -517,7 +518,9 @@ void PrintTable(const BenchFlags& f, const Report& r, const Scraper& s) {
               r.lat1.empty() ? 0.0 : 1e3 * r.cpu_steady_s / r.lat1.size());
   const int ranks = f.workers * f.ranks_per_worker;
   if (!r.refused.empty()) {
-    std::printf("  %d-rank job REFUSED: %s\n", ranks, r.refused.c_str());
+    std::printf("  %d-rank job %s%s\n", ranks,
+                r.refused.rfind("NO ANSWER", 0) == 0 ? "" : "REFUSED: ",
+                r.refused.c_str());
   } else if (r.handout_s < 0) {
     std::printf(
         "  %d-rank job placed, but only %d of %d workers had orders when "
