@@ -54,7 +54,7 @@ std::string SparesText(const control::JobInfo& j) {
 }
 
 void PrintJobTable(const control::JobsReply& jobs,
-                   const control::ListWorkersReply& workers) {
+                   const control::ListWorkersReply* workers) {
   PrintHealth(jobs.health());
   std::printf("%-10s %-20s %-10s %7s %6s %6s %-9s %s\n", "JOB", "NAME",
               "STATE", "ATTEMPT", "RANKS", "SPARES", "SUBMITTED", "MESSAGE");
@@ -65,9 +65,10 @@ void PrintJobTable(const control::JobsReply& jobs,
                 SparesText(j).c_str(), Clock(j.submit_unix_ms()).c_str(),
                 j.message().c_str());
   }
+  if (workers == nullptr) return;
   std::printf("workers   %s\n",
               observe::DescribeSparePool(
-                  observe::ComputeSparePool(jobs, workers))
+                  observe::ComputeSparePool(jobs, *workers))
                   .c_str());
 }
 
@@ -247,10 +248,14 @@ void AddStatus(CLI::App* app) {
                               ? MessageToJson(reply.jobs()).c_str()
                               : MessageToJson(reply.jobs().jobs(0)).c_str());
     } else if (q->job.empty()) {
+      // The idle pool line needs the workers; without them (an identity
+      // not allowed to list them, a timeout) the table is printed alone.
       control::Request list;
       list.mutable_list_workers();
-      PrintJobTable(reply.jobs(),
-                    client.Call("workers", list).list_workers());
+      auto workers = client.TryCall(list, 5000);
+      PrintJobTable(reply.jobs(), workers.ok()
+                                      ? &workers->list_workers()
+                                      : nullptr);
     } else {
       PrintHealth(reply.jobs().health());
       PrintJob(reply.jobs().jobs(0));
