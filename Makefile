@@ -13,9 +13,9 @@ build: deps
 	./deploy/python-venv.sh $(BUILD)/venv
 
 # The main job (deploy/demo.yaml): strata-train's `small` GPT on a local
-# cluster of 2 simulated nodes x 2 ranks, planned from the probes,
-# checkpointing into RocksDB; one worker is killed at step 60 and the job
-# resumes on the node that is left under a new parallelism.
+# cluster of 2 simulated nodes x 2 ranks and a hot spare, planned from the
+# probes, checkpointing into RocksDB; one worker is killed at step 60 and the
+# job resumes on the spare with the same plan (docs/fault.md "Hot spares").
 DEMO_CKPT ?= /tmp/strata-demo/ckpt
 demo: build
 	rm -rf $(DEMO_CKPT)

@@ -19,11 +19,25 @@
 //             preset, node-1 (all of stage 1) slowed 2x under
 //             straggler=report and straggler=rebalance: tokens/s of the last
 //             20 steps and the re-planned layer split;
+//  recovery   per fault kind on 2 nodes x 1 rank with a hot spare
+//             registered (--spares 1): rank SIGKILL, rank SIGSTOP (hang),
+//             worker SIGKILL: seconds from the injection to the detection
+//             (the coordinator's attempt_failed event) and to the first
+//             completed step after it (running_again; event times from
+//             strata run's events.log), steps computed again, and
+//             for the worker whether a spare took the lost node's place with
+//             the same plan (goals: 3 s, max(3 x median step, 3 s) + 3 s and
+//             5 s to the first step; <= 1 step lost; docs/fault.md);
 //  ettr       strata-train for --ettr-minutes with a fault every
-//             --ettr-every-s (rank SIGKILL, rank SIGSTOP, one worker SIGKILL
-//             at most; seeded): productive time (the kept steps' own time) /
-//             wall time (goal >= 90%), and the lost time per restart.
+//             --ettr-every-s (rank SIGKILL, rank SIGSTOP, worker SIGKILL;
+//             seeded; every worker kill has a hot spare, --spares as many):
+//             productive time (the kept steps' own time) / wall time (goal
+//             >= 97%), and the lost time per restart.
 // Each scenario runs --repeat times; the note reports the worst run.
+// --short: recovery once per kind and a 2-minute ettr run with a fault
+// every 30 s, a few minutes in all. --train-extra adds strata-train flags
+// to the recovery and ettr runs (e.g. the memory tier's every-step
+// checkpoints).
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,6 +76,10 @@ struct Options {
   double ettr_every_s = 120;
   int seed = 1;
   std::string work = "/tmp/strata-bench-fault";
+  std::string train_extra;   // more strata-train flags (recovery, ettr)
+  int recovery_ckpt_every = 1;
+  int heartbeat_ms = 500;    // strata run --heartbeat-ms (recovery, ettr)
+  bool short_mode = false;
 };
 
 struct RunOut {
@@ -346,6 +364,87 @@ void Rebalance(const Options& o, int run) {
              std::regex(R"(replanned: ([^\n]*))"), "NOT re-planned");
 }
 
+// The local time ("HH:MM:SS.mmm", seconds since midnight) `strata run`
+// printed for its injection of `what`, else -1.
+double InjectionTime(const RunOut& r, const std::string& what) {
+  static const std::regex re(
+      R"(fault injection at step \d+ \((\d+):(\d+):([\d.]+)\): (\S+))");
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), re), end; it != end;
+       ++it) {
+    if ((*it)[4].str().rfind(what, 0) == 0) {
+      return std::stoi((*it)[1]) * 3600 + std::stoi((*it)[2]) * 60 +
+             std::stod((*it)[3]);
+    }
+  }
+  return -1;
+}
+
+// Seconds from `t0` to the first event of `strata run`'s DIR/events.log
+// ("HH:MM:SS.mmm job-1 attempt A: kind: message") containing `what` at or
+// after t0 (-1: none).
+double SecondsTo(const RunOut& r, double t0, const std::string& what) {
+  std::stringstream in(ReadFile(r.dir + "/events.log"));
+  for (std::string line; std::getline(in, line);) {
+    int h = 0, m = 0;
+    double sec = 0;
+    if (line.find(what) == std::string::npos ||
+        std::sscanf(line.c_str(), "%d:%d:%lf", &h, &m, &sec) != 3) {
+      continue;
+    }
+    const double t = h * 3600 + m * 60 + sec;
+    if (t >= t0 - 0.001) return t - t0;
+  }
+  return -1;
+}
+
+struct FaultKind {
+  const char* name;
+  const char* inject;  // --inject, ",step=N" appended
+  const char* goal;
+};
+
+void Recovery(const Options& o, int run) {
+  static const FaultKind kinds[] = {
+      {"rank SIGKILL", "kill-rank:rank=1", "3 s"},
+      {"rank SIGSTOP (hang)", "hang:rank=1", "max(3 x median step, 3 s) + 3 s"},
+      {"worker SIGKILL, spare registered", "kill-worker:node=1", "5 s"},
+  };
+  int i = 0;
+  for (const FaultKind& k : kinds) {
+    const std::string inject = absl::StrCat(k.inject, ",step=", o.slow_at);
+    const RunOut r = StrataRun(
+        o, absl::StrCat("recovery-", i++, "-", run),
+        absl::StrCat("--nodes 2 --ranks-per-node 1 --spares 1 --max-restarts 2 "
+                     "--heartbeat-ms ",
+                     o.heartbeat_ms, " --inject ", inject),
+        absl::StrCat(kTrainSmall, " --steps ", o.slow_at + 30,
+                     " --ckpt-every ", o.recovery_ckpt_every, " ",
+                     o.train_extra));
+    const double t0 = InjectionTime(r, k.inject);
+    const double detect = t0 < 0 ? -1 : SecondsTo(r, t0, ": attempt_failed: ");
+    const double back = t0 < 0 ? -1 : SecondsTo(r, t0, ": running_again: ");
+    static const std::regex lost_re(R"((\d+) step\(s\) lost to the fault)");
+    std::smatch m;
+    const int lost =
+        std::regex_search(r.out, m, lost_re) ? std::stoi(m[1]) : -1;
+    std::string how;
+    if (std::string(k.inject).rfind("kill-worker", 0) == 0) {
+      static const std::regex used(R"(spare_used: ([^\n]*))");
+      how = std::regex_search(r.out, m, used)
+                ? "; " + m[1].str()
+                : std::string("; NO spare used");
+      if (r.out.find(": replanned: ") != std::string::npos) {
+        how += " (re-planned)";
+      }
+    }
+    std::printf(
+        "recovery %s: detected %.1f s after the fault, first step %.1f s "
+        "after it (goal %s), %d step(s) computed again (goal <= 1)%s; exit "
+        "%d\n",
+        k.name, detect, back, k.goal, lost, how.c_str(), r.code);
+  }
+}
+
 void Ettr(const Options& o, int run) {
   // Calibrate the step time, then place a fault every ettr_every_s.
   const RunOut cal = StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
@@ -376,30 +475,32 @@ void Ettr(const Options& o, int run) {
               step_s, stall, ckpt_every, stall, o.ettr_every_s, young_s);
   std::mt19937 rng(o.seed + run);
   std::vector<std::string> inject;
-  bool worker_killed = false;
+  // Worker kills take node 1, then the spares in the order they replace it
+  // (node 2, 3, ...): each has a spare registered.
+  int worker_kills = 0;
   for (int at = every; at < steps - every / 2; at += every) {
-    int kind = static_cast<int>(rng() % 3);
-    if (kind == 2 && worker_killed) kind = static_cast<int>(rng() % 2);
+    const int kind = static_cast<int>(rng() % 3);
     if (kind == 0) inject.push_back(absl::StrCat("kill-rank:rank=1,step=", at));
     if (kind == 1) inject.push_back(absl::StrCat("hang:rank=1,step=", at));
     if (kind == 2) {
-      inject.push_back(absl::StrCat("kill-worker:node=1,step=", at));
-      worker_killed = true;
+      inject.push_back(
+          absl::StrCat("kill-worker:node=", 1 + worker_kills++, ",step=", at));
     }
   }
-  std::string args = absl::StrCat(kFourRanks, " --min-nodes 1 --max-restarts ",
-                                   inject.size() + 1);
+  std::string args = absl::StrCat(
+      kFourRanks, " --min-nodes 1 --spares ", worker_kills, " --heartbeat-ms ",
+      o.heartbeat_ms, " --max-restarts ", inject.size() + 1);
   for (const auto& i : inject) absl::StrAppend(&args, " --inject ", i);
   const RunOut r =
       StrataRun(o, absl::StrCat("ettr-", run), args,
                 absl::StrCat(kTrainSmall, " --steps ", steps, " --ckpt-every ",
-                             ckpt_every));
+                             ckpt_every, " ", o.train_extra));
   double productive = 0;
   const auto kept = KeptSteps(r);
   for (const auto& [s, t] : kept) productive += t;
   std::printf(
       "ettr: %d steps (%.3f s each) in %.0f s with %zu faults [%s]: "
-      "productive %.0f s / wall %.0f s = %.1f%% (goal 90%%); %zu steps kept; "
+      "productive %.0f s / wall %.0f s = %.1f%% (goal 97%%); %zu steps kept; "
       "exit %d\n",
       steps, step_s, r.wall_s, inject.size(),
       absl::StrJoin(inject, " ").c_str(), productive, r.wall_s,
@@ -441,7 +542,8 @@ int FaultBench(int argc, char** argv) {
   CLI::App app{"strata-bench fault: the fault-detection goals on strata run"};
   Options o;
   app.add_option("--only", o.only,
-                 "scenarios: straggler,clean,hang,evict,rebalance,ettr")
+                 "scenarios: straggler,clean,hang,evict,rebalance,recovery,"
+                 "ettr")
       ->capture_default_str();
   app.add_option("--repeat", o.repeat, "runs per scenario (report the worst)")
       ->capture_default_str()
@@ -462,17 +564,37 @@ int FaultBench(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--work", o.work, "state directories of the runs")
       ->capture_default_str();
+  app.add_option("--train-extra", o.train_extra,
+                 "more strata-train flags for the recovery and ettr runs");
+  app.add_option("--recovery-ckpt-every", o.recovery_ckpt_every,
+                 "checkpoint interval of the recovery runs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--heartbeat-ms", o.heartbeat_ms,
+                 "worker heartbeat of the recovery and ettr runs (a worker is "
+                 "lost after 3)")
+      ->capture_default_str()
+      ->check(CLI::Range(20, 60000));
+  app.add_flag("--short", o.short_mode,
+               "recovery once per kind and a 2-minute ettr run with a fault "
+               "every 30 s (overrides --only, --repeat and the ettr length)");
   CLI11_PARSE(app, argc, argv);
+  if (o.short_mode) {
+    o.only = "recovery,ettr";
+    o.repeat = 1;
+    o.ettr_minutes = 2;
+    o.ettr_every_s = 30;
+  }
   const std::vector<std::string> only = absl::StrSplit(o.only, ',');
   const std::map<std::string, void (*)(const Options&, int)> scenarios = {
       {"straggler", Straggle}, {"clean", Clean}, {"hang", Hang},
       {"evict", Evict},        {"rebalance", Rebalance},
-      {"ettr", Ettr}};
+      {"recovery", Recovery},  {"ettr", Ettr}};
   for (const auto& name : only) {
     if (!scenarios.contains(name)) {
       std::fprintf(stderr, "strata-bench fault: unknown scenario '%s' "
                            "(straggler, clean, hang, evict, rebalance, "
-                           "ettr)\n",
+                           "recovery, ettr)\n",
                    name.c_str());
       return 2;
     }

@@ -37,6 +37,10 @@ void AddJobOptions(CLI::App* cmd, JobArgs* a) {
   cmd->add_option("--min-nodes", a->min_nodes,
                   "restarts may continue on this few nodes (re-planned)")
       ->check(RangeOf("launch.min_nodes"));
+  cmd->add_option("--spares", a->spares,
+                  "idle workers reserved as hot spares: a lost node is "
+                  "replaced by one, same plan (docs/fault.md)")
+      ->check(RangeOf("launch.spares"));
   cmd->add_option("--max-restarts", a->max_restarts, "restarts after failures")
       ->check(RangeOf("launch.max_restarts"));
   cmd->add_option("--tp", a->tp, "fixed tensor-parallel size")
@@ -91,6 +95,7 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
   if (a.nodes > 0) l->set_nodes(a.nodes);
   if (a.ranks_per_node > 0) l->set_ranks_per_node(a.ranks_per_node);
   if (a.min_nodes > 0) l->set_min_nodes(a.min_nodes);
+  if (a.spares >= 0) l->set_spares(a.spares);
   if (a.max_restarts >= 0) l->set_max_restarts(a.max_restarts);
   if (a.tp > 0) spec.mutable_constraints()->set_tp(a.tp);
   if (a.pp > 0) spec.mutable_constraints()->set_pp(a.pp);
@@ -133,7 +138,8 @@ JobSpec BuildJobSpec(const char* what, const JobArgs& a) {
 int WaitForJob(const Clock& clock, ControlClient& client,
                const std::string& job_id, bool follow, int lost_ms,
                const std::function<void(const control::JobInfo&)>& on_status,
-               const std::atomic<bool>* interrupted) {
+               const std::atomic<bool>* interrupted,
+               const std::function<void(const control::Event&)>& on_event) {
   int64_t log_offset = 0, event_seq = 0;
   bool cancel_sent = false;
   LiveProgress out(follow && LiveProgress::Terminal());
@@ -164,6 +170,7 @@ int WaitForJob(const Clock& clock, ControlClient& client,
           out.Event(absl::StrCat("[strata] ", e.job_id(), " attempt ",
                                  e.attempt(), ": ", e.kind(), ": ",
                                  e.message()));
+          if (on_event) on_event(e);
           event_seq = e.seq();
         }
       }

@@ -20,6 +20,7 @@ struct JobArgs {
   std::string file;
   std::string name;
   int nodes = -1, ranks_per_node = -1, max_restarts = -1, min_nodes = -1;
+  int spares = -1;
   int tp = 0, pp = 0, cp = 0;
   std::string model, ckpt;
   std::vector<std::string> env;    // KEY=VALUE
@@ -43,7 +44,8 @@ int WaitForJob(
     const Clock& clock, ControlClient& client, const std::string& job_id,
     bool follow, int lost_ms = 15000,
     const std::function<void(const control::JobInfo&)>& on_status = nullptr,
-    const std::atomic<bool>* interrupted = nullptr);
+    const std::atomic<bool>* interrupted = nullptr,
+    const std::function<void(const control::Event&)>& on_event = nullptr);
 
 // `--steps A:B` of `strata heatmap` and `strata trace`: steps A to B with
 // 0 <= A <= B; exits 2 naming the flag's value otherwise.

@@ -23,6 +23,7 @@
 #include "cli/slurm_submit.h"
 #include "common/config.h"
 #include "observe/goodput.h"
+#include "observe/spare_pool.h"
 #include "observe/heatmap.h"
 #include "observe/progress.h"
 
@@ -46,16 +47,29 @@ void PrintHealth(const control::CoordinatorHealth& h) {
       static_cast<long long>(h.refused_changes()), h.state_error().c_str());
 }
 
-void PrintJobTable(const control::JobsReply& jobs) {
+// "reserved/asked" hot spares of a job ("-" when it asks for none).
+std::string SparesText(const control::JobInfo& j) {
+  if (j.spec().launch().spares() <= 0) return "-";
+  return absl::StrCat(j.spare_workers_size(), "/", j.spec().launch().spares());
+}
+
+void PrintJobTable(const control::JobsReply& jobs,
+                   const control::ListWorkersReply* workers) {
   PrintHealth(jobs.health());
-  std::printf("%-10s %-20s %-10s %7s %6s %-9s %s\n", "JOB", "NAME", "STATE",
-              "ATTEMPT", "RANKS", "SUBMITTED", "MESSAGE");
+  std::printf("%-10s %-20s %-10s %7s %6s %6s %-9s %s\n", "JOB", "NAME",
+              "STATE", "ATTEMPT", "RANKS", "SPARES", "SUBMITTED", "MESSAGE");
   for (const auto& j : jobs.jobs()) {
-    std::printf("%-10s %-20.20s %-10s %7d %6d %-9s %s\n", j.job_id().c_str(),
-                j.spec().name().c_str(), JobStateName(j.state()), j.attempt(),
-                j.ranks_size(), Clock(j.submit_unix_ms()).c_str(),
+    std::printf("%-10s %-20.20s %-10s %7d %6d %6s %-9s %s\n",
+                j.job_id().c_str(), j.spec().name().c_str(),
+                JobStateName(j.state()), j.attempt(), j.ranks_size(),
+                SparesText(j).c_str(), Clock(j.submit_unix_ms()).c_str(),
                 j.message().c_str());
   }
+  if (workers == nullptr) return;
+  std::printf("workers   %s\n",
+              observe::DescribeSparePool(
+                  observe::ComputeSparePool(jobs, *workers))
+                  .c_str());
 }
 
 void PrintJob(const control::JobInfo& j) {
@@ -67,6 +81,11 @@ void PrintJob(const control::JobInfo& j) {
   std::printf("command   %s\n",
               absl::StrJoin(j.spec().launch().command(), " ").c_str());
   if (!j.message().empty()) std::printf("message   %s\n", j.message().c_str());
+  if (j.spec().launch().spares() > 0) {
+    std::printf("spares    %d of %d reserved [%s]\n", j.spare_workers_size(),
+                j.spec().launch().spares(),
+                absl::StrJoin(j.spare_workers(), ", ").c_str());
+  }
   if (j.has_plan()) {
     std::printf("plan      tp=%d pp=%d dp=%d cp=%d on %d nodes [%s]\n",
                 j.plan().tp(), j.plan().pp(), j.plan().dp(),
@@ -229,7 +248,14 @@ void AddStatus(CLI::App* app) {
                               ? MessageToJson(reply.jobs()).c_str()
                               : MessageToJson(reply.jobs().jobs(0)).c_str());
     } else if (q->job.empty()) {
-      PrintJobTable(reply.jobs());
+      // The idle pool line needs the workers; without them (an identity
+      // not allowed to list them, a timeout) the table is printed alone.
+      control::Request list;
+      list.mutable_list_workers();
+      auto workers = client.TryCall(list, 5000);
+      PrintJobTable(reply.jobs(), workers.ok()
+                                      ? &workers->list_workers()
+                                      : nullptr);
     } else {
       PrintHealth(reply.jobs().health());
       PrintJob(reply.jobs().jobs(0));

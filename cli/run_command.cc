@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -152,8 +153,10 @@ class RunSummary {
 };
 
 // The --inject and --kill-worker-at-step faults, validated against the
-// number of nodes.
-std::vector<InjectSpec> ParseInjections(const RunArgs& a, int nodes) {
+// number of local workers (`workers`: the job's `nodes` and its spares);
+// --kill-worker-at-step kills the job's last node.
+std::vector<InjectSpec> ParseInjections(const RunArgs& a, int nodes,
+                                        int workers) {
   std::vector<InjectSpec> injects;
   for (const std::string& text : a.inject) {
     auto spec_or = ParseInjectSpec(text);
@@ -162,10 +165,10 @@ std::vector<InjectSpec> ParseInjections(const RunArgs& a, int nodes) {
     }
     if ((spec_or->kind == InjectSpec::Kind::kKillWorker ||
          spec_or->kind == InjectSpec::Kind::kSlowNode) &&
-        spec_or->node >= nodes) {
+        spec_or->node >= workers) {
       Fail("run", kExitBadInput,
            absl::StrCat("--inject '", text, "': node ", spec_or->node,
-                        " does not exist (", nodes, " node(s))"));
+                        " does not exist (", workers, " node(s))"));
     }
     injects.push_back(*std::move(spec_or));
   }
@@ -244,6 +247,25 @@ std::unique_ptr<control::LocalCluster> StartCluster(
   return *std::move(cluster);
 }
 
+// Local wall time "HH:MM:SS.mmm" of `unix_ms` (now when negative), as the
+// coordinator's log lines carry it: `strata-bench fault` times detection
+// and recovery from an injection to the events in DIR/events.log.
+std::string LocalTimeMs(int64_t unix_ms = -1) {
+  if (unix_ms < 0) {
+    unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  }
+  const time_t t = static_cast<time_t>(unix_ms / 1000);
+  const int ms = static_cast<int>(unix_ms % 1000);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min,
+                tm.tm_sec, ms);
+  return buf;
+}
+
 // Runs the requested faults once a rank reports their step: rank faults
 // through strata-inject (its log DIR/inject.log), kill-worker by SIGKILL.
 class FaultInjector {
@@ -260,8 +282,9 @@ class FaultInjector {
         ++it;
         continue;
       }
-      std::fprintf(stderr, "[strata] fault injection at step %lld: %s\n",
-                   static_cast<long long>(step), it->text.c_str());
+      std::fprintf(stderr, "[strata] fault injection at step %lld (%s): %s\n",
+                   static_cast<long long>(step), LocalTimeMs().c_str(),
+                   it->text.c_str());
       Inject(*it, pid);
       it = injects_.erase(it);
     }
@@ -317,11 +340,35 @@ class FaultInjector {
   control::LocalCluster* cluster_;
 };
 
+// Waits until `n` workers are registered, so the job takes the first
+// workers (node-0, node-1, ...) and the rest are its spares, whichever
+// started first; after `timeout_s` the job is submitted anyway (placement
+// waits for workers as usual).
+void WaitForWorkers(ControlClient& client, int n, double timeout_s,
+                    const Clock& clock) {
+  const int64_t until =
+      clock.SteadyNowMs() + static_cast<int64_t>(timeout_s * 1000);
+  control::Request list;
+  list.mutable_list_workers();
+  while (clock.SteadyNowMs() < until && !g_interrupted) {
+    auto reply = client.TryCall(list, 2000);
+    if (reply.ok()) {
+      int alive = 0;
+      for (const auto& w : reply->list_workers().workers()) alive += w.alive();
+      if (alive >= n) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 int Run(const RunArgs& a) {
   JobSpec spec = BuildJobSpec("run", a.job);
   JobLaunch* l = spec.mutable_launch();
   const int nodes = l->nodes() > 0 ? l->nodes() : 1;
-  std::vector<InjectSpec> injects = ParseInjections(a, nodes);
+  // launch.spares: that many more local workers, idle until a node is lost
+  // (docs/fault.md "Hot spares"); injections may target them too.
+  const int workers = nodes + std::max(0, l->spares());
+  std::vector<InjectSpec> injects = ParseInjections(a, nodes, workers);
   l->set_nodes(nodes);
   if (l->ranks_per_node() == 0) l->set_ranks_per_node(1);
   if (l->worker_wait_s() == 0) l->set_worker_wait_s(30);
@@ -330,16 +377,18 @@ int Run(const RunArgs& a) {
   signal(SIGINT, OnInterrupt);
   signal(SIGTERM, OnInterrupt);
   SystemClock clock;
-  auto cluster = StartCluster(a, dir, curve_dir, nodes, &clock);
+  auto cluster = StartCluster(a, dir, curve_dir, workers, &clock);
   if (const std::string url = cluster->Announced("dashboard"); !url.empty()) {
     std::fprintf(stderr, "[strata] dashboard %s\n", url.c_str());
   }
   const std::string& endpoint = cluster->endpoint();
   std::fprintf(stderr,
-               "[strata] coordinator %s, %d local worker(s), %d rank(s) each; "
-               "state and logs in %s\n",
-               endpoint.c_str(), nodes, l->ranks_per_node(), dir.c_str());
+               "[strata] coordinator %s, %d local worker(s) (%d spare), %d "
+               "rank(s) each; state and logs in %s\n",
+               endpoint.c_str(), workers, workers - nodes, l->ranks_per_node(),
+               dir.c_str());
   ControlClient client(endpoint, curve_dir);
+  WaitForWorkers(client, workers, a.startup_timeout_s, clock);
   control::Request req;
   *req.mutable_submit_job()->mutable_spec() = spec;
   control::Reply reply = client.Call("run", req);
@@ -354,8 +403,19 @@ int Run(const RunArgs& a) {
     for (const auto& s : job.steps()) step = std::max(step, s.step());
     injector.OnStatus(job, step);
   };
+  // DIR/events.log: every event with its coordinator time, for tools that
+  // time detection and recovery (strata-bench fault).
+  std::FILE* events_log = std::fopen((dir + "/events.log").c_str(), "w");
+  auto on_event = [&](const control::Event& e) {
+    if (events_log == nullptr) return;
+    std::fprintf(events_log, "%s %s attempt %d: %s: %s\n",
+                 LocalTimeMs(e.unix_ms()).c_str(), e.job_id().c_str(),
+                 e.attempt(), e.kind().c_str(), e.message().c_str());
+    std::fflush(events_log);
+  };
   int rc = WaitForJob(clock, client, job_id, /*follow=*/true, 15000, on_status,
-                      &g_interrupted);
+                      &g_interrupted, on_event);
+  if (events_log != nullptr) std::fclose(events_log);
   cluster->Stop();
   injector.ReportNotRun(step);
   summary.Print();

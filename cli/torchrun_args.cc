@@ -13,12 +13,13 @@ namespace {
 
 // strata's own options that take a value (job_args.cc AddJobOptions,
 // run_command.cc): their value is never the script.
-constexpr std::array<std::string_view, 20> kStrataValued = {
+constexpr std::array<std::string_view, 21> kStrataValued = {
     "--name",         "--nodes",      "--ranks-per-node", "--min-nodes",
     "--max-restarts", "--tp",         "--pp",             "--cp",
     "--model",        "--ckpt",       "--env",            "--fault",
     "--heartbeat-ms", "--state-dir",  "--dashboard",      "--kill-worker-at-step",
-    "--inject",       "--coordinator", "--sbatch-arg", "--curve-dir"};
+    "--inject",       "--coordinator", "--sbatch-arg", "--curve-dir",
+    "--spares"};
 
 // torchrun (torch/distributed/run.py) flags strata does not take, with
 // what to do instead. Both spellings (dash, underscore) are matched.

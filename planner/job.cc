@@ -44,6 +44,8 @@ absl::Span<const FieldRange> JobRanges() {
        "absent: launch.nodes (never shrink)"},
       {"launch.worker_wait_s", 1, 86400, false, "seconds; absent: 60"},
       {"launch.stop_grace_ms", 1, 3600000, false, "ms; absent: 5000"},
+      {"launch.spares", 0, kMaxClusterNodes, false,
+       "idle workers reserved as hot spares; absent: 0"},
       {"fault.straggler_threshold", 1, 10, true,
        "long-window slowdown that flags a straggler; absent: 1.10"},
       {"fault.straggler_fast_threshold", 1, 10, true,

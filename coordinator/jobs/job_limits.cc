@@ -42,10 +42,15 @@ size_t EnvBytes(const JobLaunch& launch) {
 Status CheckJobLimits(const JobSpec& spec, const JobLimits& limits) {
   const JobLaunch& l = spec.launch();
   if (l.nodes() < 0 || l.ranks_per_node() < 0 || l.max_restarts() < 0 ||
-      l.min_nodes() < 0 || l.worker_wait_s() < 0 || l.stop_grace_ms() < 0) {
+      l.min_nodes() < 0 || l.worker_wait_s() < 0 || l.stop_grace_ms() < 0 ||
+      l.spares() < 0) {
     return absl::InvalidArgumentError(
         "job spec: launch.nodes, ranks_per_node, min_nodes, max_restarts, "
-        "worker_wait_s and stop_grace_ms must be >= 0");
+        "worker_wait_s, stop_grace_ms and spares must be >= 0");
+  }
+  if (l.spares() > limits.max_nodes) {
+    return TooLarge("launch.spares", l.spares(), limits.max_nodes,
+                    "--max-nodes");
   }
   if (l.nodes() > limits.max_nodes) {
     return TooLarge("launch.nodes", l.nodes(), limits.max_nodes, "--max-nodes");

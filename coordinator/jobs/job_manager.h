@@ -220,8 +220,20 @@ class JobManager : private JobActions {
   // worker_wait_s (not while the registry settles).
   void WaitForWorkers(JobRuntime& rt, const WorkerRegistry& registry,
                       const std::string& shortage);
+  // Commits the attempt on `nodes` (in node order) with `plan`, the job's
+  // spares re-reserved from `idle` (ReserveSpares), and records the
+  // spare_used (`swaps`: lost node, spare), launched, spares/spares_short
+  // and replanned events.
   void Launch(JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
-              Plan plan, int port);
+              const control::ListWorkersReply& workers,
+              const std::vector<control::WorkerInfo>& idle,
+              const std::set<std::string>& taken, Plan plan, int port,
+              const std::vector<std::pair<std::string, std::string>>& swaps);
+  // The worker ids other active jobs run on or hold as spares.
+  std::set<std::string> TakenByOthers(const std::string& job_id);
+  // A running job's spare reservation kept at launch.spares: dead or
+  // evicted spares dropped, idle workers added (event "spares" on change).
+  void KeepSpares(JobRuntime& rt, const WorkerRegistry& registry);
 
   // Rank reports (job_reports.cc).
   struct ReportOutcome;

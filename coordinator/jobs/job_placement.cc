@@ -9,6 +9,7 @@
 #include "common/net.h"
 #include "coordinator/jobs/attempt_plan.h"
 #include "coordinator/jobs/job_manager.h"
+#include "coordinator/jobs/job_spares.h"
 
 namespace strata::coordinator {
 
@@ -126,8 +127,11 @@ std::string ReplannedText(const control::JobInfo& job, const Plan& plan,
 // The record of the attempt placed on `nodes` with `plan`, RUNNING.
 control::JobInfo Placed(const control::JobInfo& job,
                         const std::vector<control::WorkerInfo>& nodes,
+                        const std::vector<std::string>& spares,
                         const Plan& plan, int port, int64_t now_ms) {
   control::JobInfo next = job;
+  next.clear_spare_workers();
+  for (const auto& id : spares) next.add_spare_workers(id);
   *next.mutable_plan() = plan;
   next.clear_nodes();
   next.clear_node_info();
@@ -167,18 +171,44 @@ void JobManager::CheckWorkers(JobRuntime& rt, const WorkerRegistry& registry) {
   }
 }
 
+std::set<std::string> JobManager::TakenByOthers(const std::string& job_id) {
+  std::set<std::string> taken;
+  for (const auto& [id, other] : table_.active()) {
+    if (id != job_id) AddTaken(other.info, &taken);
+  }
+  return taken;
+}
+
 void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
   const control::JobInfo& job = rt.info;
-  std::set<std::string> assigned;
-  for (const auto& [id, other] : table_.active()) {
-    if (other.info.state() != control::RUNNING) continue;
-    for (const auto& n : other.info.node_info()) assigned.insert(n.worker_id());
-  }
-  WorkerSurvey s =
-      Survey(job, registry.List(), assigned, options_.limits);
+  // Other jobs' nodes and reserved spares are not for this job.
+  const std::set<std::string> taken = TakenByOthers(job.job_id());
+  const control::ListWorkersReply workers = registry.List();
+  WorkerSurvey s = Survey(job, workers, taken, options_.limits);
   if (s.alive > 0 && s.too_small_alive == s.alive) {
     (void)Finish(rt, control::FAILED,
                  absl::StrCat("cannot be placed: ", s.too_small.message()));
+    return;
+  }
+  // A restart after a lost node: the previous nodes with spares in the
+  // holes, the same plan (docs/fault.md "Hot spares").
+  SpareSwap swap = PlanSpareSwap(job, workers, s.idle, taken);
+  if (swap.kind == SpareSwap::Kind::kWait) {  // a node still draining
+    WaitForWorkers(rt, registry,
+                   absl::StrCat("a node of attempt ", job.attempt() - 1,
+                                " did not stop its ranks within ",
+                                WaitMs(job) / 1000, " s"));
+    return;
+  }
+  if (swap.kind == SpareSwap::Kind::kReady) {
+    auto port = net::PickFreePort();
+    if (!port.ok()) {
+      (void)Finish(rt, control::FAILED, std::string(port.status().message()));
+      return;
+    }
+    Plan plan = job.plan();
+    Launch(rt, std::move(swap.nodes), workers, s.idle, taken, std::move(plan), *port,
+           swap.swaps);
     return;
   }
   const NodeCount n = CountNodes(job, s, options_.limits.max_nodes);
@@ -195,8 +225,9 @@ void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
                                         s.too_small.message(), ")")));
     return;
   }
-  s.idle.resize(n.take);
-  const int per_node = RanksPerNode(job.spec(), s.idle[0].probe());
+  std::vector<control::WorkerInfo> nodes(s.idle.begin(),
+                                         s.idle.begin() + n.take);
+  const int per_node = RanksPerNode(job.spec(), nodes[0].probe());
   const int64_t world = static_cast<int64_t>(per_node) * n.take;
   if (world > options_.limits.max_ranks) {
     (void)Finish(rt, control::FAILED,
@@ -207,9 +238,8 @@ void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
                               " (strata-coordinator --max-ranks)"));
     return;
   }
-  rt.planned_scale = calibrator_.StoredScale(CalibrationKey(s.idle));
-  auto plan =
-      PlanAttempt(job.spec(), s.idle, job.node_speed(), rt.planned_scale);
+  rt.planned_scale = calibrator_.StoredScale(CalibrationKey(nodes));
+  auto plan = PlanAttempt(job.spec(), nodes, job.node_speed(), rt.planned_scale);
   if (plan.ok()) {
     Status fits =
         CheckLaunchOrderSize(job.spec(), per_node, PlanFileJson(*plan).size());
@@ -228,7 +258,35 @@ void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
     (void)Finish(rt, control::FAILED, std::string(port.status().message()));
     return;
   }
-  Launch(rt, std::move(s.idle), *std::move(plan), *port);
+  Launch(rt, std::move(nodes), workers, s.idle, taken, *std::move(plan), *port, {});
+}
+
+void JobManager::KeepSpares(JobRuntime& rt, const WorkerRegistry& registry) {
+  const control::JobInfo& job = rt.info;
+  if (job.spec().launch().spares() <= 0 && job.spare_workers_size() == 0) {
+    return;
+  }
+  const std::set<std::string> taken = TakenByOthers(job.job_id());
+  const control::ListWorkersReply workers = registry.List();
+  WorkerSurvey s = Survey(job, workers, taken, options_.limits);
+  const std::vector<std::string> nodes(job.nodes().begin(), job.nodes().end());
+  std::vector<std::string> spares =
+      ReserveSpares(job, workers, s.idle, nodes, taken);
+  if (std::equal(spares.begin(), spares.end(), job.spare_workers().begin(),
+                 job.spare_workers().end())) {
+    return;
+  }
+  control::JobInfo next = job;
+  next.clear_spare_workers();
+  for (const auto& id : spares) next.add_spare_workers(id);
+  const std::string was = absl::StrJoin(job.spare_workers(), ",");
+  if (!Commit(rt, std::move(next)).ok()) return;  // retried next tick
+  events_->Record(job.job_id(), job.attempt(), "spares",
+                  absl::StrCat(spares.size(), " of ",
+                               job.spec().launch().spares(),
+                               " spare(s) reserved [",
+                               absl::StrJoin(spares, ","), "] (was [", was,
+                               "])"));
 }
 
 void JobManager::WaitForWorkers(JobRuntime& rt, const WorkerRegistry& registry,
@@ -247,22 +305,50 @@ void JobManager::WaitForWorkers(JobRuntime& rt, const WorkerRegistry& registry,
   }
 }
 
-void JobManager::Launch(JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
-                        Plan plan, int port) {
+void JobManager::Launch(
+    JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
+    const control::ListWorkersReply& workers,
+    const std::vector<control::WorkerInfo>& idle,
+    const std::set<std::string>& taken, Plan plan, int port,
+    const std::vector<std::pair<std::string, std::string>>& swaps) {
   const int take = static_cast<int>(nodes.size());
   const bool replanned = Replanned(rt.info, plan, take);
   const std::string was = Layout(rt.info.plan(), rt.info.nodes_size());
-  if (!Commit(rt, Placed(rt.info, nodes, plan, port, clock_->NowMs())).ok()) {
+  std::vector<std::string> ids;
+  for (const auto& w : nodes) ids.push_back(w.worker_id());
+  const std::vector<std::string> spares =
+      ReserveSpares(rt.info, workers, idle, ids, taken);
+  if (!Commit(rt, Placed(rt.info, nodes, spares, plan, port, clock_->NowMs()))
+           .ok()) {
     return;  // still PENDING; retried
   }
   const control::JobInfo& job = rt.info;
   std::vector<std::string> names;
   for (const auto& w : nodes) names.push_back(w.node_name());
+  for (const auto& [lost, spare] : swaps) {
+    events_->Record(job.job_id(), job.attempt(), "spare_used",
+                    absl::StrCat("node ", lost, " replaced by spare ", spare,
+                                 ": same plan, tp=", plan.tp(), " pp=",
+                                 plan.pp(), " dp=", plan.dp(), " on ", take,
+                                 " nodes"));
+  }
   events_->Record(job.job_id(), job.attempt(), "launched",
                   absl::StrCat(plan.placement().ranks_size(), " ranks on ",
                                take, " nodes [", absl::StrJoin(names, ", "),
                                "]: tp=", plan.tp(), " pp=", plan.pp(), " dp=",
                                plan.dp(), " cp=", std::max(1, plan.cp())));
+  const int want = job.spec().launch().spares();
+  if (want > 0) {
+    events_->Record(
+        job.job_id(), job.attempt(),
+        static_cast<int>(spares.size()) < want ? "spares_short" : "spares",
+        absl::StrCat(spares.size(), " of ", want, " spare(s) reserved [",
+                     absl::StrJoin(spares, ","), "]",
+                     static_cast<int>(spares.size()) < want
+                         ? "; started without the rest, reserved when "
+                           "workers become idle"
+                         : ""));
+  }
   if (replanned) {
     events_->Record(job.job_id(), job.attempt(), "replanned",
                     ReplannedText(job, plan, take, was));

@@ -1,5 +1,7 @@
 #include "coordinator/metrics/dashboard_render.h"
 
+#include "observe/spare_pool.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -9,6 +11,7 @@
 #include "observe/goodput.h"
 #include "observe/json_writer.h"
 #include "observe/progress.h"
+#include "observe/spare_pool.h"
 
 namespace strata::coordinator {
 namespace {
@@ -142,6 +145,30 @@ std::string PlacementJson(const control::JobInfo& job) {
   return absl::StrCat("[", absl::StrJoin(out, ","), "]");
 }
 
+// The job's hot spares: asked (launch.spares) and reserved worker ids.
+std::string SparesJson(const control::JobInfo& job) {
+  std::vector<std::string> ids;
+  for (const auto& id : job.spare_workers()) ids.push_back(JsonString(id));
+  return absl::StrCat("{\"want\":", std::max(0, job.spec().launch().spares()),
+                      ",\"reserved\":[", absl::StrJoin(ids, ","), "]}");
+}
+
+// The idle pool (observe/spare_pool.h): free and reserved idle workers.
+std::string PoolJson(const control::JobsReply& jobs,
+                     const control::ListWorkersReply& workers) {
+  const observe::SparePool pool = observe::ComputeSparePool(jobs, workers);
+  std::vector<std::string> free, reserved;
+  for (const auto& id : pool.free) free.push_back(JsonString(id));
+  for (const auto& [id, job] : pool.reserved) {
+    reserved.push_back(absl::StrCat(JsonString(id), ":", JsonString(job)));
+  }
+  return absl::StrCat("{\"free\":[", absl::StrJoin(free, ","),
+                      "],\"reserved\":{", absl::StrJoin(reserved, ","),
+                      "},\"busy\":", pool.busy.size(), ",\"lost\":",
+                      pool.lost, ",\"text\":",
+                      JsonString(observe::DescribeSparePool(pool)), "}");
+}
+
 }  // namespace
 
 std::string RenderDashboardJson(const DashboardInput& in) {
@@ -156,7 +183,7 @@ std::string RenderDashboardJson(const DashboardInput& in) {
         JsonString(job.message()), ",\"submit_ms\":", job.submit_unix_ms(),
         ",\"progress\":", ProgressJson(job, in.now_unix_ms),
         ",\"goodput\":", GoodputJson(job.goodput()),
-        ",\"plan\":", PlanJson(job), "}"));
+        ",\"plan\":", PlanJson(job), ",\"spares\":", SparesJson(job), "}"));
   }
   std::vector<std::string> detail;
   for (const auto& [id, d] : in.detail) {
@@ -189,7 +216,8 @@ std::string RenderDashboardJson(const DashboardInput& in) {
   return absl::StrCat("{\"now_ms\":", in.now_unix_ms, ",\"jobs\":[",
                       absl::StrJoin(jobs, ","), "],\"detail\":{",
                       absl::StrJoin(detail, ","), "},\"workers\":[",
-                      absl::StrJoin(workers, ","), "]}\n");
+                      absl::StrJoin(workers, ","), "],\"pool\":",
+                      PoolJson(in.jobs, in.workers), "}\n");
 }
 
 }  // namespace strata::coordinator

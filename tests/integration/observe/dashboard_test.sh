@@ -5,12 +5,14 @@
 #   dashboard_test.sh BUILD_DIR ARTIFACT_DIR      (ctest: dashboard_test)
 #
 # 1. `strata run --dashboard 127.0.0.1:0` of strata-train --model tiny on
-#    two local nodes; the printed URL is used once the job passed step 30.
+#    two local nodes and a hot spare (--spares 1); the printed URL is used
+#    once the job passed step 30.
 # 2. /api/dashboard.json lists the job RUNNING with progress, goodput, a
-#    curve and a heat map with cells.
+#    curve and a heat map with cells, its spare reserved, and the idle
+#    pool with that worker reserved for it.
 # 3. Chromium loads the page (virtual time, so the page polls and draws):
-#    the DOM has the job, its progress text, heat-map cells and the
-#    goodput line, the page's error box is empty and the browser logged
+#    the DOM has the job, its progress text, heat-map cells, the
+#    goodput line, its spares line and the idle pool, the page's error box is empty and the browser logged
 #    no console error; a screenshot goes to ARTIFACT_DIR/dashboard.png.
 # 4. "download trace" (/api/trace.json?job=) returns a trace with the
 #    job's steps; bad requests get 4xx: no job, an unknown job, POST and
@@ -33,7 +35,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 die() { echo "FAIL: $*"; tail -n 20 "$tmp/run.err"; exit 1; }
 
 "$BUILD/cli/strata" run --dashboard 127.0.0.1:0 --plaintext --nodes 2 \
-  --ranks-per-node 1 -- "$BUILD/runtime/strata-train" --model tiny \
+  --ranks-per-node 1 --spares 1 -- "$BUILD/runtime/strata-train" --model tiny \
   --global-batch 8 --micro-batch 2 --steps 200000 > "$tmp/run.out" 2> "$tmp/run.err" &
 run_pid=$!
 url=""
@@ -62,7 +64,11 @@ assert 0 < j["goodput"]["ratio"] <= 1, j["goodput"]
 assert len(det["curve"]) >= 10, "curve has %d points" % len(det["curve"])
 hm = det["heatmap"]
 assert len(hm["ranks"]) == 2 and len(hm["steps"]) >= 10, hm["ranks"]
-assert len(d["workers"]) == 2
+assert len(d["workers"]) == 3
+assert j["spares"]["want"] == 1 and len(j["spares"]["reserved"]) == 1, j["spares"]
+spare = j["spares"]["reserved"][0]
+assert d["pool"]["reserved"] == {spare: j["id"]}, d["pool"]
+assert "1 reserved as spares" in d["pool"]["text"], d["pool"]
 print(j["id"])
 PY
 }
@@ -94,9 +100,12 @@ assert re.search(r'<div id="progress">step \d+', dom), "no progress line"
 cells = len(re.findall(r'class="cell"', dom))
 assert cells >= 20, "heat map has %d cells" % cells
 assert "Goodput: " in dom and "% of " in dom, "no goodput"
+assert re.search(r'<div id="spares">spares 1 of 1 reserved \[w-node-\d\]', dom), "no spares line"
+assert re.search(r'<div id="pool" class="muted">idle pool: 1 idle: 0 free \[\], 1 reserved as spares \[w-node-\d for %s\]' % job, dom), "no idle pool"
+assert "spare for %s" % job in dom, "the spare is not marked in the workers table"
 errors = re.search(r'<span id="errors">(.*?)</span>', dom, re.S)
 assert errors is not None and errors.group(1).strip() == "", "page errors: %s" % errors.group(1)
-print("page: job row, progress, %d heat-map cells, goodput" % cells)
+print("page: job row, progress, %d heat-map cells, goodput, spares, idle pool" % cells)
 PY
 if grep -E "Uncaught|CONSOLE.*(error|Error)|:ERROR:.*console" "$tmp/chrome.log"; then
   fail "the browser logged console errors (above)"
