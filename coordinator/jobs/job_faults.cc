@@ -271,6 +271,14 @@ void FaultHandler::ActOn(JobRuntime& rt, const fault::FaultEvent& e,
                 job.attempt(), fault::EventKindName(e.kind), assessed.summary,
                 e.evidence);
   if (assessed.action == FaultPolicy::report) return;
+  // A hang of one rank whose attempt opted in: that rank alone is replaced
+  // (the finding and its evidence are stored above all the same).
+  if (e.kind == fault::EventKind::kHang &&
+      assessed.action == FaultPolicy::restart && e.rank >= 0 &&
+      actions_->RestartInPlace(rt, e.rank,
+                               absl::StrCat("hang: ", assessed.summary))) {
+    return;
+  }
   const JobLaunch& l = job.spec().launch();
   const FaultCase c{
       .kind = e.kind,

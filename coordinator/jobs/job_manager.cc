@@ -344,6 +344,7 @@ void JobManager::Tick(const WorkerRegistry& registry) {
                    absl::StrCat("all ", job.ranks_size(), " ranks exited 0"));
     }
     if (job.state() == control::RUNNING) faults_.Tick(rt);
+    if (job.state() == control::RUNNING) CheckInPlace(rt);
     if (job.state() == control::PENDING &&
         (!rt.backoff || rt.backoff->Ready(clock_->SteadyNowMs()))) {
       TryPlace(rt, registry);  // restart_backoff.h
