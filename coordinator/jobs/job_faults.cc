@@ -222,6 +222,14 @@ void FaultHandler::ConcludeHang(JobRuntime& rt, FaultWatch& w) {
   if (verdict.culprits.size() == 1) {
     e.rank = verdict.culprits[0];
     e.node = NodeOf(job, e.rank);
+  } else if (flights.stopped.size() == 1 &&
+             std::find(verdict.culprits.begin(), verdict.culprits.end(),
+                       flights.stopped[0]) != verdict.culprits.end()) {
+    // Several ranks missing from the collective, one of them stopped: the
+    // others wait on it outside any collective (e.g. the checkpoint
+    // commit's leader waiting for its vote), so it is the one to replace.
+    e.rank = flights.stopped[0];
+    e.node = NodeOf(job, e.rank);
   }
   e.evidence = absl::StrCat(e.evidence, "; ", text);
   for (const std::string& n : flights.notes)
