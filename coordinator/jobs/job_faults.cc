@@ -107,6 +107,13 @@ std::string HangSummary(const HangVerdict& v, const fault::Wavefront& wave,
                       text, ")");
 }
 
+// Every rank of the running attempt opted in to in-place restart and no
+// replacement is under way (job_inplace.cc).
+bool InPlaceReady(const JobRuntime& rt) {
+  return rt.in_place.attempt == rt.info.attempt() && !rt.in_place.pending &&
+         static_cast<int>(rt.in_place.opted_in.size()) >= rt.info.ranks_size();
+}
+
 // The node rank `rank` runs on ("" when the plan does not place it).
 std::string NodeOf(const control::JobInfo& job, int rank) {
   std::string node;
@@ -179,7 +186,17 @@ void FaultHandler::Tick(JobRuntime& rt) {
     return;
   }
   const bool all = static_cast<int>(w.flights.size()) >= rt.info.ranks_size();
-  if (all || now - w.diagnose_since_ms >= kDiagnoseWaitMs) ConcludeHang(rt, w);
+  // An attempt that restarts in place (docs/fault.md "In-place restart")
+  // replaces one stopped rank as soon as its worker said so, without
+  // waiting for the other ranks' stacks.
+  const bool stopped_one =
+      InPlaceReady(rt) &&
+      std::count_if(w.flights.begin(), w.flights.end(), [](const auto& f) {
+        return f.second.stopped();
+      }) == 1;
+  if (all || stopped_one || now - w.diagnose_since_ms >= kDiagnoseWaitMs) {
+    ConcludeHang(rt, w);
+  }
 }
 
 void FaultHandler::AddDiagnoseOrders(JobTable& table,
@@ -223,8 +240,9 @@ void FaultHandler::ConcludeHang(JobRuntime& rt, FaultWatch& w) {
     e.rank = verdict.culprits[0];
     e.node = NodeOf(job, e.rank);
   } else if (flights.stopped.size() == 1 &&
-             std::find(verdict.culprits.begin(), verdict.culprits.end(),
-                       flights.stopped[0]) != verdict.culprits.end()) {
+             (InPlaceReady(rt) ||
+              std::find(verdict.culprits.begin(), verdict.culprits.end(),
+                        flights.stopped[0]) != verdict.culprits.end())) {
     // Several ranks missing from the collective, one of them stopped: the
     // others wait on it outside any collective (e.g. the checkpoint
     // commit's leader waiting for its vote), so it is the one to replace.
