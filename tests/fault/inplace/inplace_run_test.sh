@@ -5,7 +5,7 @@
 # lost mid-run:
 #
 #   inplace_run_test.sh BUILD_DIR SOURCE_DIR MODE
-#     kill  --in-place-restart, rank 1 SIGKILLed
+#     kill  --in-place-restart, rank 1 SIGKILLed, later rank 2 (generation 2)
 #     hang  --in-place-restart, rank 3 SIGSTOPped (found by the hang detector)
 #     full  no --in-place-restart, rank 1 SIGKILLed: today's full restart
 #
@@ -140,6 +140,30 @@ else
 fi
 after=()
 for r in 0 1 2 3; do after[r]=$(rank_pid "$r"); done
+# Mode kill: a second rank (on the other host) is killed later, so the
+# attempt goes through generation 2 as well.
+SECOND=2
+if [ "$MODE" = kill ] && [ -n "$recovered" ]; then
+  for _ in $(seq 1 3000); do
+    kill -0 "$submit_pid" 2> /dev/null || break
+    s=$(last_step)
+    [ -n "$s" ] && [ "$s" -ge $((FAULT_AT + 15)) ] && break
+    sleep 0.02
+  done
+  second=$(rank_pid "$SECOND")
+  if [ -n "$second" ] && kill -KILL "$second"; then
+    say "step $(last_step): SIGKILL rank $SECOND (pid $second)"
+    for _ in $(seq 1 3000); do
+      [ "$(out0 | grep -c '^in-place restart: generation 2')" -gt 0 ] && break
+      kill -0 "$submit_pid" 2> /dev/null || break
+      sleep 0.02
+    done
+    out0 | grep -q '^in-place restart: generation 2' ||
+      fail "no second in-place restart (generation 2) after rank $SECOND died"
+  else
+    fail "rank $SECOND's process not found for the second fault"
+  fi
+fi
 wait "$submit_pid"
 rc=$?
 say "job ended with exit code $rc after $((SECONDS - start)) s"
@@ -165,6 +189,10 @@ else
   else
     say "event: $ev"
     echo "$ev" | grep -q "rank $VICTIM " || fail "the in_place_restart event does not name rank $VICTIM"
+  fi
+  if [ "$MODE" = kill ]; then
+    [ "$(grep -c in_place_restart "$tmp/events")" -eq 2 ] ||
+      fail "want 2 in_place_restart events (ranks $VICTIM and $SECOND), got: $(grep -c in_place_restart "$tmp/events")"
   fi
   for r in 0 1 2 3; do
     [ "$r" -eq "$VICTIM" ] && continue
