@@ -43,8 +43,7 @@ StatusOr<Rejoined> Agree(Runtime& rt, Trainer& trainer,
 bool Recoverable(const Runtime& rt, const Status& e) {
   if (!rt.in_place() || e.ok()) return false;
   return rt.announced_generation() > rt.generation() || absl::IsAborted(e) ||
-         absl::IsUnavailable(e) || absl::IsDeadlineExceeded(e) ||
-         absl::IsFailedPrecondition(e);
+         absl::IsUnavailable(e) || absl::IsDeadlineExceeded(e);
 }
 
 StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer,

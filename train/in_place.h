@@ -28,8 +28,9 @@ struct Rejoined {
 
 // Whether a failed step is one an in-place restart can recover: the
 // runtime opted in and the error is a collective's (Aborted, Unavailable,
-// DeadlineExceeded, FailedPrecondition of a broken group) or a newer
-// generation was announced.
+// DeadlineExceeded) or a newer generation was announced. A step that fails
+// with such a code for another reason (too many failed saves is Aborted)
+// waits kAwaitGeneration for nothing before the rank exits with it.
 bool Recoverable(const Runtime& rt, const Status& step_error);
 
 // A survivor: waits for the generation, drops the trainer's hold on the old

@@ -111,6 +111,9 @@ bool JobManager::RestartInPlace(JobRuntime& rt, int rank,
 bool JobManager::OnInPlaceStep(JobRuntime& rt, const control::StepReport& s) {
   InPlaceState& st = StateOf(rt);
   if (s.generation() < st.generation) return false;  // an older generation's
+  // A restarted coordinator forgot the generation; the ranks did not (the
+  // next one must be newer than theirs).
+  st.generation = std::max(st.generation, s.generation());
   if (s.in_place()) st.opted_in.insert(s.rank());
   if (!st.pending || s.rank() != st.pending->rank ||
       s.generation() != st.generation || !s.phase().empty() ||
