@@ -143,8 +143,10 @@ void JobManager::AddReplaceOrders(const std::string& worker_id,
   }
   const int rank = st.pending->rank;
   if (rt.info.ranks(rank).generation() >= st.generation) return;  // done
-  auto launches = BuildLaunches(rt.info, {rank}, IndexOf(rt).plan_json);
-  if (!launches.ok() || launches->empty()) return;  // CheckInPlace times out
+  const auto& prepared = IndexOf(rt).launches;
+  if (!prepared.ok()) return;  // CheckInPlace times out
+  auto launches = prepared->For(rt.info, {rank});
+  if (!launches.ok() || launches->empty()) return;
   control::RankLaunch& l = launches->front();
   l.set_generation(st.generation);
   (*l.mutable_env())[placement::kRestartGeneration] =
