@@ -378,6 +378,7 @@ StatusOr<RankEnv> ParseRankEnv(const EnvMap& env) {
     return Mismatch(kTorchRestartCount, torch_restarts,
                     absl::StrCat(kRestartCount, "=", e.restart_count));
   }
+  ASSIGN_OR_RETURN(e.generation, Int(env, kRestartGeneration, 0, 0));
   ASSIGN_OR_RETURN(e.max_restarts, Int(env, kMaxRestarts, 0, 0));
   e.master_addr = Str(env, kMasterAddr);
   ASSIGN_OR_RETURN(e.master_port, Int(env, kMasterPort, 1, 0));

@@ -55,6 +55,11 @@ inline constexpr char kPpRank[] = "STRATA_PP_RANK";
 inline constexpr char kDpRank[] = "STRATA_DP_RANK";
 inline constexpr char kCpRank[] = "STRATA_CP_RANK";
 inline constexpr char kRestartCount[] = "STRATA_RESTART_COUNT";
+// The in-place restart generation of the attempt (docs/fault.md "In-place
+// restart"): 0 at launch, raised by the coordinator each time it replaces
+// one rank of the attempt without restarting the others. A replacement rank
+// starts with the new generation; survivors learn it from the store.
+inline constexpr char kRestartGeneration[] = "STRATA_RESTART_GENERATION";
 inline constexpr char kCkptUri[] = "STRATA_CKPT_URI";
 inline constexpr char kTelemetry[] = "STRATA_TELEMETRY";
 inline constexpr char kNodeName[] = "STRATA_NODE_NAME";
@@ -103,6 +108,7 @@ struct RankEnv {
   int tp_rank = 0, pp_rank = 0, dp_rank = 0, cp_rank = 0;
   std::string job_id = "local";
   int restart_count = 0;  // attempt number, 0 for the first
+  int generation = 0;     // in-place restart generation (kRestartGeneration)
   int max_restarts = 0;
   std::string master_addr;  // torch's own TCPStore (rank 0's host)
   int master_port = 0;      // 0: not set

@@ -18,6 +18,9 @@
 struct strata_runtime {
   std::unique_ptr<strata::Runtime> rt;
   std::vector<std::string> sections;  // added since the last end_step
+  // strata_inplace_rejoin agreed on a step once in this process (a
+  // replacement's first call only agrees).
+  bool agreed = false;
 };
 struct strata_checkpointer {
   std::unique_ptr<strata::checkpoint::Checkpointer> ck;
@@ -209,6 +212,49 @@ int strata_timer_set_total_steps(strata_runtime* rt, int64_t total) {
   if (rt == nullptr) return Invalid("null runtime");
   if (total < 0) return Invalid("negative total steps");
   rt->rt->timer().SetTotalSteps(total);
+  return Report(absl::OkStatus());
+}
+
+int strata_inplace_enable(strata_runtime* rt) {
+  if (rt == nullptr) return Invalid("null runtime");
+  return Report(rt->rt->EnableInPlace());
+}
+
+int strata_inplace_generation(strata_runtime* rt, int* generation) {
+  if (rt == nullptr || generation == nullptr) return Invalid("null argument");
+  *generation = rt->rt->generation();
+  return Report(absl::OkStatus());
+}
+
+int strata_inplace_rejoin(strata_runtime* rt, int64_t timeout_ms,
+                          int64_t memory_step, int64_t checkpoint_step,
+                          int64_t* agreed_step) {
+  if (rt == nullptr || agreed_step == nullptr) return Invalid("null argument");
+  if (timeout_ms < 0 || memory_step < -1 || checkpoint_step < 0) {
+    return Invalid("rejoin: timeout_ms >= 0, memory_step >= -1 and "
+                   "checkpoint_step >= 0 are needed");
+  }
+  strata::Runtime& r = *rt->rt;
+  if (!r.in_place()) {
+    return Report(absl::FailedPreconditionError(
+        "in-place restart is not enabled (strata_inplace_enable)"));
+  }
+  // A replacement that has not agreed yet only agrees; a survivor waits for
+  // the next generation and re-forms first.
+  if (!rt->agreed && r.generation() > 0) {
+    auto at = r.AgreeStep(memory_step, checkpoint_step);
+    if (!at.ok()) return Report(at.status());
+    rt->agreed = true;
+    *agreed_step = *at;
+    return Report(absl::OkStatus());
+  }
+  auto g = r.AwaitGeneration(std::chrono::milliseconds(timeout_ms));
+  if (!g.ok()) return Report(g.status());
+  if (auto s = r.Reform(); !s.ok()) return Report(s);
+  auto at = r.AgreeStep(memory_step, checkpoint_step);
+  if (!at.ok()) return Report(at.status());
+  rt->agreed = true;
+  *agreed_step = *at;
   return Report(absl::OkStatus());
 }
 

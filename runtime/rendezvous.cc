@@ -21,12 +21,20 @@ constexpr auto kProgressEvery = std::chrono::seconds(5);
 // coordinator's store (strata://, ipc://) serves every job of the cluster:
 // there the keys live in the attempt's namespace, which the coordinator
 // deletes when the attempt ends.
+// An in-place restart generation g > 0 (docs/fault.md "In-place restart")
+// meets in a namespace of its own: the survivors and the replacement of
+// generation g never see the claims of generation g - 1.
 std::string Prefix(const placement::RankEnv& info) {
   const bool shared = info.store_uri.starts_with("strata://") ||
                       info.store_uri.starts_with("ipc://");
+  const std::string gen =
+      info.generation > 0 ? absl::StrCat(".g", info.generation) : "";
   return shared ? absl::StrCat(info.job_id, "/", info.restart_count,
+                               info.generation > 0
+                                   ? absl::StrCat("/g", info.generation)
+                                   : "",
                                "/rendezvous/")
-                : absl::StrCat("rendezvous/", info.restart_count, "/");
+                : absl::StrCat("rendezvous/", info.restart_count, gen, "/");
 }
 
 std::string Describe(const placement::RankEnv& info) {

@@ -81,8 +81,9 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   std::unique_ptr<Runtime> rt(new Runtime());
   ASSIGN_OR_RETURN(rt->info_, ReadRankEnv(options));
   const RankInfo& i = rt->info_;
-  comm::BackendOptions bo;
-  Placement pl;
+  comm::BackendOptions& bo = rt->bo_;
+  Placement& pl = rt->pl_;
+  rt->connect_timeout_ = options.connect_timeout;
   // What this rank works out alone comes first; when it fails, the other
   // ranks learn why through the store instead of timing out.
   Status local = [&]() -> Status {
@@ -106,9 +107,16 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     RETURN_IF_ERROR(
         JoinRendezvous(*base, i, i.store_uri, options.connect_timeout));
   }
-  // A restarted attempt never sees the keys of the previous one.
-  rt->store_ =
+  // A restarted attempt never sees the keys of the previous one, nor an
+  // in-place restart generation those of the one before.
+  rt->base_ = base;
+  rt->attempt_store_ =
       comm::NewPrefixStore(absl::StrCat(i.job_id, "/", i.restart_count), base);
+  rt->store_ = std::make_shared<comm::AbortableStore>(
+      i.generation > 0 ? comm::NewPrefixStore(
+                             absl::StrCat("g", i.generation), rt->attempt_store_)
+                       : rt->attempt_store_);
+  rt->announced_ = i.generation;
   rt->timer_ = std::make_unique<StepTimer>(i.telemetry, i.job_id, i.rank);
   if (!options.build_groups) return rt;
   // RuntimeOptions, else STRATA_COMM_BACKEND, else the factory's default.
@@ -118,26 +126,45 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
     bo.name = i.comm_backend;
   }
   bo.rank = i.rank;
-  bo.store = comm::NewPrefixStore("comm", rt->store_);
   bo.tcp.connect_timeout = options.connect_timeout;
   bo.shm.connect_timeout = options.connect_timeout;
+  RETURN_IF_ERROR(rt->BuildGroups());
+  return rt;
+}
+
+Status Runtime::BuildGroups() {
+  const RankInfo& i = info_;
+  comm::BackendOptions bo = bo_;
+  bo.store = comm::NewPrefixStore("comm", store_);
   if (i.flight_records > 0) {
     // A recorder that cannot be made (no /dev/shm space) costs diagnosis
     // of hangs, not the run.
-    auto rec = comm::FlightRecorder::Create(
-        comm::FlightRecorderPath(i.job_id, i.rank, getpid()), i.job_id, i.rank,
-        i.flight_records);
+    // A generation's groups start their sequence numbers over: each gets
+    // a recorder of its own (the same path; the worker reads the newest).
+    const std::string path =
+        comm::FlightRecorderPath(i.job_id, i.rank, getpid());
+    if (recorder_ != nullptr) {
+      recorder_.reset();
+      unlink(path.c_str());
+    }
+    auto rec =
+        comm::FlightRecorder::Create(path, i.job_id, i.rank, i.flight_records);
     if (rec.ok()) {
-      rt->recorder_ = *rec;
-      bo.group.recorder = rt->recorder_;
+      recorder_ = *rec;
+      bo.group.recorder = recorder_;
     } else {
       GetLogger("RUNTIME")->warn("no flight recorder: {}",
                                  std::string(rec.status().message()));
     }
   }
-  ASSIGN_OR_RETURN(rt->groups_, comm::NewPlanGroups(bo, pl));
-  comm::PlanGroups* g = rt->groups_.get();
-  rt->timer_->SetCommSource([g] {
+  std::unique_ptr<comm::PlanGroups> groups;
+  ASSIGN_OR_RETURN(groups, comm::NewPlanGroups(bo, pl_));
+  comm::PlanGroups* g = groups.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    groups_ = std::move(groups);
+  }
+  timer_->SetCommSource([g] {
     std::pair<double, double> sum{0, 0};
     for (const auto* b : {g->tp.get(), g->cp.get(), g->dp.get(), g->pp.get()}) {
       if (b == nullptr) continue;
@@ -150,7 +177,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
   if (g->world != nullptr) {
     // Every group is a view of the world transport: its connections are
     // the rank's.
-    rt->timer_->SetLinkSource([g] {
+    timer_->SetLinkSource([g] {
       std::vector<StepTimer::Link> links;
       for (const comm::LinkCounter& c : g->world->LinkCounters()) {
         links.push_back({c.peer, c.stream, c.bytes_acked, c.busy_us});
@@ -158,7 +185,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::FromEnv(
       return links;
     });
   }
-  return rt;
+  return absl::OkStatus();
 }
 
 void ReportStartFailure(const RankInfo& info, const std::string& reason) {
@@ -179,6 +206,14 @@ bool Runtime::BeginStep(int64_t step) {
 }
 
 Runtime::~Runtime() {
+  if (watcher_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      watch_stop_ = true;
+    }
+    watch_cv_.notify_all();
+    watcher_.join();
+  }
   // A clean end removes the flight recorder; after a crash it stays for the
   // worker (or a person) to read, and the worker removes it with the attempt.
   groups_.reset();

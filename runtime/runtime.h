@@ -15,12 +15,18 @@
 // job spans nodes, whose ranks are contiguous blocks of LOCAL_WORLD_SIZE.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "checkpoint/checkpointer.h"
+#include "comm/abortable_store.h"
 #include "comm/backend.h"
+#include "comm/backend_factory.h"
 #include "comm/plan_groups.h"
 #include "comm/store.h"
 #include "common/status.h"
@@ -79,11 +85,15 @@ class Runtime {
   const RankInfo& info() const { return info_; }
   // Groups; each is a size-1 group when that dimension is 1. Null without
   // build_groups.
+  // The groups of the current generation: after Reform() they are new
+  // objects (fetch them again).
   comm::Backend* tp() const { return groups_ ? groups_->tp.get() : nullptr; }
   comm::Backend* pp() const { return groups_ ? groups_->pp.get() : nullptr; }
   comm::Backend* dp() const { return groups_ ? groups_->dp.get() : nullptr; }
   comm::Backend* cp() const { return groups_ ? groups_->cp.get() : nullptr; }
-  // The job attempt's namespace of the rendezvous store.
+  // The job attempt's namespace of the rendezvous store (of the current
+  // in-place restart generation: "<job>/<attempt>", then
+  // "<job>/<attempt>/g<generation>").
   std::shared_ptr<comm::Store> store() const { return store_; }
   // A checkpointer for `uri` (default STRATA_CKPT_URI) whose commit spans
   // every rank of the job.
@@ -95,13 +105,76 @@ class Runtime {
   // flight recorder records this step (false without a recorder).
   bool BeginStep(int64_t step);
 
+  // In-place restart (runtime/in_place.cc, docs/fault.md "In-place
+  // restart"). The coordinator replaces a rank that died or hung without
+  // restarting the others when every rank of the attempt opted in: it
+  // raises the attempt's generation (the store key
+  // "<job>/<attempt>/inplace/generation") and starts the replacement with
+  // it (STRATA_RESTART_GENERATION).
+  //
+  // Opts in: every step report says so from now on, and a thread watches
+  // the generation key (every kInPlacePoll); a newer generation aborts this
+  // rank's groups and store at once, so a collective blocked on a hung
+  // peer returns Aborted. FailedPrecondition when the groups cannot be
+  // aborted (mpi, nccl: such a job gets a full restart) or the store is not
+  // a strata coordinator's (no one announces generations there).
+  static constexpr std::chrono::milliseconds kInPlacePoll{100};
+  Status EnableInPlace();
+  bool in_place() const { return in_place_; }
+  // The generation of the current groups (info().generation).
+  int generation() const { return info_.generation; }
+  // The newest generation announced (>= generation()); greater: the groups
+  // were aborted and Reform() must follow.
+  int announced_generation() const { return announced_.load(); }
+  // After a collective failed (a peer died, or the groups were aborted):
+  // waits up to `timeout` for a generation newer than generation() (a peer
+  // may notice a death before the coordinator announces it), aborts what
+  // is left of the old groups and store, and returns it. DeadlineExceeded
+  // when none comes (the coordinator restarts the whole attempt then).
+  StatusOr<int> AwaitGeneration(std::chrono::milliseconds timeout);
+  // Re-forms under the announced generation: drops the old groups, joins
+  // the generation's rendezvous (with the replacement) and builds the
+  // groups again. Call AwaitGeneration first, and drop everything that
+  // holds the old groups' Work handles before.
+  Status Reform();
+  // Agreement on the step every rank continues from, over the new
+  // generation's store: each rank gives the step its memory holds
+  // (`memory_step`, -1: none usable, e.g. the replacement) and the newest
+  // committed checkpoint it can load (`checkpoint_step`, 0: none); the
+  // result, the same on every rank, is the smallest of each rank's memory
+  // step, or its checkpoint step when it has none. A rank whose memory
+  // holds another step loads the result's checkpoint (0: the initial state).
+  StatusOr<int64_t> AgreeStep(int64_t memory_step, int64_t checkpoint_step);
+
  private:
   Runtime() = default;
+  // The groups over bo_/pl_ under store_, the timer's sources on them.
+  Status BuildGroups();
+  // Aborts the groups and the store of the current generation when `newer`
+  // is a newer one (any thread).
+  void AbortCurrent(int newer);
+  void Watch();  // the in-place watcher thread
+  StatusOr<int> ReadGeneration();
+
   RankInfo info_;
-  std::shared_ptr<comm::Store> store_;
+  std::shared_ptr<comm::Store> base_;  // the store as connected
+  std::shared_ptr<comm::Store> attempt_store_;  // "<job>/<attempt>"
+  std::shared_ptr<comm::AbortableStore> store_;  // ... of the generation
+  comm::BackendOptions bo_;
+  Placement pl_;
+  std::chrono::milliseconds connect_timeout_{0};
   std::shared_ptr<comm::FlightRecorder> recorder_;  // null: off
   std::unique_ptr<comm::PlanGroups> groups_;
   std::unique_ptr<StepTimer> timer_;
+  // In place: mu_ guards groups_, store_ and info_.generation against the
+  // watcher's abort.
+  bool in_place_ = false;
+  std::mutex mu_;
+  std::atomic<int> announced_{0};
+  std::thread watcher_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // guarded by watch_mu_
 };
 
 }  // namespace strata

@@ -82,6 +82,8 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   r.set_loss(loss);
   r.set_total_steps(total_steps_);
   r.set_checkpoint_step(checkpoint_step_);
+  r.set_in_place(in_place_);
+  r.set_generation(generation_);
   AddLinks(r);
   r.set_unix_ms(
       std::chrono::duration_cast<std::chrono::milliseconds>(wall).count());
@@ -121,6 +123,8 @@ control::StepReport StepTimer::PhaseReport() const {
   r.set_step(last_.step());
   r.set_total_steps(total_steps_);
   r.set_checkpoint_step(checkpoint_step_);
+  r.set_in_place(in_place_);
+  r.set_generation(generation_);
   r.set_unix_ms(
       std::chrono::duration_cast<std::chrono::milliseconds>(wall).count());
   return r;

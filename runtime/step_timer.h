@@ -47,6 +47,12 @@ class StepTimer {
   // The newest committed checkpoint's step the rank knows (0: none),
   // carried by every report from then on (`strata status`).
   void SetCheckpointStep(int64_t step) { checkpoint_step_ = step; }
+  // In-place restart (docs/fault.md "In-place restart"): every report from
+  // then on says the rank opted in, and the generation of its groups.
+  void SetInPlace(bool on, int generation) {
+    in_place_ = on;
+    generation_ = generation;
+  }
   // Work outside the step loop (evaluation, saving, loading): the rank
   // tells the coordinator it entered phase `name`, whose hang deadline is
   // `deadline_seconds` (<= 0: the job policy's default), instead of the
@@ -91,6 +97,8 @@ class StepTimer {
   bool in_phase_ = false;
   int64_t total_steps_ = 0;
   int64_t checkpoint_step_ = 0;
+  bool in_place_ = false;
+  int generation_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   control::StepReport last_;
   uint64_t dropped_ = 0;

@@ -17,6 +17,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "checkpoint/location.h"
@@ -25,6 +26,7 @@
 #include "planner/pipeline_layout.h"
 #include "proto/plan.pb.h"
 #include "runtime/runtime.h"
+#include "train/in_place.h"
 #include "train/threads.h"
 #include "train/trainer.h"
 
@@ -45,6 +47,7 @@ struct Flags {
   uint64_t seed = 1234;
   float lr = 1e-3f;
   bool resume = false;
+  bool in_place = false;  // --in-place-restart
 };
 
 int Fail(int code, const std::string& message) {
@@ -274,16 +277,44 @@ void RecordStep(strata::Runtime& rt, const strata::train::Trainer& trainer,
   timer.EndStep(r.step, r.tokens, info.pp_rank == info.pp - 1 ? r.loss : NAN);
 }
 
+void PrintRejoined(const strata::train::Rejoined& r, bool printer, int rank) {
+  const std::string what = absl::StrCat(
+      "in-place restart: generation ", r.generation, ", continuing from step ",
+      r.step, r.loaded ? " (loaded)" : " (kept in memory)", " after ",
+      absl::StrFormat("%.3f", r.seconds), " s");
+  std::fprintf(stderr, "strata-train: rank %d: %s\n", rank, what.c_str());
+  if (printer) {
+    std::printf("%s\n", what.c_str());
+    std::fflush(stdout);
+  }
+}
+
 // Steps until --steps; the printer rank prints each step (and rollbacks).
 // With STRATA_FLIGHT_RECORDER_AB the step line says whether the flight
 // recorder ran (strata-bench observe splits the steps by it).
 strata::Status TrainSteps(strata::Runtime& rt, strata::train::Trainer& trainer,
                           const Flags& f, const strata::RankInfo& info,
-                          bool printer) {
+                          const std::string& uri, bool printer) {
   const bool ab = info.flight_recorder_ab > 0;
   while (trainer.step() < f.steps) {
     const bool recording = rt.BeginStep(trainer.step());
     auto r = trainer.Step();
+    if (!r.ok() && strata::train::Recoverable(rt, r.status())) {
+      // --in-place-restart: this rank survives a peer's death or hang.
+      std::fprintf(stderr, "strata-train: rank %d: step %lld failed (%s); "
+                   "waiting to re-form in place\n", info.rank,
+                   static_cast<long long>(trainer.step() + 1),
+                   r.status().ToString().c_str());
+      auto back = strata::train::RejoinInPlace(rt, trainer, uri);
+      if (!back.ok()) {
+        return absl::Status(back.status().code(),
+                            absl::StrCat(r.status().message(),
+                                         "; no in-place restart: ",
+                                         back.status().message()));
+      }
+      PrintRejoined(*back, printer, info.rank);
+      continue;
+    }
     if (!r.ok()) return r.status();
     if (r->rolled_back_from > 0) {
       if (printer) {
@@ -337,6 +368,14 @@ int Run(const Flags& f) {
     return Fail(absl::IsInvalidArgument(rt.status()) ? 2 : 1,
                 rt.status().ToString());
   }
+  if (f.in_place) {
+    // A backend that cannot abort (mpi, nccl) or a store without a
+    // coordinator: said once, and the job restarts fully as without the flag.
+    if (auto s = (*rt)->EnableInPlace(); !s.ok()) {
+      std::fprintf(stderr, "strata-train: --in-place-restart: %s\n",
+                   std::string(s.message()).c_str());
+    }
+  }
   strata::train::TrainGroups g{(*rt)->tp(),    (*rt)->pp(), (*rt)->dp(),
                                (*rt)->store(), info->rank,  info->world_size};
   auto trainer = strata::train::Trainer::Create(
@@ -344,13 +383,20 @@ int Run(const Flags& f) {
   if (!trainer.ok()) return Fail(2, std::string(trainer.status().message()));
   const bool printer =
       info->pp_rank == info->pp - 1 && info->tp_rank == 0 && info->dp_rank == 0;
-  if (f.resume) {
+  if ((*rt)->in_place() && info->generation > 0) {
+    // This rank replaces one that died or hung: the survivors wait for it.
+    auto joined = strata::train::JoinAsReplacement(**rt, **trainer, uri);
+    if (!joined.ok()) return Fail(1, joined.status().ToString());
+    PrintRejoined(*joined, printer, info->rank);
+  } else if (f.resume) {
     if (auto s = Resume(**trainer, f, *info, uri, printer); !s.ok()) {
       return Fail(1, "resume: " + s.ToString());
     }
   }
-  if (printer) PrintHeader(f, *cfg, *info, *stage_layers, threads);
-  if (auto s = TrainSteps(**rt, **trainer, f, *info, printer); !s.ok()) {
+  if (printer && info->generation == 0) {
+    PrintHeader(f, *cfg, *info, *stage_layers, threads);
+  }
+  if (auto s = TrainSteps(**rt, **trainer, f, *info, uri, printer); !s.ok()) {
     (void)(*trainer)->Finish();  // the saves in flight are good states
     return Fail(1, s.ToString());
   }
@@ -423,6 +469,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--resume", f.resume,
                "continue from the latest committed checkpoint");
+  app.add_flag("--in-place-restart", f.in_place,
+               "when a rank dies or hangs, the others keep running: they "
+               "re-form their groups with its replacement (which loads the "
+               "newest checkpoint) instead of restarting (docs/fault.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -57,9 +57,7 @@ Trainer::Trainer(const TrainOptions& o, const TrainGroups& g, DataSource data)
 
 Trainer::~Trainer() = default;
 
-StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
-                                                   const TrainGroups& g) {
-  RETURN_IF_ERROR(ValidateSplit(o.model, o.par, o.global_batch, o.micro_batch));
+Status Trainer::CheckGroups(const TrainOptions& o, const TrainGroups& g) {
   struct {
     comm::Backend* b;
     int size, rank;
@@ -74,6 +72,13 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
           c.what, "=", c.size, " rank ", c.rank));
     }
   }
+  return absl::OkStatus();
+}
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
+                                                   const TrainGroups& g) {
+  RETURN_IF_ERROR(ValidateSplit(o.model, o.par, o.global_batch, o.micro_batch));
+  RETURN_IF_ERROR(CheckGroups(o, g));
   if (o.ckpt_every < 0 || o.keep_last < 1 || o.max_save_failures < 1 ||
       o.max_rollbacks < 0) {
     return absl::InvalidArgumentError(
@@ -125,18 +130,44 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& o,
   // slot i mod that, and slots keep their buffers from step to step.
   const int warmup = std::min(o.par.pp - o.par.pp_rank - 1, t->micro_batches_);
   t->slots_.resize(std::min(warmup + 1, t->micro_batches_));
-  if (!o.ckpt_uri.empty()) {
-    checkpoint::CheckpointOptions co;
-    co.uri = o.ckpt_uri;
-    co.rank = g.world_rank;
-    co.world_size = g.world_size;
-    co.store = comm::NewPrefixStore("ckpt", g.store);
-    co.keep_last = o.keep_last;
-    co.default_catalog = true;
-    co.deferred_snapshot = true;  // fenced in ClipAndUpdate
-    t->ckpt_ = std::make_unique<checkpoint::Checkpointer>(co);
-  }
+  t->OpenCheckpointer();
   return t;
+}
+
+void Trainer::OpenCheckpointer() {
+  if (o_.ckpt_uri.empty()) return;
+  checkpoint::CheckpointOptions co;
+  co.uri = o_.ckpt_uri;
+  co.rank = g_.world_rank;
+  co.world_size = g_.world_size;
+  co.store = comm::NewPrefixStore("ckpt", g_.store);
+  co.keep_last = o_.keep_last;
+  co.default_catalog = true;
+  co.deferred_snapshot = true;  // fenced in ClipAndUpdate
+  ckpt_ = std::make_unique<checkpoint::Checkpointer>(co);
+}
+
+void Trainer::Abandon() {
+  dp_work_.clear();
+  // Its destructor waits for the saves in flight: they end (failed) once
+  // the abandoned generation's store is aborted. A save that committed
+  // before is a good state.
+  ckpt_.reset();
+  last_save_ = checkpoint::SaveHandle();
+  last_save_error_ = absl::OkStatus();
+}
+
+Status Trainer::Rejoin(const TrainGroups& g) {
+  RETURN_IF_ERROR(CheckGroups(o_, g));
+  if (g.world_rank != g_.world_rank || g.world_size != g_.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "re-formed groups are rank ", g.world_rank, " of ", g.world_size,
+        ", this trainer rank ", g_.world_rank, " of ", g_.world_size));
+  }
+  Abandon();
+  g_ = g;
+  OpenCheckpointer();
+  return absl::OkStatus();
 }
 
 Status Trainer::Forward(MicroBatch& mb, int index, double* loss_sum) {
@@ -333,6 +364,7 @@ StatusOr<double> Trainer::ClipAndUpdate(bool* finite) {
   // rate), in the same pass.
   bool bad = !*finite || !std::isfinite(norm);
   if (!bad) {
+    mutating_ = true;  // until ++step_ or a load
     bad = !AdamWUpdate(as, segments_, grads, m_.data(), v_.data(), w + off);
   }
   RETURN_IF_ERROR(AnyRank(&bad));
@@ -443,6 +475,7 @@ StatusOr<StepResult> Trainer::Step() {
   }));
   if (!finite) return HandleNonFinite(step_ + 1, loss, norm);
   ++step_;
+  mutating_ = false;
   r.step = step_;
   r.loss = loss;
   r.grad_norm = norm;
@@ -598,6 +631,23 @@ StatusOr<int64_t> Trainer::Resume() {
   auto latest = checkpoint::LatestStep(o_.ckpt_uri);
   if (absl::IsNotFound(latest.status())) return 0;
   RETURN_IF_ERROR(latest.status());
+  return LoadStep(*latest);
+}
+
+StatusOr<int64_t> Trainer::LoadStep(int64_t at) {
+  if (at == 0) {
+    params_.Init(o_.seed);
+    std::fill(m_.begin(), m_.end(), 0.0f);
+    std::fill(v_.begin(), v_.end(), 0.0f);
+    step_ = 0;
+    mutating_ = false;
+    return 0;
+  }
+  if (o_.ckpt_uri.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot load step ", at, ": no checkpoint URI"));
+  }
+  const StatusOr<int64_t> latest = at;
   ASSIGN_OR_RETURN(std::string step_blob,
                    checkpoint::LoadBlob(o_.ckpt_uri, *latest, "step"));
   int64_t step = 0;
@@ -625,6 +675,7 @@ StatusOr<int64_t> Trainer::Resume() {
   std::copy_n(full_v.begin() + shard_begin_, shard_size_, v_.begin());
   step_ = step;
   committed_step_ = step;
+  mutating_ = false;
   return step;
 }
 

@@ -130,6 +130,24 @@ class Trainer {
   int64_t step() const { return step_; }
   const StageParams& params() const { return params_; }
 
+  // In-place restart (docs/fault.md "In-place restart"): a rank whose
+  // groups were aborted keeps its state, re-forms its groups and goes on.
+  // Whether the state in memory is the state after step(): false from the
+  // first write of an optimizer update until the step completes (a failure
+  // in between leaves the parameters partly updated) or a load.
+  bool state_consistent() const { return !mutating_; }
+  // Drops what is tied to the abandoned groups: pending collective handles
+  // and the checkpointer, whose save in flight can no longer commit (its
+  // store must have been aborted, or closing it waits for that commit).
+  void Abandon();
+  // Goes on with re-formed groups of the same sizes and coordinates, and
+  // their store (a fresh checkpointer over it). InvalidArgument when a
+  // group does not match.
+  Status Rejoin(const TrainGroups& groups);
+  // Loads committed checkpoint step `step` of options.ckpt_uri; 0 loads the
+  // initial state (the seed's parameters, zero moments). Returns the step.
+  StatusOr<int64_t> LoadStep(int64_t step);
+
  private:
   Trainer(const TrainOptions& options, const TrainGroups& groups,
           DataSource data);
@@ -148,6 +166,8 @@ class Trainer {
   // Settles the previous save: waits for it, agrees over every rank
   // whether it failed, and counts consecutive failures.
   Status CheckLastSave();
+  static Status CheckGroups(const TrainOptions& o, const TrainGroups& g);
+  void OpenCheckpointer();
   std::vector<checkpoint::ShardedTensor> StateTensors(float* m, float* v);
 
   TrainOptions o_;
@@ -182,6 +202,7 @@ class Trainer {
   Status last_save_error_;  // SaveAsync's own error for last_save_step_
   int save_failures_ = 0;   // consecutive
   int rollbacks_ = 0;
+  bool mutating_ = false;  // an optimizer update is being applied
 };
 
 }  // namespace strata::train

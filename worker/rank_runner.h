@@ -24,6 +24,14 @@ class RankRunner {
   // `grace_ms`) and forgets the attempt once they have exited and their
   // output has been collected and committed.
   virtual void Stop(const std::string& attempt_key, int64_t grace_ms) = 0;
+  // In-place restart (HeartbeatReply.replace, docs/fault.md "In-place
+  // restart"): kills the rank of `order` if it still runs (SIGKILL, also
+  // when stopped), forgets it and starts it again from `order`; nothing
+  // when the rank held already has order.generation() or a newer one, or
+  // its attempt is not held or is being stopped. Runners that cannot do it
+  // ignore the order (the coordinator then restarts the attempt when the
+  // replacement never reports).
+  virtual void Replace(const control::RankLaunch& order) { (void)order; }
   // Notices exits, escalates overdue stops, forgets finished attempts.
   virtual void Poll() = 0;
 

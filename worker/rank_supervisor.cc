@@ -98,6 +98,7 @@ void RankSupervisor::Launch(const control::RankLaunch& order) {
       attempts_[control::AttemptKey(order.job_id(), order.attempt())];
   if (attempt.stop_requested || attempt.ranks.contains(order.rank())) return;
   Rank& rank = attempt.ranks[order.rank()];
+  rank.report.set_generation(order.generation());
   rank.report.set_job_id(order.job_id());
   rank.report.set_attempt(order.attempt());
   rank.report.set_rank(order.rank());
@@ -237,6 +238,42 @@ void RankSupervisor::Stop(const std::string& attempt_key, int64_t grace_ms) {
     logger_->info("stopping rank {} of {} (pid {})", r, attempt_key,
                   rank.report.pid());
   }
+}
+
+void RankSupervisor::Replace(const control::RankLaunch& order) {
+  auto it = attempts_.find(control::AttemptKey(order.job_id(), order.attempt()));
+  if (it == attempts_.end() || it->second.stop_requested) return;
+  auto r = it->second.ranks.find(order.rank());
+  if (r != it->second.ranks.end()) {
+    Rank& rank = r->second;
+    if (rank.report.generation() >= order.generation()) return;
+    const pid_t pid = rank.report.pid();
+    if (rank.report.state() == control::RANK_RUNNING && pid > 0) {
+      killpg(pid, SIGKILL);
+      killpg(pid, SIGCONT);  // a stopped (hung) process dies only once run
+      // Real time, not the injected clock: this loop waits on the kernel.
+      const auto until = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(kReplaceReapMs);
+      int status = 0;
+      while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (std::chrono::steady_clock::now() >= until) {
+          logger_->warn("rank {} of {} (pid {}) not reaped within {} ms of "
+                        "SIGKILL; starting its replacement anyway",
+                        order.rank(), it->first, pid, kReplaceReapMs);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    if (pid > 0) {
+      unlink(comm::FlightRecorderPath(order.job_id(), order.rank(), pid)
+                 .c_str());
+    }
+    logger_->info("replacing rank {} of {} (pid {}) in place, generation {}",
+                  order.rank(), it->first, pid, order.generation());
+    it->second.ranks.erase(r);
+  }
+  Launch(order);
 }
 
 void RankSupervisor::Poll() {

@@ -64,6 +64,11 @@ class RankSupervisor : public RankRunner {
   // ("exec /x: No such file or directory").
   void Launch(const control::RankLaunch& order) override;
   void Stop(const std::string& attempt_key, int64_t grace_ms) override;
+  // Waits (blocking, polling every 5 ms) at most kReplaceReapMs for the
+  // killed process; one stuck in the kernel is left to Poll()'s reaping
+  // and the replacement starts anyway.
+  static constexpr int64_t kReplaceReapMs = 2000;
+  void Replace(const control::RankLaunch& order) override;
   // Reaps exited ranks, escalates overdue stops, drops finished attempts.
   void Poll() override;
   std::vector<control::RankReport> Reports() const override;

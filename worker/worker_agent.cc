@@ -149,6 +149,7 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   if (hb.grace_ms() > 0) stop_grace_ms_ = hb.grace_ms();
   for (const auto& key : hb.stop()) ranks_->Stop(key, hb.grace_ms());
   for (const auto& order : hb.launch()) ranks_->Launch(order);
+  for (const auto& order : hb.replace()) ranks_->Replace(order);
   // Telemetry of ranks no longer held is not re-sent.
   std::set<std::string> held;
   for (const auto& r : ranks_->Reports()) held.insert(r.job_id());

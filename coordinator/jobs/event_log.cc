@@ -56,6 +56,18 @@ void EventLog::Record(const std::string& job_id, int attempt,
   Store(std::move(e));
 }
 
+void EventLog::Record(const std::string& job_id, int attempt,
+                      const std::string& kind, const std::string& message,
+                      int rank, const std::string& node, int64_t step,
+                      const std::string& evidence) {
+  control::Event e = NewEvent(job_id, attempt, kind, message);
+  e.set_rank(rank);
+  e.set_node(node);
+  e.set_step(step);
+  e.set_evidence(evidence);
+  Store(std::move(e));
+}
+
 void EventLog::RecordAll(const std::string& kind,
                          const std::vector<std::string>& messages) {
   std::vector<StateStore::Mutation> rows;

@@ -29,6 +29,11 @@ class EventLog {
   // returned: losing an event must not stop the job it describes.
   void Record(const std::string& job_id, int attempt, const std::string& kind,
               const std::string& message);
+  // An event about one rank (e.g. "in_place_restart"): rank, node, step
+  // and evidence as their own fields.
+  void Record(const std::string& job_id, int attempt, const std::string& kind,
+              const std::string& message, int rank, const std::string& node,
+              int64_t step, const std::string& evidence);
   // Several events of one kind outside any job (e.g. "worker_lost" for a
   // rack that went silent at once), stored in one synced write: one disk
   // flush on the event loop, not one per event.

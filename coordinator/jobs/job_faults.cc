@@ -107,6 +107,13 @@ std::string HangSummary(const HangVerdict& v, const fault::Wavefront& wave,
                       text, ")");
 }
 
+// Every rank of the running attempt opted in to in-place restart and no
+// replacement is under way (job_inplace.cc).
+bool InPlaceReady(const JobRuntime& rt) {
+  return rt.in_place.attempt == rt.info.attempt() && !rt.in_place.pending &&
+         static_cast<int>(rt.in_place.opted_in.size()) >= rt.info.ranks_size();
+}
+
 // The node rank `rank` runs on ("" when the plan does not place it).
 std::string NodeOf(const control::JobInfo& job, int rank) {
   std::string node;
@@ -179,7 +186,17 @@ void FaultHandler::Tick(JobRuntime& rt) {
     return;
   }
   const bool all = static_cast<int>(w.flights.size()) >= rt.info.ranks_size();
-  if (all || now - w.diagnose_since_ms >= kDiagnoseWaitMs) ConcludeHang(rt, w);
+  // An attempt that restarts in place (docs/fault.md "In-place restart")
+  // replaces one stopped rank as soon as its worker said so, without
+  // waiting for the other ranks' stacks.
+  const bool stopped_one =
+      InPlaceReady(rt) &&
+      std::count_if(w.flights.begin(), w.flights.end(), [](const auto& f) {
+        return f.second.stopped();
+      }) == 1;
+  if (all || stopped_one || now - w.diagnose_since_ms >= kDiagnoseWaitMs) {
+    ConcludeHang(rt, w);
+  }
 }
 
 void FaultHandler::AddDiagnoseOrders(JobTable& table,
@@ -221,6 +238,15 @@ void FaultHandler::ConcludeHang(JobRuntime& rt, FaultWatch& w) {
   const HangVerdict verdict = Judge(wave, flights.stopped);
   if (verdict.culprits.size() == 1) {
     e.rank = verdict.culprits[0];
+    e.node = NodeOf(job, e.rank);
+  } else if (flights.stopped.size() == 1 &&
+             (InPlaceReady(rt) ||
+              std::find(verdict.culprits.begin(), verdict.culprits.end(),
+                        flights.stopped[0]) != verdict.culprits.end())) {
+    // Several ranks missing from the collective, one of them stopped: the
+    // others wait on it outside any collective (e.g. the checkpoint
+    // commit's leader waiting for its vote), so it is the one to replace.
+    e.rank = flights.stopped[0];
     e.node = NodeOf(job, e.rank);
   }
   e.evidence = absl::StrCat(e.evidence, "; ", text);
@@ -271,6 +297,14 @@ void FaultHandler::ActOn(JobRuntime& rt, const fault::FaultEvent& e,
                 job.attempt(), fault::EventKindName(e.kind), assessed.summary,
                 e.evidence);
   if (assessed.action == FaultPolicy::report) return;
+  // A hang of one rank whose attempt opted in: that rank alone is replaced
+  // (the finding and its evidence are stored above all the same).
+  if (e.kind == fault::EventKind::kHang &&
+      assessed.action == FaultPolicy::restart && e.rank >= 0 &&
+      actions_->RestartInPlace(rt, e.rank,
+                               absl::StrCat("hang: ", assessed.summary))) {
+    return;
+  }
   const JobLaunch& l = job.spec().launch();
   const FaultCase c{
       .kind = e.kind,

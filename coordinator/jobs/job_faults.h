@@ -29,6 +29,14 @@ class JobActions {
   // Ends the running attempt: a restart while restarts are left, else the
   // job fails.
   virtual Status FailAttempt(JobRuntime& rt, const std::string& reason) = 0;
+  // Replaces rank `rank` alone, the others kept (docs/fault.md "In-place
+  // restart"), when the attempt allows it; false (nothing done) otherwise,
+  // and the caller restarts the attempt as usual.
+  virtual bool RestartInPlace(JobRuntime& rt, int rank,
+                              const std::string& cause) {
+    (void)rt, (void)rank, (void)cause;
+    return false;
+  }
 };
 
 class FaultHandler {

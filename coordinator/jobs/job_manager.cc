@@ -345,6 +345,7 @@ void JobManager::Tick(const WorkerRegistry& registry) {
     }
     if (job.state() == control::RUNNING) faults_.Tick(rt);
     if (job.state() == control::RUNNING) KeepSpares(rt, registry);
+    if (job.state() == control::RUNNING) CheckInPlace(rt);
     if (job.state() == control::PENDING &&
         (!rt.backoff || rt.backoff->Ready(clock_->SteadyNowMs()))) {
       TryPlace(rt, registry);  // restart_backoff.h

@@ -196,6 +196,17 @@ class JobManager : private JobActions {
   // JobActions.
   Status Commit(JobRuntime& rt, control::JobInfo next) override;
   Status FailAttempt(JobRuntime& rt, const std::string& reason) override;
+  bool RestartInPlace(JobRuntime& rt, int rank,
+                      const std::string& cause) override;
+  // In-place restart (job_inplace.cc). A step report of the running
+  // attempt: notes the ranks that opted in and ends a replacement at its
+  // first step; false for a report of an older generation (dropped).
+  bool OnInPlaceStep(JobRuntime& rt, const control::StepReport& s);
+  // The replace order for the rank under replacement on `worker_id`.
+  void AddReplaceOrders(const std::string& worker_id, JobRuntime& rt,
+                        control::HeartbeatReply* orders);
+  // Tick: restarts the attempt when a replacement never reported a step.
+  void CheckInPlace(JobRuntime& rt);
 
   Status Persist(const control::JobInfo& info);
   // Each writes the new state first; on error the job is unchanged.

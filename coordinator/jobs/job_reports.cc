@@ -99,6 +99,10 @@ int JobManager::OnSteps(
     JobRuntime* rt = PlacedOn(worker_id, report.job_id(), -1, report.rank())
                          ? table_.FindActive(report.job_id())
                          : nullptr;
+    if (rt != nullptr && !OnInPlaceStep(*rt, report)) {
+      ++dropped;  // an in-place restart's older generation
+      continue;
+    }
     if (rt != nullptr && (!report.phase().empty() || report.phase_end())) {
       faults_.OnPhase(*rt, report);  // not a step
       continue;
@@ -153,6 +157,7 @@ void JobManager::ApplyRankReport(const std::string& worker_id,
       absl::StrCat("rank ", r.rank(), " on ", worker_id, " ", DescribeExit(r));
   if (exited) events_->Record(id, rt->info.attempt(), "rank_exited", what);
   if (!Failed(r)) return;
+  if (RestartInPlace(*rt, r.rank(), what)) return;  // the others go on
   if (!FailAttempt(*rt, what).ok()) {
     *rt->info.mutable_ranks(r.rank()) = before;  // seen again with the next report
     return;
@@ -219,6 +224,8 @@ void JobManager::OnWorkerReport(
   for (auto& [id, rt] : table_.active()) {
     if (rt.info.state() != control::RUNNING) continue;
     AddLaunchOrders(worker_id, rt, seen, orders);
+    if (rt.info.state() == control::RUNNING)
+      AddReplaceOrders(worker_id, rt, orders);
   }
   faults_.AddDiagnoseOrders(table_, worker_id, orders);
   traces_.AddOrders(table_, worker_id, orders);

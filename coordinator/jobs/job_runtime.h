@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,24 @@ struct RestartTiming {
   std::optional<int64_t> cost_ms;
 };
 
+// In-place restart of one rank of the running attempt (job_inplace.cc,
+// docs/fault.md "In-place restart").
+struct InPlaceState {
+  int attempt = -1;          // the attempt the rest describes
+  std::set<int> opted_in;    // ranks whose step reports say in_place
+  int generation = 0;        // announced in the KV as inplace/generation
+  int restarts = 0;          // in-place restarts of this attempt
+  // The replacement under way: from the failure seen until the
+  // replacement's first step of the new generation.
+  struct Replacement {
+    int rank = -1;
+    std::string node, worker_id, cause;
+    int64_t since_ms = 0;  // steady ms the coordinator saw the failure
+    int64_t last_step = 0;  // the newest step any rank had reported
+  };
+  std::optional<Replacement> pending;
+};
+
 struct JobRuntime {
   // The record as stored ("job/<id>"): changed only through
   // JobManager::Commit (stored first, then applied).
@@ -87,6 +106,7 @@ struct JobRuntime {
   std::map<int, control::StepReport> latest_steps;
   int64_t declared_steps = 0;
   FaultWatch fault;
+  InPlaceState in_place;
   RestartTiming restart;
   // Restart backoff (fault/restart_backoff.h), once an attempt failed: a
   // PENDING job is not placed before it is Ready().

@@ -18,8 +18,8 @@ from strata import _pystack
 from strata._library import load_library
 from strata._version import __version__
 
-__all__ = ["Runtime", "Checkpointer", "Shard", "StrataError", "latest_step",
-           "load", "load_blob"]
+__all__ = ["Runtime", "Checkpointer", "Shard", "StrataError", "RankLost",
+           "latest_step", "load", "load_blob"]
 
 
 class StrataError(RuntimeError):
@@ -28,6 +28,13 @@ class StrataError(RuntimeError):
     def __init__(self, code, message):
         super().__init__(f"strata error {code}: {message}")
         self.code = code
+
+
+class RankLost(StrataError):
+    """A collective ended because a peer rank died or hung (absl codes 10
+    aborted, 14 unavailable, 4 deadline exceeded). With in-place restart
+    enabled (Runtime.enable_in_place) the training loop catches it and
+    calls Runtime.rejoin instead of exiting."""
 
 
 _lib = load_library()
@@ -72,6 +79,12 @@ _lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
 _lib.strata_phase_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
                                     ctypes.c_double]
 _lib.strata_phase_end.argtypes = [ctypes.c_void_p]
+_lib.strata_inplace_enable.argtypes = [ctypes.c_void_p]
+_lib.strata_inplace_generation.argtypes = [ctypes.c_void_p,
+                                           ctypes.POINTER(ctypes.c_int)]
+_lib.strata_inplace_rejoin.argtypes = [ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.c_int64, ctypes.c_int64,
+                                       ctypes.POINTER(ctypes.c_int64)]
 _lib.strata_ckpt_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
                                   ctypes.POINTER(ctypes.c_void_p)]
 _lib.strata_ckpt_save.argtypes = [ctypes.c_void_p, ctypes.c_int64,
@@ -89,9 +102,13 @@ _lib.strata_ckpt_load_blob.argtypes = [ctypes.c_char_p, ctypes.c_int64,
                                        ctypes.POINTER(ctypes.c_size_t)]
 
 
+_RANK_LOST_CODES = (4, 10, 14)
+
+
 def _check(code):
     if code != 0:
-        raise StrataError(code, _lib.strata_last_error().decode())
+        cls = RankLost if code in _RANK_LOST_CODES else StrataError
+        raise cls(code, _lib.strata_last_error().decode())
 
 
 _INT64_MAX = 2**63 - 1
@@ -295,6 +312,37 @@ class Runtime:
         finishes (a last save, teardown), and estimates the time left."""
         _check(_lib.strata_timer_set_total_steps(
             self._h, _int64("total steps", total)))
+
+    def enable_in_place(self):
+        """Opts in to in-place restart (docs/fault.md "In-place restart"):
+        when another rank dies or hangs, this one is not restarted; its
+        collectives raise RankLost and the loop calls rejoin(). Raises
+        StrataError (code 9) when the groups cannot be aborted (mpi, nccl),
+        were not built (build_groups=False) or no coordinator announces
+        generations."""
+        _check(_lib.strata_inplace_enable(self._h))
+
+    @property
+    def generation(self):
+        """The in-place restart generation of the current groups (0 at
+        launch; a replacement rank starts with the new one)."""
+        g = ctypes.c_int()
+        _check(_lib.strata_inplace_generation(self._h, ctypes.byref(g)))
+        return g.value
+
+    def rejoin(self, memory_step, checkpoint_step, timeout_s=60):
+        """After RankLost (or, in a replacement, before training): waits
+        for the coordinator's next generation, re-forms the groups with the
+        replacement and returns the step every rank goes on from.
+        `memory_step`: the step this rank's memory holds (-1: none),
+        `checkpoint_step`: the newest committed checkpoint it can load (0:
+        none). A rank whose memory holds another step loads the returned
+        one (0: the initial state)."""
+        agreed = ctypes.c_int64()
+        _check(_lib.strata_inplace_rejoin(
+            self._h, int(timeout_s * 1000), int(memory_step),
+            _int64("checkpoint step", checkpoint_step), ctypes.byref(agreed)))
+        return agreed.value
 
     @contextlib.contextmanager
     def phase(self, name, deadline_s=0):

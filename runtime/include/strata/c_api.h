@@ -59,6 +59,32 @@ int strata_phase_end(strata_runtime* rt);
 /* The run's last step (progress, remaining-time estimates); 0: unknown. */
 int strata_timer_set_total_steps(strata_runtime* rt, int64_t total);
 
+/* In-place restart (docs/fault.md "In-place restart"), for ranks whose
+ * groups are strata's (strata_init with build_groups = 1, backend hybrid,
+ * shm or tcp, started by a strata worker). A rank that opts in is not
+ * restarted when another rank dies or hangs: its collectives return an
+ * error (10, aborted; or 14, unavailable) and the training loop calls
+ * strata_inplace_rejoin, then reloads the agreed step when its memory does
+ * not hold it. Without opting in, every rank is restarted (a full
+ * restart).
+ *  - enable: opts in (9, failed precondition, naming why it cannot: mpi or
+ *    nccl groups, no coordinator store, no groups).
+ *  - generation: the generation of the current groups (0 at launch; a
+ *    replacement starts with the new one, STRATA_RESTART_GENERATION).
+ *  - rejoin: waits up to `timeout_ms` for the coordinator's new generation
+ *    (4, deadline exceeded, when none comes), re-forms the groups with the
+ *    replacement and agrees on the step: `memory_step` is the step this
+ *    rank's memory holds (-1: none; the replacement passes -1),
+ *    `checkpoint_step` the newest committed checkpoint it can load (0:
+ *    none). *agreed_step, the same on every rank, is the step to go on
+ *    from. A replacement (generation > 0 at start) calls rejoin too: it
+ *    only agrees (no wait, no re-form). */
+int strata_inplace_enable(strata_runtime* rt);
+int strata_inplace_generation(strata_runtime* rt, int* generation);
+int strata_inplace_rejoin(strata_runtime* rt, int64_t timeout_ms,
+                          int64_t memory_step, int64_t checkpoint_step,
+                          int64_t* agreed_step);
+
 /* dtype codes: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64, 6 u8. */
 typedef struct {
   const char* name;

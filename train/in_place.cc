@@ -1,0 +1,67 @@
+#include "train/in_place.h"
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/checkpointer.h"
+
+namespace strata::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The newest committed step at `uri` (0: none or no URI).
+StatusOr<int64_t> NewestCheckpoint(const std::string& uri) {
+  if (uri.empty()) return 0;
+  auto latest = checkpoint::LatestStep(uri);
+  if (absl::IsNotFound(latest.status())) return 0;
+  return latest;
+}
+
+StatusOr<Rejoined> Agree(Runtime& rt, Trainer& trainer,
+                         const std::string& uri, int64_t memory,
+                         Clock::time_point t0) {
+  ASSIGN_OR_RETURN(int64_t ckpt, NewestCheckpoint(uri));
+  ASSIGN_OR_RETURN(int64_t at, rt.AgreeStep(memory, ckpt));
+  Rejoined out;
+  out.generation = rt.generation();
+  out.step = at;
+  if (at != memory) {
+    auto loaded = trainer.LoadStep(at);
+    if (!loaded.ok()) {
+      return Status(loaded.status().code(),
+                    absl::StrCat("in-place restart: the ranks agreed on step ",
+                                 at, ", which this rank cannot load: ",
+                                 loaded.status().message()));
+    }
+    out.loaded = true;
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace
+
+bool Recoverable(const Runtime& rt, const Status& e) {
+  if (!rt.in_place() || e.ok()) return false;
+  return rt.announced_generation() > rt.generation() || absl::IsAborted(e) ||
+         absl::IsUnavailable(e) || absl::IsDeadlineExceeded(e);
+}
+
+StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer,
+                                 const std::string& uri) {
+  const auto t0 = Clock::now();
+  RETURN_IF_ERROR(rt.AwaitGeneration(kAwaitGeneration).status());
+  trainer.Abandon();
+  RETURN_IF_ERROR(rt.Reform());
+  const RankInfo& i = rt.info();
+  RETURN_IF_ERROR(trainer.Rejoin(
+      {rt.tp(), rt.pp(), rt.dp(), rt.store(), i.rank, i.world_size}));
+  return Agree(rt, trainer, uri,
+               trainer.state_consistent() ? trainer.step() : -1, t0);
+}
+
+StatusOr<Rejoined> JoinAsReplacement(Runtime& rt, Trainer& trainer,
+                                     const std::string& uri) {
+  return Agree(rt, trainer, uri, -1, Clock::now());
+}
+
+}  // namespace strata::train
