@@ -630,7 +630,8 @@ Status Trainer::SaveMemory() {
         o_.ckpt_uri.empty() ? ", but there is none: --ckpt/--ckpt-every"
                             : " " + o_.ckpt_uri,
         std::string(failed.message()));
-  } else if (mem_save_.done() && mem_save_.step() > 0) {
+  } else if (mem_save_.done() && mem_save_.step() > 0 &&
+             mem_save_.Wait().ok()) {  // done: Wait does not block
     mem_failures_ = 0;
     committed_step_ = std::max(committed_step_, mem_save_.step());
   }
