@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/storage/storages.h"
 
 namespace strata::checkpoint {
 namespace {
@@ -23,6 +24,7 @@ Status Failed(const std::string& dir, const std::string& what, int err) {
 }  // namespace
 
 StatusOr<std::string> CheckpointDir(const std::string& uri) {
+  if (uri.starts_with("mem://")) return MemTierDir(uri);
   std::string dir = uri;
   for (const char* scheme : {"rocksdb://", "file://"}) {
     if (dir.starts_with(scheme)) dir = dir.substr(std::strlen(scheme));

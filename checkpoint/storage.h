@@ -1,7 +1,10 @@
 // Where checkpoint bytes live, behind one interface chosen by URI
 // (docs/checkpoint.md): file:///path (or a plain path) for a directory on a
 // local disk or a parallel file system, rocksdb:///path for an embedded RocksDB
-// per rank with blob files. The checkpointer and the reader see only this.
+// per rank with blob files, mem:// for the memory tier (the worker's tmpfs
+// directory, replicated to a peer node's worker; checkpoint/mem_wire.h and
+// docs/checkpoint.md "Memory tier"). The checkpointer and the reader see
+// only this.
 //
 // Names: data streams are "rank-<5 digits>.data"; metadata entries are
 // "rank-<5 digits>.index" and "manifest.pb" per step, and "LATEST" at the
@@ -148,7 +151,7 @@ bool ValidName(const std::string& name);
 // The step directory of a file:// checkpoint, e.g. DIR/step-000000000120.
 std::string StepDir(const std::string& dir, int64_t step);
 
-// file:///path, a plain path, or rocksdb:///path. With `writable`, `rank`
+// file:///path, a plain path, rocksdb:///path or mem://[DIR]. With `writable`, `rank`
 // selects the RocksDB instance this process writes; other ranks' instances
 // (and all of them when not writable) are opened read-only and reopened to
 // see later writes. InvalidArgument for other schemes; the backend's error

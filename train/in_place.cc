@@ -1,25 +1,17 @@
 #include "train/in_place.h"
 
 #include "absl/strings/str_cat.h"
-#include "checkpoint/checkpointer.h"
+#include <algorithm>
 
 namespace strata::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The newest committed step at `uri` (0: none or no URI).
-StatusOr<int64_t> NewestCheckpoint(const std::string& uri) {
-  if (uri.empty()) return 0;
-  auto latest = checkpoint::LatestStep(uri);
-  if (absl::IsNotFound(latest.status())) return 0;
-  return latest;
-}
-
-StatusOr<Rejoined> Agree(Runtime& rt, Trainer& trainer,
-                         const std::string& uri, int64_t memory,
+StatusOr<Rejoined> Agree(Runtime& rt, Trainer& trainer, int64_t memory,
                          Clock::time_point t0) {
-  ASSIGN_OR_RETURN(int64_t ckpt, NewestCheckpoint(uri));
+  // The newest committed step of the memory or the durable tier (0: none).
+  const int64_t ckpt = std::max<int64_t>(trainer.NewestSavedStep(), 0);
   ASSIGN_OR_RETURN(int64_t at, rt.AgreeStep(memory, ckpt));
   Rejoined out;
   out.generation = rt.generation();
@@ -46,8 +38,7 @@ bool Recoverable(const Runtime& rt, const Status& e) {
          absl::IsUnavailable(e) || absl::IsDeadlineExceeded(e);
 }
 
-StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer,
-                                 const std::string& uri) {
+StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer) {
   const auto t0 = Clock::now();
   RETURN_IF_ERROR(rt.AwaitGeneration(kAwaitGeneration).status());
   trainer.Abandon();
@@ -55,13 +46,12 @@ StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer,
   const RankInfo& i = rt.info();
   RETURN_IF_ERROR(trainer.Rejoin(
       {rt.tp(), rt.pp(), rt.dp(), rt.store(), i.rank, i.world_size}));
-  return Agree(rt, trainer, uri,
+  return Agree(rt, trainer,
                trainer.state_consistent() ? trainer.step() : -1, t0);
 }
 
-StatusOr<Rejoined> JoinAsReplacement(Runtime& rt, Trainer& trainer,
-                                     const std::string& uri) {
-  return Agree(rt, trainer, uri, -1, Clock::now());
+StatusOr<Rejoined> JoinAsReplacement(Runtime& rt, Trainer& trainer) {
+  return Agree(rt, trainer, -1, Clock::now());
 }
 
 }  // namespace strata::train

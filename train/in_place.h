@@ -35,14 +35,13 @@ bool Recoverable(const Runtime& rt, const Status& step_error);
 
 // A survivor: waits for the generation, drops the trainer's hold on the old
 // groups, re-forms them, agrees on the step (its memory when consistent,
-// else the newest checkpoint) and loads that step if its memory holds
+// else the newest checkpoint of either tier) and loads that step if its memory holds
 // another.
-StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer,
-                                 const std::string& ckpt_uri);
+StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer);
 
 // A replacement (started with generation > 0): agrees on the step with the
-// survivors from the newest checkpoint it can load, then loads it.
-StatusOr<Rejoined> JoinAsReplacement(Runtime& rt, Trainer& trainer,
-                                     const std::string& ckpt_uri);
+// survivors from the newest checkpoint it can load (memory tier or durable:
+// Trainer::NewestSavedStep), then loads it.
+StatusOr<Rejoined> JoinAsReplacement(Runtime& rt, Trainer& trainer);
 
 }  // namespace strata::train

@@ -36,6 +36,9 @@ namespace {
 
 struct Flags {
   std::string model = "tiny", ckpt, data, on_nonfinite = "stop";
+  // The memory tier (docs/checkpoint.md "Memory tier").
+  std::string mem_ckpt = "mem://";
+  int mem_ckpt_every = 0, mem_ckpt_keep = 2;
   int steps = 20, tp = 0, pp = 0, dp = 0, micro = 1, batch = 8, zero = 0,
       ckpt_every = 0, warmup = 10, ckpt_keep = 3, ckpt_max_failures = 3,
       max_rollbacks = 3;
@@ -159,7 +162,15 @@ strata::Status CheckFlags(const Flags& f, const std::string& uri,
   if (f.ckpt_every > 0 && uri.empty()) {
     return bad("--ckpt-every ", f.ckpt_every, " but ", none);
   }
-  if (f.resume && uri.empty()) return bad("--resume but ", none);
+  if (f.resume && uri.empty() && f.mem_ckpt_every == 0) {
+    return bad("--resume but ", none);
+  }
+  if (f.mem_ckpt_every > 0) {
+    if (auto s = strata::checkpoint::CheckWritable(f.mem_ckpt, info.rank);
+        !s.ok()) {
+      return bad("--mem-ckpt ", f.mem_ckpt, ": ", s.message());
+    }
+  }
   if (f.ckpt_every > f.steps) {
     return bad("--ckpt-every ", f.ckpt_every, " is more than --steps ", f.steps,
                ": no checkpoint would be written");
@@ -215,6 +226,9 @@ strata::train::TrainOptions MakeTrainOptions(
   o.ckpt_every = f.ckpt_every;
   o.keep_last = f.ckpt_keep;
   o.max_save_failures = f.ckpt_max_failures;
+  o.mem_uri = f.mem_ckpt;
+  o.mem_every = f.mem_ckpt_every;
+  o.mem_keep = f.mem_ckpt_keep;
   o.on_nonfinite = f.on_nonfinite == "rollback"
                        ? strata::train::TrainOptions::OnNonFinite::kRollback
                        : strata::train::TrainOptions::OnNonFinite::kStop;
@@ -232,6 +246,11 @@ strata::Status Resume(strata::train::Trainer& trainer, const Flags& f,
   if (printer && *from > 0) {
     std::printf("resumed step=%lld tp=%d pp=%d dp=%d\n",
                 static_cast<long long>(*from), info.tp, info.pp, info.dp);
+    if (f.mem_ckpt_every > 0) {
+      std::printf("resume: step %lld from the %s tier\n",
+                  static_cast<long long>(*from),
+                  trainer.resumed_tier().c_str());
+    }
   } else if (printer) {
     std::printf("resume: no checkpoint at %s yet, starting at step 0\n",
                 uri.c_str());
@@ -305,7 +324,7 @@ strata::Status TrainSteps(strata::Runtime& rt, strata::train::Trainer& trainer,
                    "waiting to re-form in place\n", info.rank,
                    static_cast<long long>(trainer.step() + 1),
                    r.status().ToString().c_str());
-      auto back = strata::train::RejoinInPlace(rt, trainer, uri);
+      auto back = strata::train::RejoinInPlace(rt, trainer);
       if (!back.ok()) {
         return absl::Status(back.status().code(),
                             absl::StrCat(r.status().message(),
@@ -385,7 +404,7 @@ int Run(const Flags& f) {
       info->pp_rank == info->pp - 1 && info->tp_rank == 0 && info->dp_rank == 0;
   if ((*rt)->in_place() && info->generation > 0) {
     // This rank replaces one that died or hung: the survivors wait for it.
-    auto joined = strata::train::JoinAsReplacement(**rt, **trainer, uri);
+    auto joined = strata::train::JoinAsReplacement(**rt, **trainer);
     if (!joined.ok()) return Fail(1, joined.status().ToString());
     PrintRejoined(*joined, printer, info->rank);
   } else if (f.resume) {
@@ -451,6 +470,18 @@ int main(int argc, char** argv) {
                  "Megatron-core layout string, one '|'-separated part per "
                  "stage, e.g. \"Et*3|t*4|t*4|t*3L\" (E: embedding, t: layer, "
                  "L: loss)");
+  app.add_option("--mem-ckpt-every", f.mem_ckpt_every,
+                 "memory tier: checkpoint every N steps into the worker's "
+                 "memory, replicated to the next node's worker (0: off)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--mem-ckpt", f.mem_ckpt,
+                 "memory tier URI (mem:// uses STRATA_MEM_DIR, set by "
+                 "strata-worker; mem:///DIR names a directory)")
+      ->capture_default_str();
+  app.add_option("--mem-ckpt-keep", f.mem_ckpt_keep,
+                 "memory tier: committed steps kept")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   app.add_option("--ckpt-keep", f.ckpt_keep, "committed checkpoints kept")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -63,6 +63,16 @@ struct TrainOptions {
   int keep_last = 3;  // committed steps kept
   // Step() fails once this many saves in a row failed (on any rank).
   int max_save_failures = 3;
+  // The memory tier (docs/checkpoint.md "Memory tier"): a second
+  // checkpointer on `mem_uri` (mem://) saving every `mem_every` steps (0:
+  // none), keeping `mem_keep` steps. Its failures (a full memory tier, a
+  // peer gone) are logged and never stop the run: the durable tier stays
+  // the fallback. Resume() takes the newer of the two tiers (memory when
+  // equal), agreed by every rank, and falls back to the durable one when
+  // the memory tier's step fails to load on any rank.
+  std::string mem_uri;
+  int mem_every = 0;
+  int mem_keep = 2;
   // A step whose loss, gradient norm or updated parameters are not finite:
   // kStop fails Step(); kRollback reloads the newest committed checkpoint
   // (at most max_rollbacks times in a run, then as kStop). Training is
@@ -107,8 +117,9 @@ class Trainer {
                                                    const TrainGroups& groups);
   ~Trainer();
 
-  // Loads the newest committed checkpoint of options.ckpt_uri; returns the
-  // step it resumed at, or 0 when there is none.
+  // Loads the newest committed checkpoint of options.ckpt_uri (or of the
+  // memory tier when it is newer); returns the step it resumed at, or 0
+  // when there is none. With the memory tier it is collective.
   StatusOr<int64_t> Resume();
   // One optimizer step (collective: every rank of the job calls it), then a
   // checkpoint when the step is a multiple of ckpt_every. Errors:
@@ -128,6 +139,8 @@ class Trainer {
   // so it trails the save in flight by up to ckpt_every steps.
   int64_t committed_step() const { return committed_step_; }
   int64_t step() const { return step_; }
+  // "memory" or "durable": the tier the last Resume() loaded from.
+  const std::string& resumed_tier() const { return resumed_tier_; }
   const StageParams& params() const { return params_; }
 
   // In-place restart (docs/fault.md "In-place restart"): a rank whose
@@ -144,9 +157,13 @@ class Trainer {
   // their store (a fresh checkpointer over it). InvalidArgument when a
   // group does not match.
   Status Rejoin(const TrainGroups& groups);
-  // Loads committed checkpoint step `step` of options.ckpt_uri; 0 loads the
-  // initial state (the seed's parameters, zero moments). Returns the step.
+  // Loads committed checkpoint step `step` from the nearest tier that has
+  // it (the memory tier, then options.ckpt_uri); 0 loads the initial state
+  // (the seed's parameters, zero moments). Returns the step. No collective.
   StatusOr<int64_t> LoadStep(int64_t step);
+  // The newest committed step of either tier this rank can see (-1: none).
+  // No collective.
+  int64_t NewestSavedStep();
 
  private:
   Trainer(const TrainOptions& options, const TrainGroups& groups,
@@ -163,6 +180,16 @@ class Trainer {
   Status AnyRank(bool* flag);
   StatusOr<StepResult> HandleNonFinite(int64_t step, double loss, double norm);
   Status SaveCheckpoint();
+  // The memory tier's save of this step (non-blocking settle of the last).
+  Status SaveMemory();
+  // Moments in global coordinates for a save (ZeRO-1: gathered).
+  StatusOr<std::pair<float*, float*>> MomentsForSave();
+  // Loads step `step` of `uri` into the parameters and moments.
+  Status LoadFrom(const std::string& uri, int64_t step);
+  // The newest usable step of `uri` (-1: none or unreadable, logged).
+  int64_t NewestStep(const std::string& uri);
+  // The minimum of *v over every rank of the job.
+  Status MinOverRanks(int64_t* v);
   // Settles the previous save: waits for it, agrees over every rank
   // whether it failed, and counts consecutive failures.
   Status CheckLastSave();
@@ -201,8 +228,12 @@ class Trainer {
   int64_t committed_step_ = 0;
   Status last_save_error_;  // SaveAsync's own error for last_save_step_
   int save_failures_ = 0;   // consecutive
+  std::unique_ptr<checkpoint::Checkpointer> mem_ckpt_;
+  checkpoint::SaveHandle mem_save_;
+  int mem_failures_ = 0;  // consecutive, logged
   int rollbacks_ = 0;
   bool mutating_ = false;  // an optimizer update is being applied
+  std::string resumed_tier_;
 };
 
 }  // namespace strata::train

@@ -13,7 +13,9 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -31,6 +33,7 @@
 #include "worker/node_identity.h"
 #include "worker/private_dir.h"
 #include "worker/rank_supervisor.h"
+#include "worker/replica_server.h"
 #include "worker/telemetry.h"
 #include "worker/work_dir_gc.h"
 #include "worker/worker_agent.h"
@@ -60,6 +63,11 @@ struct Flags {
   int64_t grace_ms = 600000;
   strata::worker::WorkDirGcOptions gc;  // worker/work_dir_gc.h
   int64_t retention_s = gc.retention_ms / 1000;
+  // The memory tier (docs/checkpoint.md "Memory tier").
+  std::string mem_dir = "/dev/shm/strata-mem";
+  std::string mem_limit = "0.25";
+  int mem_port = 0;
+  int64_t mem_retention_s = 600;
 };
 
 void AddFlags(CLI::App& app, Flags* f) {
@@ -95,6 +103,23 @@ void AddFlags(CLI::App& app, Flags* f) {
                  "coordinator (paused, restarting, unreachable), then stop "
                  "them; the worker keeps reconnecting either way")
       ->check(CLI::Range(int64_t{100}, int64_t{7} * 24 * 3600 * 1000));
+  app.add_option("--mem-dir", f->mem_dir,
+                 "memory tier: in-memory checkpoints of this node's ranks and "
+                 "replicas of its peers', on a tmpfs (empty: no memory tier)")
+      ->capture_default_str();
+  app.add_option("--mem-limit", f->mem_limit,
+                 "memory tier: hold at most this fraction of host memory "
+                 "(0-1], or a size (e.g. 512MiB); more is refused")
+      ->capture_default_str();
+  app.add_option("--mem-port", f->mem_port,
+                 "memory tier: TCP port of the replica server (0: any free)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--mem-retention-s", f->mem_retention_s,
+                 "memory tier: remove a job's memory this long after its "
+                 "last write once no rank of it runs here")
+      ->check(CLI::Range(int64_t{0}, int64_t{10} * 365 * 86400))
+      ->capture_default_str();
 }
 
 // Why the worker does not start: the text after "strata-worker: " and the
@@ -172,11 +197,27 @@ Check PrepareWorkDir(Flags* f) {
 // stops the ranks. Under systemd (deploy/systemd/): READY=1 after the first
 // step (the telemetry socket is bound and the first report went out),
 // WATCHDOG=1 from each loop turn.
+// The memory tier's sweep of ended jobs (worker/replica_server.h), every
+// 10 s of the loop.
+void SweepMemory(strata::worker::ReplicaServer* mem,
+                 const strata::worker::RankSupervisor& ranks,
+                 int64_t retention_ms, const strata::Clock& clock,
+                 int64_t* last_ms) {
+  const int64_t now = clock.SteadyNowMs();
+  if (mem == nullptr || now - *last_ms < 10000) return;
+  *last_ms = now;
+  std::set<std::string> held;
+  for (const auto& r : ranks.Reports()) held.insert(r.job_id());
+  mem->Sweep(held, retention_ms);
+}
+
 int Serve(strata::worker::WorkerAgent& agent,
           strata::worker::RankSupervisor& ranks,
-          strata::worker::WorkDirGc& work_dir_gc, const strata::Clock& clock) {
+          strata::worker::WorkDirGc& work_dir_gc, const strata::Clock& clock,
+          strata::worker::ReplicaServer* mem, int64_t mem_retention_ms) {
   int exit_code = 0;
   strata::ServiceNotifier notifier;
+  int64_t last_mem_sweep_ms = clock.SteadyNowMs();
   while (!g_stop) {
     if (auto s = agent.Step(); !s.ok()) {
       std::cerr << "strata-worker: " << s.message() << "; stopping ranks\n";
@@ -184,6 +225,7 @@ int Serve(strata::worker::WorkerAgent& agent,
       break;
     }
     work_dir_gc.Tick();
+    SweepMemory(mem, ranks, mem_retention_ms, clock, &last_mem_sweep_ms);
     notifier.Ready("serving");
     notifier.Tick(clock.SteadyNowMs());
     std::this_thread::sleep_for(std::chrono::milliseconds(
@@ -192,6 +234,30 @@ int Serve(strata::worker::WorkerAgent& agent,
   notifier.Stopping();
   ranks.StopAll(kStopGraceMs);
   return exit_code;
+}
+
+// The memory tier's replica server on this node's address, or null with
+// --mem-dir "". Refused: a bad --mem-limit (2), a dir or port that cannot
+// be had (1).
+std::unique_ptr<strata::worker::ReplicaServer> StartMemoryTier(
+    const Flags& f, const strata::Logger& logger, std::optional<Refusal>* r) {
+  if (f.mem_dir.empty()) return nullptr;
+  auto limit = strata::worker::ParseMemLimit(f.mem_limit,
+                                             strata::worker::HostMemoryBytes());
+  if (!limit.ok()) {
+    *r = Refusal{std::string(limit.status().message()), 2};
+    return nullptr;
+  }
+  auto bind = strata::net::ResolveIpv4(f.address);
+  auto server = std::make_unique<strata::worker::ReplicaServer>(
+      f.mem_dir, *limit, f.node_name, logger);
+  strata::Status s = bind.ok() ? server->Start(*bind, f.mem_port, f.address)
+                               : bind.status();
+  if (!s.ok()) {
+    *r = Refusal{std::string(s.message()), 1};
+    return nullptr;
+  }
+  return server;
 }
 
 int Refuse(const Refusal& r) {
@@ -241,9 +307,16 @@ int main(int argc, char** argv) {
        {strata::placement::kTelemetry, telemetry_ep}});
   if (*curve) ranks.SetCurveServerKey((*curve)->server_public_key);
   telemetry.SetRanks(&ranks);  // reports only from ranks it started
+  std::optional<Refusal> mem_refused;
+  auto mem = StartMemoryTier(f, logger, &mem_refused);
+  if (mem_refused) return Refuse(*mem_refused);
+  if (mem != nullptr) ranks.SetMemDir(mem->dir());
   if (!f.rank_user.empty()) {
     auto user = strata::worker::LookUpRankUser(f.rank_user);
     strata::Status s = user.ok() ? ranks.SetRankUser(*user) : user.status();
+    if (s.ok() && mem != nullptr) {
+      s = strata::worker::OpenDirToGroup(mem->dir(), user->gid);
+    }
     if (!s.ok()) return Refuse({std::string(s.message()), 2});
   }
   strata::control::DealerClient client(&ctx, f.coordinator, *curve);
@@ -252,11 +325,13 @@ int main(int argc, char** argv) {
   options.node_name = f.node_name;
   options.address = f.address;
   options.probe = *probe;
+  if (mem != nullptr) options.replica_endpoint = mem->endpoint();
   options.coordinator_grace_ms = f.grace_ms;
   strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
                                     std::move(options), logger);
   f.gc.retention_ms = f.retention_s * 1000;
   strata::worker::WorkDirGc work_dir_gc(&clock, f.work_dir, &ranks, f.gc,
                                         logger);
-  return Serve(agent, ranks, work_dir_gc, clock);
+  return Serve(agent, ranks, work_dir_gc, clock, mem.get(),
+               f.mem_retention_s * 1000);
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/mem_wire.h"
 #include "comm/flight_recorder.h"
 #include "common/subprocess.h"
 #include "control/codec.h"
@@ -173,6 +174,13 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
     own_dir = absl::StrCat(dir, "/rank-", r, ".tmp");
     prepared = MakeDirFor(own_dir, rank_user_->uid, rank_user_->gid);
   }
+  std::string job_mem_dir;
+  if (prepared.ok() && !mem_dir_.empty()) {
+    job_mem_dir = absl::StrCat(mem_dir_, "/", order.job_id());
+    prepared = rank_user_ ? MakeDirFor(job_mem_dir, rank_user_->uid,
+                                       rank_user_->gid)
+                          : MakePrivateDir(job_mem_dir);
+  }
   if (!prepared.ok()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
     rank.report.set_message(std::string(prepared.message()));
@@ -191,6 +199,7 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
   for (const auto& [k, v] : order.env()) env[k] = v;
   for (const auto& [k, v] : extra_env_) env[k] = v;
   env[placement::kPlan] = plan_path;
+  if (!job_mem_dir.empty()) env[checkpoint::mem::kMemDirEnv] = job_mem_dir;
   // Whatever curve dir the worker's environment or the job named, the rank
   // gets only its own.
   env.erase(control::kCurveDirEnv);

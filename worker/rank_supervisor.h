@@ -60,6 +60,11 @@ class RankSupervisor : public RankRunner {
   // never opened to it. Errors name the path.
   Status SetRankUser(RankUser user);
 
+  // The memory tier (docs/checkpoint.md "Memory tier"): ranks started from
+  // now on get STRATA_MEM_DIR=<mem_dir>/<job id>, created for them (0700,
+  // owned by the rank user when there is one). Empty: no memory tier.
+  void SetMemDir(std::string mem_dir) { mem_dir_ = std::move(mem_dir); }
+
   // RankRunner. Exec failures are reported as RANK_FAILED_TO_START
   // ("exec /x: No such file or directory").
   void Launch(const control::RankLaunch& order) override;
@@ -109,6 +114,7 @@ class RankSupervisor : public RankRunner {
   std::map<std::string, std::string> extra_env_;
   std::string curve_server_key_;
   std::optional<RankUser> rank_user_;
+  std::string mem_dir_;
   std::map<std::string, Attempt> attempts_;  // by "<job>/<attempt>"
   bool dirty_ = false;
   Logger logger_;

@@ -92,6 +92,7 @@ control::Request WorkerAgent::BuildReport() {
     reg->set_node_name(options_.node_name);
     reg->set_incarnation(options_.incarnation);
     reg->set_address(options_.address);
+    reg->set_replica_endpoint(options_.replica_endpoint);
     *reg->mutable_probe() = options_.probe;
     for (auto& r : ranks_->Reports()) *reg->add_ranks() = std::move(r);
     return req;

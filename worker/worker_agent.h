@@ -68,6 +68,9 @@ struct WorkerAgentOptions {
   std::string node_name;    // identity the worker registers under
   std::string address;      // host its ranks are reached at
   control::NodeProbe probe;
+  // The memory tier's replica server, HOST:PORT (empty: none); sent with
+  // every registration.
+  std::string replica_endpoint;
   // Stop the ranks after this long without a successful call (the worker
   // itself keeps retrying).
   int64_t coordinator_grace_ms = 600000;

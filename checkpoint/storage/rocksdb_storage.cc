@@ -442,10 +442,11 @@ StatusOr<std::shared_ptr<Storage>> OpenStorage(const std::string& uri, int rank,
   if (uri.rfind("rocksdb://", 0) == 0)
     return NewRocksDbStorage(uri.substr(10), rank, writable);
   if (uri.rfind("file://", 0) == 0) return NewFileStorage(uri.substr(7), rank);
+  if (uri.rfind("mem://", 0) == 0) return NewMemStorage(uri.substr(6), rank);
   if (uri.find("://") != std::string::npos) {
     return absl::InvalidArgumentError(
         "unsupported checkpoint URI '" + uri +
-        "' (use file:///path or rocksdb:///path)");
+        "' (use file:///path, rocksdb:///path or mem://)");
   }
   return NewFileStorage(uri, rank);
 }

@@ -1,6 +1,8 @@
 #include "coordinator/jobs/launch_orders.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/mem_wire.h"
 #include "coordinator/jobs/attempt_plan.h"
 
 namespace strata::coordinator {
@@ -35,6 +37,16 @@ StatusOr<std::vector<control::RankLaunch>> AttemptLaunches::For(
   ASSIGN_OR_RETURN(
       std::vector<placement::RankEnv> envs,
       placement::RankEnvsFor(job.plan(), shape_, ranks, nodes_, endpoints_));
+  // The memory tier (docs/checkpoint.md "Memory tier"): every node's
+  // replica server in node order, when every node has one.
+  std::vector<std::string> replicas;
+  for (const control::WorkerInfo& n : job.node_info()) {
+    if (n.replica_endpoint().empty()) {
+      replicas.clear();
+      break;
+    }
+    replicas.push_back(n.replica_endpoint());
+  }
   std::vector<control::RankLaunch> out;
   out.reserve(envs.size());
   for (const placement::RankEnv& e : envs) {
@@ -51,6 +63,10 @@ StatusOr<std::vector<control::RankLaunch>> AttemptLaunches::For(
     env.insert({std::string("OMP_NUM_THREADS"), std::string("1")});
     // The rank environment (docs/placement.md) wins over the job's own.
     for (auto& [k, v] : placement::Variables(e)) env[k] = std::move(v);
+    if (!replicas.empty()) {
+      env[checkpoint::mem::kMemPeersEnv] = absl::StrJoin(replicas, ",");
+      env[checkpoint::mem::kMemNodeEnv] = std::to_string(e.node_rank);
+    }
     launch.set_plan_json(plan_json_);
     out.push_back(std::move(launch));
   }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "control/curve_keys.h"
 
 namespace strata::coordinator {
@@ -47,6 +48,19 @@ StatusOr<control::RegisterWorkerReply> WorkerRegistry::Register(
   *info.mutable_probe() = request.probe();
   info.set_address(request.address().empty() ? request.probe().hostname()
                                              : request.address());
+  // The memory tier's replica server (docs/checkpoint.md "Memory tier"):
+  // kept only when it is HOST:PORT, so a launch never carries garbage.
+  info.clear_replica_endpoint();
+  if (!request.replica_endpoint().empty()) {
+    if (net::ParseHostPort(request.replica_endpoint()).ok()) {
+      info.set_replica_endpoint(request.replica_endpoint());
+    } else {
+      GetLogger("CTRL")->warn(
+          "RegisterWorker {}: replica endpoint '{}' is not HOST:PORT; "
+          "ignored (no memory tier on this node)",
+          request.node_name(), request.replica_endpoint());
+    }
+  }
   SetHolds(id, request.ranks());
   info.set_alive(true);
   info.set_last_heartbeat_unix_ms(clock_->NowMs());

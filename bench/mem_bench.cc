@@ -1,0 +1,161 @@
+// strata-bench memtier (docs/checkpoint.md "Memory tier"; issue 35 goal:
+// a checkpoint every step costs < 1% of the step time):
+//   strata-train --model small, one rank, --steps S, three configurations
+//   in one run, rotated over --pairs rounds so that none always runs first:
+//     none   no checkpoint,
+//     mem    --mem-ckpt-every 1 (the memory tier: staging copy overlapped
+//            with forward/backward by the deferred snapshot, the rank's
+//            tmpfs write, the admission calls and the replica to a buddy
+//            replica server at --rate MiB/s),
+//     file   --ckpt-every 1 to file:// on --file-dir (the durable tier a
+//            user would otherwise use every step).
+//   The figure per run is the mean step_s of the steps after --skip; the
+//   cost of a configuration is its mean against none's in the same round;
+//   the worst round is reported.
+// Both replica servers run in this process on loopback, so the buddy's
+// receiving work shares this machine's cores with training: an upper bound
+// of what the replica costs a node whose buddy is elsewhere.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "bench/registry.h"
+#include "bench/sibling.h"
+#include "checkpoint/mem_wire.h"
+#include "common/logging.h"
+#include "worker/replica_server.h"
+
+namespace strata::bench {
+namespace {
+
+struct Run {
+  double mean_step_s = 0;
+  double stall_s = 0;
+  int steps = 0;
+  bool ok = false;
+};
+
+// Runs `cmd`, returns the mean step_s over steps > skip and the stall.
+Run TrainOnce(const std::string& cmd, int skip) {
+  Run r;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return r;
+  char line[1024];
+  double sum = 0;
+  while (fgets(line, sizeof(line), p) != nullptr) {
+    long long step = 0;
+    double loss = 0, tps = 0, s = 0;
+    if (std::sscanf(line, "step=%lld loss=%lf tokens_per_s=%lf step_s=%lf",
+                    &step, &loss, &tps, &s) == 4 &&
+        step > skip) {
+      sum += s;
+      ++r.steps;
+    }
+    double stall = 0;
+    if (std::sscanf(line, "done steps=%lld ckpt_stall_s=%lf", &step, &stall) ==
+        2) {
+      r.stall_s = stall;
+    }
+  }
+  r.ok = pclose(p) == 0 && r.steps > 0;
+  if (r.steps > 0) r.mean_step_s = sum / r.steps;
+  return r;
+}
+
+int MemTierBench(int argc, char** argv) {
+  CLI::App app{"memory-tier checkpoint every step vs none vs file://"};
+  int steps = 60, pairs = 3, skip = 5;
+  double rate = checkpoint::mem::kDefaultRateMiBs;
+  std::string model = "small", file_dir = "/tmp/strata-bench-memtier-file";
+  app.add_option("--steps", steps, "steps per run")->check(CLI::Range(10, 100000));
+  app.add_option("--pairs", pairs, "rounds (each runs every configuration)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--skip", skip, "warm-up steps left out")->check(CLI::Range(0, 1000));
+  app.add_option("--model", model, "strata-train --model");
+  app.add_option("--rate", rate, "replica rate, MiB/s (0: unshaped)");
+  app.add_option("--file-dir", file_dir, "directory of the file:// runs");
+  CLI11_PARSE(app, argc, argv);
+  if (skip >= steps) {
+    std::fprintf(stderr, "--skip %d must be below --steps %d\n", skip, steps);
+    return 2;
+  }
+  const std::string root =
+      absl::StrCat("/dev/shm/strata-bench-memtier-", getpid());
+  std::vector<std::unique_ptr<worker::ReplicaServer>> servers;
+  for (int i = 0; i < 2; ++i) {
+    servers.push_back(std::make_unique<worker::ReplicaServer>(
+        absl::StrCat(root, "/node", i), uint64_t{8} << 30, absl::StrCat("n", i),
+        GetLogger("BENCH")));
+    if (auto s = servers.back()->Start("127.0.0.1", 0, "127.0.0.1"); !s.ok()) {
+      std::fprintf(stderr, "replica server: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  const std::string train = FindSibling("strata-train", "runtime");
+  const std::string base = absl::StrCat(
+      "env -u STRATA_STORE -u RANK -u WORLD_SIZE ", checkpoint::mem::kMemDirEnv,
+      "=", root, "/node0/job-bench ", checkpoint::mem::kMemPeersEnv, "=",
+      servers[0]->endpoint(), ",", servers[1]->endpoint(), " ",
+      checkpoint::mem::kMemNodeEnv, "=0 ", checkpoint::mem::kMemRateEnv, "=",
+      rate, " ", train, " --model ", model, " --steps ", steps,
+      " --global-batch 8 --micro-batch 1");
+  struct Config {
+    const char* name;
+    std::string extra;
+  };
+  const std::vector<Config> configs = {
+      {"none", ""},
+      {"mem", " --mem-ckpt-every 1"},
+      {"file", absl::StrCat(" --ckpt file://", file_dir, " --ckpt-every 1 --ckpt-keep 2")}};
+  std::printf(
+      "strata-bench memtier: strata-train --model %s, 1 rank, %d steps "
+      "(mean step_s of steps > %d), replica to a loopback buddy at %.0f MiB/s\n",
+      model.c_str(), steps, skip, rate);
+  std::printf("%-6s %12s %12s %9s %12s %9s %10s\n", "round", "none_s",
+              "mem_s", "mem_cost", "file_s", "file_cost", "mem_stall");
+  double worst_mem = -1e9, worst_file = -1e9;
+  for (int round = 0; round < pairs; ++round) {
+    std::vector<Run> runs(configs.size());
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const size_t c = (k + round) % configs.size();  // rotated order
+      (void)!std::system(absl::StrCat("rm -rf ", file_dir, " ", root,
+                                      "/node*/job-bench").c_str());
+      runs[c] = TrainOnce(base + configs[c].extra, skip);
+      if (!runs[c].ok) {
+        std::fprintf(stderr, "run '%s' failed: %s%s\n", configs[c].name,
+                     base.c_str(), configs[c].extra.c_str());
+        return 1;
+      }
+    }
+    const double none = runs[0].mean_step_s;
+    const double mem_cost = (runs[1].mean_step_s - none) / none * 100;
+    const double file_cost = (runs[2].mean_step_s - none) / none * 100;
+    worst_mem = std::max(worst_mem, mem_cost);
+    worst_file = std::max(worst_file, file_cost);
+    std::printf("%-6d %12.4f %12.4f %8.2f%% %12.4f %8.2f%% %9.3fs\n", round + 1,
+                none, runs[1].mean_step_s, mem_cost, runs[2].mean_step_s,
+                file_cost, runs[1].stall_s);
+    std::fflush(stdout);
+  }
+  std::printf(
+      "worst round: mem every step %+.2f%% of the step time (goal < 1%%: %s), "
+      "file:// every step %+.2f%%\n",
+      worst_mem, worst_mem < 1.0 ? "met" : "NOT met", worst_file);
+  servers.clear();
+  (void)!std::system(absl::StrCat("rm -rf ", root, " ", file_dir).c_str());
+  return 0;
+}
+
+STRATA_BENCH("memtier", "memory-tier checkpoint every step: cost vs none and file://",
+             MemTierBench);
+
+}  // namespace
+}  // namespace strata::bench
