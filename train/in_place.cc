@@ -1,7 +1,8 @@
 #include "train/in_place.h"
 
-#include "absl/strings/str_cat.h"
 #include <algorithm>
+
+#include "absl/strings/str_cat.h"
 
 namespace strata::train {
 namespace {
