@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -145,6 +146,13 @@ Status LocalCluster::StartWorkers() {
                                      options_.dir + "/" + name};
     argv.insert(argv.end(), options_.worker_args.begin(),
                 options_.worker_args.end());
+    // Workers of a real cluster each have their node's /dev/shm for the
+    // memory tier; these share one, so each gets a directory of its own.
+    if (std::find(argv.begin(), argv.end(), "--mem-dir") == argv.end()) {
+      mem_dirs_.push_back(
+          absl::StrCat("/dev/shm/strata-mem-", getpid(), "-", name));
+      argv.insert(argv.end(), {"--mem-dir", mem_dirs_.back()});
+    }
     const std::string log =
         options_.dir + "/" +
         absl::StrReplaceAll(options_.worker_log, {{"{i}", absl::StrCat(i)}});
@@ -170,6 +178,11 @@ void LocalCluster::Stop() {
   for (pid_t& p : workers_) pids.push_back(&p);
   for (pid_t& p : adopted_) pids.push_back(&p);
   Terminate(pids);
+  for (const std::string& dir : mem_dirs_) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  mem_dirs_.clear();
 }
 
 // SIGTERM to all, then each is reaped or, past the grace, SIGKILLed.

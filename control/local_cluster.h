@@ -10,6 +10,9 @@
 //   <dir>/coordinator.log     the coordinator's stderr (appended)
 //   <dir>/<worker_log(i)>     worker i's stdout and stderr (appended)
 //   <dir>/node-<i>/           worker i's --work-dir (node name "node-<i>")
+//   /dev/shm/strata-mem-<pid>-node-<i>/  worker i's --mem-dir (its memory
+//                             checkpoint tier; docs/checkpoint.md), unless
+//                             worker_args name one; removed by Stop()
 //
 // Startup: the coordinator's stdout is read until its "listening ENDPOINT"
 // line (printed once the control socket is bound; coordinator/main.cc); the
@@ -115,6 +118,7 @@ class LocalCluster {
   pid_t coordinator_ = -1;
   std::vector<pid_t> workers_;  // -1: killed
   std::vector<pid_t> adopted_;
+  std::vector<std::string> mem_dirs_;  // removed by Stop()
 };
 
 }  // namespace strata::control

@@ -619,15 +619,8 @@ Status Trainer::CheckLastSave() {
 
 Status Trainer::SaveCheckpoint() {
   RETURN_IF_ERROR(CheckLastSave());
-  const auto t0 = SteadyClock::now();
-  ASSIGN_OR_RETURN(auto moments, MomentsForSave());
-  auto [m, v] = moments;
-  std::vector<checkpoint::Blob> blobs = {
-      {"step", false, absl::StrCat(step_)},
-      {"seed", false, absl::StrCat(o_.seed)},
-      {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
-  auto handle = ckpt_->SaveAsync(step_, StateTensors(m, v), blobs);
-  stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  StatusOr<checkpoint::SaveHandle> handle;
+  RETURN_IF_ERROR(SaveState(*ckpt_, &handle));
   // Counted, like a failure in the background, at the next save.
   last_save_step_ = step_;
   if (handle.ok()) {
@@ -635,6 +628,20 @@ Status Trainer::SaveCheckpoint() {
   } else {
     last_save_error_ = handle.status();
   }
+  return absl::OkStatus();
+}
+
+Status Trainer::SaveState(checkpoint::Checkpointer& to,
+                          StatusOr<checkpoint::SaveHandle>* handle) {
+  const auto t0 = SteadyClock::now();
+  ASSIGN_OR_RETURN(auto moments, MomentsForSave());
+  auto [m, v] = moments;
+  std::vector<checkpoint::Blob> blobs = {
+      {"step", false, absl::StrCat(step_)},
+      {"seed", false, absl::StrCat(o_.seed)},
+      {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
+  *handle = to.SaveAsync(step_, StateTensors(m, v), blobs);
+  stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return absl::OkStatus();
 }
 
@@ -671,15 +678,8 @@ Status Trainer::SaveMemory() {
     mem_failures_ = 0;
     committed_step_ = std::max(committed_step_, mem_save_.step());
   }
-  const auto t0 = SteadyClock::now();
-  ASSIGN_OR_RETURN(auto moments, MomentsForSave());
-  auto [m, v] = moments;
-  std::vector<checkpoint::Blob> blobs = {
-      {"step", false, absl::StrCat(step_)},
-      {"seed", false, absl::StrCat(o_.seed)},
-      {"data_cursor", false, absl::StrCat(step_ * o_.global_batch)}};
-  auto handle = mem_ckpt_->SaveAsync(step_, StateTensors(m, v), blobs);
-  stall_s_ += std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  StatusOr<checkpoint::SaveHandle> handle;
+  RETURN_IF_ERROR(SaveState(*mem_ckpt_, &handle));
   if (handle.ok()) {
     mem_save_ = *handle;
   } else {

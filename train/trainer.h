@@ -182,6 +182,12 @@ class Trainer {
   Status SaveCheckpoint();
   // The memory tier's save of this step (non-blocking settle of the last).
   Status SaveMemory();
+  // Starts a save of this step's state (parameters, moments, step, seed,
+  // data cursor) into `to`, counting the time as stall; SaveAsync's result
+  // in *handle. The status returned is the moments' gather (a collective:
+  // its failure ends the step).
+  Status SaveState(checkpoint::Checkpointer& to,
+                   StatusOr<checkpoint::SaveHandle>* handle);
   // Moments in global coordinates for a save (ZeRO-1: gathered).
   StatusOr<std::pair<float*, float*>> MomentsForSave();
   // Loads step `step` of `uri` into the parameters and moments.
