@@ -17,25 +17,11 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "bench/python_peer.h"
 #include "bench/registry.h"
-#include "common/embedded.h"
-
-namespace strata {
-extern const EmbeddedFile kBenchScripts[];
-extern const int kBenchScripts_count;
-}  // namespace strata
 
 namespace strata::bench {
 namespace {
-
-const char* Script() {
-  for (int i = 0; i < kBenchScripts_count; ++i) {
-    if (std::string(kBenchScripts[i].name) == "dcp_peer") {
-      return kBenchScripts[i].contents;
-    }
-  }
-  return nullptr;
-}
 
 int DcpBench(int argc, char** argv) {
   CLI::App app{"DCP async_save on strata vs FileSystemWriter and torch.save"};
@@ -55,26 +41,13 @@ int DcpBench(int argc, char** argv) {
                  "a python with torch >= 2.3 (deploy/python-venv.sh)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (access(python.c_str(), X_OK) != 0) {
-    std::fprintf(stderr,
-                 "strata-bench dcp: no python at %s: run "
-                 "deploy/python-venv.sh or give --python\n",
-                 python.c_str());
-    return 2;
-  }
+  std::string script;
+  if (!WritePythonPeer("dcp", python, dir, "dcp_peer", &script)) return 2;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    std::fprintf(stderr, "strata-bench dcp: cannot create %s: %s\n",
-                 dir.c_str(), ec.message().c_str());
-    return 2;
-  }
-  const std::string script = dir + "/dcp_peer.py";
-  std::ofstream(script) << Script();
   const std::string cmd = absl::StrCat(
-      "PYTHONPATH=", STRATA_BENCH_SOURCE_DIR, "/python STRATA_LIB=",
-      STRATA_BENCH_BINARY_DIR, "/runtime/libstrata.so ", python, " ", script,
-      " ", dir, " ", gib, " ", runs);
+      "PYTHONPATH=", STRATA_BENCH_SOURCE_DIR,
+      "/python STRATA_LIB=", STRATA_BENCH_BINARY_DIR, "/runtime/libstrata.so ",
+      python, " ", script, " ", dir, " ", gib, " ", runs);
   const int rc = std::system(cmd.c_str());
   std::filesystem::remove(script, ec);
   return rc == 0 ? 0 : 1;

@@ -19,25 +19,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/python_peer.h"
 #include "bench/registry.h"
-#include "common/embedded.h"
-
-namespace strata {
-extern const EmbeddedFile kBenchScripts[];
-extern const int kBenchScripts_count;
-}  // namespace strata
 
 namespace strata::bench {
 namespace {
-
-const char* MonitorScript() {
-  for (int i = 0; i < kBenchScripts_count; ++i) {
-    if (std::string(kBenchScripts[i].name) == "torch_monitor_peer") {
-      return kBenchScripts[i].contents;
-    }
-  }
-  return nullptr;
-}
 
 // The "cost" of the peer's JSON line in `out`; false when there is none.
 bool ParseCost(const std::string& out, double* cost, std::string* line) {
@@ -74,22 +60,11 @@ int TorchMonitorBench(int argc, char** argv) {
                  "a python with torch >= 2.3 (deploy/python-venv.sh)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (access(python.c_str(), X_OK) != 0) {
-    std::fprintf(stderr,
-                 "strata-bench torch-monitor: no python at %s: run "
-                 "deploy/python-venv.sh or give --python\n",
-                 python.c_str());
+  std::string script;
+  if (!WritePythonPeer("torch-monitor", python, dir, "torch_monitor_peer",
+                       &script))
     return 2;
-  }
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    std::fprintf(stderr, "strata-bench torch-monitor: cannot create %s: %s\n",
-                 dir.c_str(), ec.message().c_str());
-    return 2;
-  }
-  const std::string script = dir + "/torch_monitor_peer.py";
-  std::ofstream(script) << MonitorScript();
   const std::string bin = STRATA_BENCH_BINARY_DIR;
   const std::string venv_bin =
       std::filesystem::path(python).parent_path().string();

@@ -37,9 +37,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "bench/python_peer.h"
 #include "bench/registry.h"
 #include "common/config.h"
-#include "common/embedded.h"
 #include "coordinator/jobs/attempt_plan.h"
 #include "planner/calibrate.h"
 #include "planner/model.h"
@@ -52,11 +52,6 @@
 #include "train/threads.h"
 
 extern "C" void openblas_set_num_threads(int);
-
-namespace strata {
-extern const EmbeddedFile kBenchScripts[];
-extern const int kBenchScripts_count;
-}  // namespace strata
 
 namespace strata::bench {
 namespace {
@@ -394,7 +389,7 @@ Status WritePeerInputs(const std::string& dir, const train::TrainOptions& o,
       ",\"layers\":", o.model.layers, ",\"global_batch\":", o.global_batch,
       ",\"micro_batch\":", o.micro_batch, ",\"lr\":", o.lr,
       ",\"warmup\":", o.warmup_steps, "}\n");
-  std::ofstream(dir + "/torch_peer.py") << kBenchScripts[0].contents;
+  std::ofstream(dir + "/torch_peer.py") << BenchScript("torch_peer");
   return w ? absl::OkStatus()
            : absl::InternalError("cannot write the peer's inputs in " + dir);
 }

@@ -47,8 +47,8 @@ StatusOr<Rejoined> RejoinInPlace(Runtime& rt, Trainer& trainer) {
   const RankInfo& i = rt.info();
   RETURN_IF_ERROR(trainer.Rejoin(
       {rt.tp(), rt.pp(), rt.dp(), rt.store(), i.rank, i.world_size}));
-  return Agree(rt, trainer,
-               trainer.state_consistent() ? trainer.step() : -1, t0);
+  return Agree(rt, trainer, trainer.state_consistent() ? trainer.step() : -1,
+               t0);
 }
 
 StatusOr<Rejoined> JoinAsReplacement(Runtime& rt, Trainer& trainer) {

@@ -693,7 +693,8 @@ Status Trainer::MinOverRanks(int64_t* v) {
   double x = static_cast<double>(*v);
   for (comm::Backend* b : {g_.tp, g_.pp, g_.dp}) {
     if (SizeOf(b) == 1) continue;
-    RETURN_IF_ERROR(b->AllReduce(&x, 1, DataType::kF64, ReduceOp::kMin)->Wait());
+    RETURN_IF_ERROR(
+        b->AllReduce(&x, 1, DataType::kF64, ReduceOp::kMin)->Wait());
   }
   *v = static_cast<int64_t>(x);
   return absl::OkStatus();
@@ -743,11 +744,11 @@ StatusOr<int64_t> Trainer::Resume() {
         durable >= 0 ? absl::StrCat("step ", durable, " of ", o_.ckpt_uri)
                      : "none");
     if (durable < 0) {
-      return absl::DataLossError(absl::StrCat(
-          "memory tier step ", mem,
-          " failed to load and there is no durable checkpoint",
-          o_.ckpt_uri.empty() ? "" : " at " + o_.ckpt_uri,
-          "; not starting from a wrong state"));
+      return absl::DataLossError(
+          absl::StrCat("memory tier step ", mem,
+                       " failed to load and there is no durable checkpoint",
+                       o_.ckpt_uri.empty() ? "" : " at " + o_.ckpt_uri,
+                       "; not starting from a wrong state"));
     }
   }
   if (durable < 0) {
@@ -758,9 +759,9 @@ StatusOr<int64_t> Trainer::Resume() {
   bool failed = !loaded.ok();
   RETURN_IF_ERROR(AnyRank(&failed));
   if (failed) {
-    return loaded.ok() ? absl::DataLossError(absl::StrCat(
-                             "durable step ", durable,
-                             " failed to load on another rank"))
+    return loaded.ok() ? absl::DataLossError(
+                             absl::StrCat("durable step ", durable,
+                                          " failed to load on another rank"))
                        : loaded;
   }
   resumed_tier_ = "durable";
@@ -784,13 +785,14 @@ StatusOr<int64_t> Trainer::LoadStep(int64_t at) {
       resumed_tier_ = "memory";
       return step_;
     }
-    GetLogger("TRAIN")->warn("load step {}: memory tier {}: {}; trying {}", at,
-                             o_.mem_uri, std::string(loaded.message()),
-                             o_.ckpt_uri.empty() ? "nothing else" : o_.ckpt_uri);
+    GetLogger("TRAIN")->warn(
+        "load step {}: memory tier {}: {}; trying {}", at, o_.mem_uri,
+        std::string(loaded.message()),
+        o_.ckpt_uri.empty() ? "nothing else" : o_.ckpt_uri);
   }
   if (o_.ckpt_uri.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot load step ", at, ": no checkpoint URI"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load step ", at, ": no checkpoint URI"));
   }
   RETURN_IF_ERROR(LoadFrom(o_.ckpt_uri, at));
   resumed_tier_ = "durable";
