@@ -174,12 +174,22 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
     own_dir = absl::StrCat(dir, "/rank-", r, ".tmp");
     prepared = MakeDirFor(own_dir, rank_user_->uid, rank_user_->gid);
   }
+  // The job's memory-tier directory (docs/checkpoint.md "Memory tier").
+  // One that cannot be made ours (left by another worker or user of this
+  // host's /dev/shm under the same job id) costs the job its memory tier,
+  // not its start: the rank gets no STRATA_MEM_DIR, so its mem:// saves
+  // fail with that reason and recovery uses the durable tier.
   std::string job_mem_dir;
   if (prepared.ok() && !mem_dir_.empty()) {
     job_mem_dir = absl::StrCat(mem_dir_, "/", order.job_id());
-    prepared = rank_user_ ? MakeDirFor(job_mem_dir, rank_user_->uid,
-                                       rank_user_->gid)
-                          : MakePrivateDir(job_mem_dir);
+    Status mem = rank_user_ ? MakeDirFor(job_mem_dir, rank_user_->uid,
+                                         rank_user_->gid)
+                            : MakePrivateDir(job_mem_dir);
+    if (!mem.ok()) {
+      logger_->warn("rank {} of {}: no memory tier: {}", r, order.job_id(),
+                    std::string(mem.message()));
+      job_mem_dir.clear();
+    }
   }
   if (!prepared.ok()) {
     rank.report.set_state(control::RANK_FAILED_TO_START);
