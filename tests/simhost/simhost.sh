@@ -246,33 +246,59 @@ simhost_exec() {
   nsenter -t "${SIMHOST_HOLDER[i]:?no host $i}" --net --uts --ipc --mount --wd="$PWD" "$@"
 }
 
-# simhost_daemons BUILD DIR PORT: a strata-coordinator in host 0 listening
-# on PORT (state in DIR/coordinator, log DIR/coordinator.log) and a
-# strata-worker in every host (work dir DIR/work-h<I>, log
-# DIR/worker-h<I>.log); waits at most ~30 s until every worker registered.
-# Sets SIMHOST_ENDPOINT; returns 1 naming how many registered otherwise.
-# The daemons keep the caller's environment (their ranks inherit it).
-simhost_daemons() {
-  local build=$1 dir=$2 port=$3 i n=0
+# simhost_coordinator BUILD DIR PORT [FLAGS...]: a strata-coordinator in
+# host 0 listening on PORT (state in DIR/coordinator, log
+# DIR/coordinator.log; --heartbeat-ms 500 unless FLAGS name one). Sets
+# SIMHOST_ENDPOINT, the address every host reaches it at.
+simhost_coordinator() {
+  local build=$1 dir=$2 port=$3 heartbeat=(--heartbeat-ms 500)
+  shift 3
+  [[ " $* " == *" --heartbeat-ms "* ]] && heartbeat=()
   SIMHOST_ENDPOINT="tcp://${SIMHOST_NAME[0]}:$port"
   # shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
   ${SIMHOST_NSENTER[0]} "$build/coordinator/strata-coordinator" --state-dir "$dir/coordinator" \
-    --listen "tcp://0.0.0.0:$port" --heartbeat-ms 500 > "$dir/coordinator.log" 2>&1 &
+    --listen "tcp://0.0.0.0:$port" "${heartbeat[@]}" "$@" > "$dir/coordinator.log" 2>&1 &
+  disown $!  # simhost_down stops everything on the hosts
+}
+
+# simhost_worker BUILD DIR I [FLAGS...]: a strata-worker in host I joining
+# SIMHOST_ENDPOINT (work dir DIR/work-h<I>, log DIR/worker-h<I>.log). No
+# --address: the worker advertises its hostname, which every host resolves
+# to that host's own address. Sets SIMHOST_WORKER_PID[I] (for fault tests).
+simhost_worker() {
+  local build=$1 dir=$2 i=$3
+  shift 3
+  # shellcheck disable=SC2086
+  ${SIMHOST_NSENTER[i]} "$build/worker/strata-worker" --coordinator "${SIMHOST_ENDPOINT:?no coordinator}" \
+    --work-dir "$dir/work-h$i" "$@" > "$dir/worker-h$i.log" 2>&1 &
+  SIMHOST_WORKER_PID[i]=$!
   disown $!
-  for ((i = 0; i < SIMHOST_N; i++)); do
-    # shellcheck disable=SC2086
-    ${SIMHOST_NSENTER[i]} "$build/worker/strata-worker" --coordinator "$SIMHOST_ENDPOINT" \
-      --work-dir "$dir/work-h$i" > "$dir/worker-h$i.log" 2>&1 &
-    disown $!
-  done
+}
+
+# simhost_wait_workers BUILD N: waits at most ~30 s until N workers are
+# registered and ready; SIMHOST_WORKERS holds `strata workers`' last table.
+# Returns 1 naming how many registered otherwise.
+simhost_wait_workers() {
+  local build=$1 want=$2 n=0
   for _ in $(seq 1 60); do
-    n=$(simhost_exec 0 timeout 5 "$build/cli/strata" workers --coordinator "$SIMHOST_ENDPOINT" \
-        2> /dev/null | awk 'NR > 1 && $2 == "yes"' | wc -l)
-    [ "$n" -ge "$SIMHOST_N" ] && return 0
+    SIMHOST_WORKERS=$(simhost_exec 0 timeout 5 "$build/cli/strata" workers \
+      --coordinator "$SIMHOST_ENDPOINT" 2> /dev/null)
+    n=$(echo "$SIMHOST_WORKERS" | awk 'NR > 1 && $2 == "yes"' | wc -l)
+    [ "$n" -ge "$want" ] && return 0
     sleep 0.5
   done
-  _simhost_say "$n of $SIMHOST_N workers registered within 30 s; logs in $dir"
+  _simhost_say "$n of $want workers registered within 30 s"
   return 1
+}
+
+# simhost_daemons BUILD DIR PORT: simhost_coordinator and a simhost_worker
+# in every host, then simhost_wait_workers for all of them. The daemons
+# keep the caller's environment (their ranks inherit it).
+simhost_daemons() {
+  local build=$1 dir=$2 port=$3 i
+  simhost_coordinator "$build" "$dir" "$port"
+  for ((i = 0; i < SIMHOST_N; i++)); do simhost_worker "$build" "$dir" "$i"; done
+  simhost_wait_workers "$build" "$SIMHOST_N" || { _simhost_say "logs in $dir"; return 1; }
 }
 
 # simhost_rate I RATE: limits host I's link (both directions) to RATE (tc

@@ -23,21 +23,7 @@ STRATA="$BUILD/cli/strata"
 STEPS=${CLEAN_STEPS:-2000}
 PORT=7078
 
-simhost_up 2 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mh-clean-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 2 "1gbit" mh-clean
 
 simhost_daemons "$BUILD" "$tmp" "$PORT" || die "the daemons did not start"
 endpoint=$SIMHOST_ENDPOINT

@@ -95,3 +95,30 @@ check_rank_sockets() {
     say "$label: ${SIMHOST_NAME[i]}'s ranks hold $remote connection(s) to other hosts, none on loopback"
   fi
 }
+
+# multihost_begin N RATE NAME: N simulated hosts (RATE their links' tc
+# limit, "" for none; SKIP when they cannot be created) and a fresh log
+# directory $tmp (/tmp/strata-NAME-XXXXXX, readable by the ranks' users).
+# At exit the hosts go down (with every process on them) and $tmp is
+# removed unless a check failed or KEEP_LOGS is set. A test with more to
+# tear down sets MULTIHOST_CLEANUP to a function run first.
+multihost_begin() {
+  local n=$1 rate=$2 name=$3 rc
+  simhost_up "$n" "$rate"
+  rc=$?
+  [ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
+  [ "$rc" -eq 0 ] || die "simhost_up failed"
+  tmp=$(mktemp -d "/tmp/strata-$name-XXXXXX")
+  chmod 755 "$tmp"
+  trap multihost_end EXIT
+  trap 'exit 130' INT TERM
+  unset STRATA_CURVE_DIR
+}
+
+# shellcheck disable=SC2317  # runs from the EXIT trap
+multihost_end() {
+  trap - EXIT INT TERM
+  [ -n "${MULTIHOST_CLEANUP:-}" ] && "$MULTIHOST_CLEANUP"
+  simhost_down
+  if [ "$failures" -eq 0 ] && [ -z "${KEEP_LOGS:-}" ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
+}

@@ -28,50 +28,17 @@ STEPS=8
 KILL_AT=4
 PORT=7077  # inside h0's own network namespace: no collision with anything
 
-simhost_up 2 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mh-daemons-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down  # kills every process of both hosts
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 2 "1gbit" mh-daemons
 
 train_args=(--model small --global-batch 4 --micro-batch 1 --zero 1)
 reference_run "$tmp/reference.out" "${train_args[@]}" --steps "$STEPS"
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 500 > "$tmp/coordinator.log" 2>&1 &
-disown $!  # simhost_down stops everything on the hosts
-worker_pid=()
-for i in 0 1; do
-  # No --address: the worker advertises its hostname, which every host
-  # resolves to the host's own address.
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" > "$tmp/worker-h$i.log" 2>&1 &
-  worker_pid[i]=$!
-  disown $!
-done
-
-workers=""
-for _ in $(seq 1 60); do  # at most ~30 s
-  workers=$(simhost_exec 0 timeout 5 "$STRATA" workers --coordinator "$endpoint" 2> /dev/null)
-  [ "$(echo "$workers" | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 2 ] && break
-  sleep 0.5
-done
+simhost_coordinator "$BUILD" "$tmp" "$PORT"
+endpoint=$SIMHOST_ENDPOINT
+for i in 0 1; do simhost_worker "$BUILD" "$tmp" "$i"; done
+simhost_wait_workers "$BUILD" 2 || die "2 workers did not register within 30 s; logs in $tmp"
+workers=$SIMHOST_WORKERS
 echo "$workers"
-[ "$(echo "$workers" | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 2 ] ||
-  die "2 workers did not register within 30 s; logs in $tmp"
 for i in 0 1; do
   addr=$(echo "$workers" | awk -v h="${SIMHOST_NAME[i]}" 'NR > 1 && $1 ~ h {print $3}')
   resolved=$(simhost_exec "$i" getent ahostsv4 "$addr" | awk 'NR == 1 {print $1}')
@@ -109,7 +76,7 @@ for _ in $(seq 1 4100); do  # at most ~410 s
     check_rank_sockets 0 "attempt 1"
     check_rank_sockets 1 "attempt 1"
     say "step $KILL_AT reached after $((SECONDS - start)) s: SIGKILL the worker on ${SIMHOST_NAME[1]}"
-    kill -KILL "${worker_pid[1]}"
+    kill -KILL "${SIMHOST_WORKER_PID[1]}"
     killed=1
   fi
   sleep 0.1

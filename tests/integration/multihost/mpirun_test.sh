@@ -26,19 +26,7 @@ need_bins runtime/strata-train launch/strata-exec
 EXEC="$BUILD/launch/strata-exec"
 STEPS=8
 
-simhost_up 2 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mh-mpirun-XXXXXX)
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+multihost_begin 2 "1gbit" mh-mpirun
 
 train_args=(--model small --global-batch 4 --micro-batch 1 --steps "$STEPS")
 reference_run "$tmp/reference.out" "${train_args[@]}"

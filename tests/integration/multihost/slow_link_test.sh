@@ -29,40 +29,11 @@ SLOW_AT=12
 DEADLINE_S=60
 PORT=7077
 
-simhost_up 3 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mh-slowlink-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 3 "1gbit" mh-slowlink
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 500 > "$tmp/coordinator.log" 2>&1 &
-disown $!
-for i in 0 1 2; do
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" > "$tmp/worker-h$i.log" 2>&1 &
-  disown $!
-done
+simhost_daemons "$BUILD" "$tmp" "$PORT" || die "3 workers did not register within 30 s; logs in $tmp"
+endpoint=$SIMHOST_ENDPOINT
 strata_h0() { simhost_exec 0 timeout 10 "$STRATA" "$@" --coordinator "$endpoint"; }
-for _ in $(seq 1 60); do
-  [ "$(strata_h0 workers 2> /dev/null | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 3 ] && break
-  sleep 0.5
-done
-[ "$(strata_h0 workers 2> /dev/null | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 3 ] ||
-  die "3 workers did not register within 30 s; logs in $tmp"
 
 cat > "$tmp/job.yaml" << YAML
 name: multihost-slow-link

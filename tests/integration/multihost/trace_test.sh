@@ -37,45 +37,18 @@ STRATA="$BUILD/cli/strata"
 SKEW_MS=300
 PORT=7077
 
-simhost_up 2 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mh-trace-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 2 "1gbit" mh-trace
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
+simhost_coordinator "$BUILD" "$tmp" "$PORT"
+endpoint=$SIMHOST_ENDPOINT
 st() { simhost_exec 0 timeout -k 5 60 "$STRATA" "$@" --coordinator "$endpoint"; }
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 500 > "$tmp/coordinator.log" 2>&1 &
-disown $!
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[0]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-  --work-dir "$tmp/work-h0" > "$tmp/worker-h0.log" 2>&1 &
-disown $!
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[1]} env LD_PRELOAD="$BUILD/$SKEW_LIB" STRATA_TEST_CLOCK_SKEW_MS=$SKEW_MS \
-  "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-  --work-dir "$tmp/work-h1" > "$tmp/worker-h1.log" 2>&1 &
-disown $!
+simhost_worker "$BUILD" "$tmp" 0
+# h1's worker (and the ranks it starts) see a clock SKEW_MS ahead.
+LD_PRELOAD="$BUILD/$SKEW_LIB" STRATA_TEST_CLOCK_SKEW_MS=$SKEW_MS simhost_worker "$BUILD" "$tmp" 1
 skewed=$(simhost_exec 1 env LD_PRELOAD="$BUILD/$SKEW_LIB" STRATA_TEST_CLOCK_SKEW_MS=$SKEW_MS date +%s%N)
 [ $(((skewed - $(date +%s%N)) / 1000000)) -ge $((SKEW_MS - 50)) ] ||
   die "the clock shim did not skew h1's clock"
-
-for _ in $(seq 1 60); do  # at most ~30 s
-  [ "$(st workers 2> /dev/null | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 2 ] && break
-  sleep 0.5
-done
+simhost_wait_workers "$BUILD" 2 || die "2 workers did not register within 30 s; logs in $tmp"
 
 cat > "$tmp/job.yaml" << YAML
 name: multihost-trace
