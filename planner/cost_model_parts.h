@@ -56,6 +56,10 @@ struct CostModel::LayerCost {
   // outputs and the two norms' outputs.
   double module_bytes = 0;
   double module_s = 0;  // their rerun: memory-bound, kElementwisePasses
+  // MoE host time the GPU waits for (moe_host.h), mean layer, one
+  // micro-batch: the expert block's forward, and the layer's backward.
+  double moe_host_fwd_s = 0;
+  double moe_host_bwd_s = 0;
   // Forward, backward and recompute of the layer: the window its
   // communication can hide behind.
   double Compute() const { return 3 * fwd_s + bwd_extra_s + recompute_s; }

@@ -7,6 +7,7 @@
 #include "planner/cost_model.h"
 #include "planner/cost_model_parts.h"
 #include "planner/dualpipe.h"
+#include "planner/moe_host.h"
 
 namespace strata::planner {
 
@@ -64,6 +65,10 @@ CostModel::LayerCost CostModel::Layer(const Candidate& c,
   // FlashAttention's backward recomputes QK^T and softmax: 2.5x the forward
   // attention FLOPs instead of 2x (Dao 2023, FlashAttention-2 §3.1.2).
   if (model_.attention() == AttentionKernel::flash) lc.bwd_extra_s = 0.5 * attn;
+  // MoE host time (moe_host.h): the forward's exposed part joins fwd_s (so
+  // recompute repeats it); the backward's replaces the 2x fwd_s share.
+  lc.fwd_s += lc.moe_host_fwd_s;
+  lc.bwd_extra_s += lc.moe_host_bwd_s - 2 * lc.moe_host_fwd_s;
   ApplyRecompute(c, tokens, attn, act_all, act_scores, elem_scores, &lc);
   if (c.recompute == Recompute::selective_op) {
     SelectiveOpRecompute(c, tokens, gpu, elem_lin, moe_fwd_s, act_all, &lc);
@@ -218,6 +223,15 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
   // combine, kElementwisePasses times each.
   fwd += 2 * kElementwisePasses * k * etp * T * imb * 2 * h / hbm;
   if (fp8_) fwd += kFp8CastBytes * copies * (h + F / etp) / hbm;
+  // The dropless dispatcher's host synchronisation: the block's forward
+  // runs no faster than the host issues its per-expert work (moe_host.h).
+  // DualPipe is DeepSeek's own framework, not Megatron-core's dispatcher.
+  if (!dualpipe_) {
+    const double host = MoeHostForwardS(local, fp8_);
+    lc->moe_host_fwd_s = frac * (MoeBlockForwardS(fwd, host) - fwd);
+    lc->moe_host_bwd_s =
+        frac * MoeBackwardHostExposedS(host, lc->fwd_s + fwd);
+  }
   lc->fwd_s += frac * fwd;
 
   // All-to-all of the token copies (bf16), k T / t per rank, among ep
