@@ -1,13 +1,14 @@
 // Held-out published runs (issue 36): rows nothing in the cost model was
 // set or calibrated on, reported apart from published_moe_fp8_test's set.
 // Megatron-Bridge docs/performance-summary.md (NVIDIA-NeMo/Megatron-Bridge
-// at 00b7660), NeMo 25.11 container, system DGX-B200: every DGX-B200 row
+// at 5776a6d), NeMo 25.11 container, system DGX-B200: every DGX-B200 row
 // of that table, dense and MoE ("we force-balance the token distribution
 // among experts and all benchmarks are token-dropless"). Each layout is
 // pinned with --fix as published (VP "n/a" = 1; FP8-CS and FP8-MX both
 // cost as fp8; distributed optimizer; recompute left to the planner). The
-// test fails when the model moves any row, until docs/planner.md's table
-// ("Validation: held-out runs") is updated; no goal is asserted here.
+// test fails when the model moves any row, until the table in
+// docs/planner-validation.md ("Validation: held-out runs") is updated; no
+// goal is asserted here.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -4,8 +4,10 @@
 // --fix (TP, PP, CP, VPP, EP, ETP 1, micro-batch, distributed optimizer or
 // FSDP, precision); recompute is left to the planner (the recipes choose
 // what fits). The constants were set from first principles and hardware
-// facts (docs/planner.md), not fitted to these rows; the table printed here
-// is the one in docs/planner.md "Validation: MoE and FP8".
+// facts (docs/planner.md), not fitted to these rows, except the MoE host
+// time per expert operation (planner/moe_host.h), calibrated on the
+// gpt-oss-120b [B26] row alone; the table printed here
+// is the one in docs/planner-validation.md "Validation: MoE and FP8".
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

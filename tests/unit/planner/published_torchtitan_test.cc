@@ -39,8 +39,8 @@ struct Row {
   Recompute::Mode recompute;
   bool eager;        // without torch.compile (--fix eager=1)
   double published;  // tokens/s per GPU
-  // The prediction's error as docs/planner.md records it ("Validation:
-  // runs not seen before"); the test fails when the model moves it.
+  // The prediction's error as docs/planner-validation.md records it
+  // ("Validation: runs not seen before"); the test fails when the model moves it.
   double documented;
 };
 
