@@ -223,15 +223,7 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
   // combine, kElementwisePasses times each.
   fwd += 2 * kElementwisePasses * k * etp * T * imb * 2 * h / hbm;
   if (fp8_) fwd += kFp8CastBytes * copies * (h + F / etp) / hbm;
-  // The dropless dispatcher's host synchronisation: the block's forward
-  // runs no faster than the host issues its per-expert work (moe_host.h).
-  // DualPipe is DeepSeek's own framework, not Megatron-core's dispatcher.
-  if (!dualpipe_) {
-    const double host = MoeHostForwardS(local, fp8_);
-    lc->moe_host_fwd_s = frac * (MoeBlockForwardS(fwd, host) - fwd);
-    lc->moe_host_bwd_s =
-        frac * MoeBackwardHostExposedS(host, lc->fwd_s + fwd);
-  }
+  const double dense_fwd_s = lc->fwd_s;
   lc->fwd_s += frac * fwd;
 
   // All-to-all of the token copies (bf16), k T / t per rank, among ep
@@ -263,6 +255,20 @@ void CostModel::MoeTime(const Candidate& c, double tokens, const GpuType& gpu,
   // (An all-gather is half an all-reduce.)
   if (c.etp > 1) a2a += net_.IntraAllReduce(copies * h * 2, c.etp) / 2;
   lc->a2a_s = frac * 4 * a2a;
+
+  // The dropless dispatcher's host synchronisation (moe_host.h): after it
+  // the GPU runs the dispatch all-to-all (one `a2a`) while the host issues
+  // the expert block, then the block no faster than the host. The
+  // backward's host work hides behind the layer's backward GPU time (its
+  // compute and its two all-to-alls). DualPipe is DeepSeek's own
+  // framework, not Megatron-core's dispatcher.
+  if (!dualpipe_) {
+    const double host = MoeHostForwardS(local, fp8_);
+    const double gpu_s = fwd + a2a;
+    lc->moe_host_fwd_s = frac * (MoeBlockForwardS(gpu_s, host) - gpu_s);
+    lc->moe_host_bwd_s =
+        frac * MoeBackwardHostExposedS(host, dense_fwd_s + fwd + a2a);
+  }
 
   // Activations per rank: each copy's input (2h, after the ETP gather),
   // the expert's first GEMM output and activation (2 mult F / etp), and the
