@@ -22,10 +22,14 @@
 // first) while the host issues the expert block, so the all-to-all and the
 // block together take max(their GPU time, host time), the host time being
 // the per-expert operations Transformer Engine's GroupedLinear issues one
-// expert at a time (one GEMM per expert for each of the two expert
-// linears; under FP8 each GEMM's input is also quantised per expert, one
-// more operation each), times a host time per operation; recompute repeats
-// it. The backward (dgrad and wgrad per expert GEMM) issues twice the
+// expert at a time, times a host time per operation; recompute repeats
+// it. Counted from TE's transformer_engine/pytorch/module/grouped_linear.py
+// (_GroupedLinear.forward): general_grouped_gemm issues one cuBLAS GEMM
+// per expert (on several streams), so each of the two expert linears
+// costs one operation per expert; under FP8 each linear also quantises its
+// input per expert (tex.fused_multi_quantize, one cast per split) and
+// takes a per-expert weight workspace, counted as one more operation per
+// expert and linear. The backward (dgrad and wgrad per expert GEMM) issues twice the
 // forward's operations but has no synchronisation (the split sizes are
 // already on the host), so the host can run ahead there: the backward
 // waits only for what twice the host time exceeds the whole layer's
