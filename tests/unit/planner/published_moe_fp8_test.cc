@@ -165,12 +165,15 @@ TEST(PublishedMoeFp8Test, ErrorsAreTheDocumentedOnes) {
   const double median = median_of(errors);
   std::printf("median |error| %.1f%%, worst %.1f%%\n", 100 * median,
               100 * *std::max_element(errors.begin(), errors.end()));
-  // Issue 16's goal held on its rows, the first eight; the gpt-oss rows
-  // (issue 36) are not met yet and only pinned to their documented error.
+  // Issue 16's goal held on its rows, the first eight.
   const double issue16 =
       median_of(std::vector<double>(errors.begin(), errors.begin() + 8));
   std::printf("median |error| of the first 8 rows %.1f%%\n", 100 * issue16);
   EXPECT_LE(issue16, 0.15);
+  // Issue 36's worst-row goal (30%) holds on every row since the
+  // host-bound expert block (planner/moe_host.h); its median goal (6%)
+  // does not yet (6.6%).
+  EXPECT_LE(*std::max_element(errors.begin(), errors.end()), 0.30);
 }
 
 // DeepSeek-V3 report Table 2 with B = 2F, W = F, F&B = F + B: the bubble is
