@@ -29,11 +29,11 @@
 // costs one operation per expert; under FP8 each linear also quantises its
 // input per expert (tex.fused_multi_quantize, one cast per split) and
 // takes a per-expert weight workspace, counted as one more operation per
-// expert and linear. The backward (dgrad and wgrad per expert GEMM) issues twice the
-// forward's operations but has no synchronisation (the split sizes are
-// already on the host), so the host can run ahead there: the backward
-// waits only for what twice the host time exceeds the whole layer's
-// backward GPU time (2 x its forward).
+// expert and linear. The backward (dgrad and wgrad per expert GEMM) issues
+// twice the forward's operations but has no synchronisation (the split sizes
+// are already on the host), so the host can run ahead there: the backward waits
+// only for what twice the host time exceeds the whole layer's backward GPU time
+// (twice its forward compute and one all-to-all).
 #pragma once
 
 #include <algorithm>

@@ -1,10 +1,11 @@
 // The host-bound MoE expert block (planner/moe_host.h): each term moves the
 // prediction in the direction its mechanism says, and only where it says.
+#include "planner/moe_host.h"
+
 #include <string>
 
 #include "gtest/gtest.h"
 #include "planner/model.h"
-#include "planner/moe_host.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
 
@@ -24,8 +25,8 @@ TEST(MoeHostTest, HostTimeScalesWithLocalExpertsAndFp8Casts) {
   EXPECT_DOUBLE_EQ(MoeBackwardHostExposedS(3e-3, 5e-3), 0.0);
 }
 
-double StepSeconds(const std::string& model, int gpus, int gbs, int mbs,
-                   int pp, int ep) {
+double StepSeconds(const std::string& model, int gpus, int gbs, int mbs, int pp,
+                   int ep) {
   PlanRequest req;
   req.model = *LoadModel(model);
   req.cluster = *topology::LoadCluster("dgx-h100");
