@@ -8,7 +8,13 @@
 // cost as fp8; distributed optimizer; recompute left to the planner). The
 // test fails when the model moves any row, until the table in
 // docs/planner-validation.md ("Validation: held-out runs") is updated; no
-// goal is asserted here.
+// goal is asserted here. One row runs the recipe's layout, not the page's:
+// GPT-OSS-120B, printed there with EP 8, runs EP 64 in the recipe of the
+// same commit (scripts/performance/configs/gpt_oss/
+// gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16:
+// expert_model_parallel_size=64), and the page's NeMo 26.02 section prints
+// EP 64 for the same system and micro-batch (8,047 tokens/s per GPU against
+// 8,213 here). With the page's EP 8 the row is +50.0%.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -58,8 +64,8 @@ const Row kRows[] = {
      Precision::fp8, 0, 661, +0.106},
     {"deepseek-v3 fp8-mx", "deepseek-v3", 256, 2048, 1, 4096, 1, 16, 1, 1, 8,
      Precision::fp8, 1, 2139, -0.546},
-    {"gpt-oss-120b bf16", "gpt-oss-120b", 64, 512, 4, 4096, 1, 1, 1, 1, 8,
-     Precision::bf16, 0, 8213, +0.500},
+    {"gpt-oss-120b bf16", "gpt-oss-120b", 64, 512, 4, 4096, 1, 1, 1, 1, 64,
+     Precision::bf16, 0, 8213, +0.382},
     {"qwen3-30b-a3b fp8-mx", "qwen3-30b-a3b", 8, 512, 1, 4096, 1, 1, 1, 1, 8,
      Precision::fp8, 0, 9299, -0.691},
     {"qwen3-235b-a22b fp8-mx", "qwen3-235b-a22b", 64, 1024, 1, 4096, 1, 8, 1, 2,
