@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "planner/megatron_run_fields.h"
 #include "proto/model.pb.h"
 #include "yaml-cpp/yaml.h"
 
@@ -73,7 +74,7 @@ const std::set<std::string>& Ignored() {
       "apply_rope_fusion", "gradient_accumulation_fusion",
       "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
       "moe_grouped_gemm", "moe_permute_fusion", "moe_router_fusion",
-      "moe_token_dispatcher_type", "moe_router_load_balancing_type",
+      "moe_router_load_balancing_type",
       "moe_aux_loss_coeff", "moe_z_loss_coeff", "moe_input_jitter_eps",
       "moe_router_pre_softmax", "moe_router_score_function",
       "moe_router_topk_scaling_factor", "moe_router_enable_expert_bias",
@@ -141,6 +142,7 @@ std::vector<std::string> KnownNames() {
   for (const auto& [k, v] : Renamed()) names.push_back(k);
   for (const auto& k : Converted()) names.push_back(k);
   for (const auto& k : Ignored()) names.push_back(k);
+  for (const auto& k : MegatronRunFieldNames()) names.push_back(k);
   return names;
 }
 
@@ -384,6 +386,11 @@ class Translator {
     }
     if (Converted().count(name)) return Convert(key, name, value);
     if (Ignored().count(name)) return absl::OkStatus();
+    if (IsMegatronRunField(name)) {
+      auto problem = MegatronRunFieldProblem(name, value);
+      if (problem.has_value()) return Error(key, name, *problem);
+      return absl::OkStatus();
+    }
     if (auto it = LayoutFields().find(name); it != LayoutFields().end()) {
       // Recipes' model providers carry these, mostly unset (null, false).
       bool set = false;
@@ -517,9 +524,14 @@ int NestingBound(const std::string& text) {
 }  // namespace
 
 std::string NearestModelField(const std::string& name) {
+  return NearestName(name, KnownNames());
+}
+
+std::string NearestName(const std::string& name,
+                        const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_d = SIZE_MAX;
-  for (const std::string& k : KnownNames()) {
+  for (const std::string& k : candidates) {
     const size_t d = EditDistance(name, k);
     if (d < best_d || (d == best_d && k < best)) {
       best_d = d;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -38,5 +39,10 @@ StatusOr<std::string> TranslateMegatronNames(const std::string& text,
 // The name among ModelSpec's fields and the accepted Megatron-core names
 // with the smallest edit distance to `name` (for error messages).
 std::string NearestModelField(const std::string& name);
+
+// The entry of `candidates` with the smallest edit distance to `name` (the
+// alphabetically first among equals; empty when there is none).
+std::string NearestName(const std::string& name,
+                        const std::vector<std::string>& candidates);
 
 }  // namespace strata::planner
