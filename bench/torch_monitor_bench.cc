@@ -1,8 +1,9 @@
 // strata-bench torch-monitor: the cost of strata.torch's step monitor on a
 // torch DDP loop under `strata run` (2 nodes x 1 rank), with vs without in
-// one run (bench/torch_monitor_peer.py, compiled in: two identical DDP
-// models stepped alternately, one monitored). Goal (docs/pytorch.md): <= 1%
-// of step time. Needs torch 2.x: the venv of deploy/python-venv.sh.
+// one run (bench/torch_monitor_peer.py, compiled in: three identical DDP
+// models stepped in rotating order, one monitored; the two plain ones give
+// the method's noise, "control"). Goal (docs/pytorch.md): <= 1% of step
+// time. Needs torch 2.x: the venv of deploy/python-venv.sh.
 //
 //   strata-bench torch-monitor [--steps 2000] [--dim 384] [--runs 3]
 //                              [--dir /tmp/strata-torch-monitor-bench]

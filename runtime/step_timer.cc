@@ -3,12 +3,53 @@
 #include <zmq.hpp>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace strata {
 
-struct StepTimer::Socket {
+// The outbox and its sender thread. The training thread appends under `mu`
+// (held for a push_back); the sender swaps the outbox out under it and
+// does all the I/O outside it, so the training thread never waits for a
+// system call. The sender wakes on its own clock (wait_for), never on a
+// notification from the training thread: only the destructor notifies it.
+struct StepTimer::Sender {
+  explicit Sender(std::atomic<uint64_t>* dropped_count)
+      : dropped(dropped_count) {}
+
   zmq::context_t ctx{1};
   zmq::socket_t sock{ctx, zmq::socket_type::push};
+  std::atomic<uint64_t>* dropped;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<control::StepReport> outbox;  // guarded by mu
+  bool stop = false;                        // guarded by mu
+  std::thread thread;
+
+  void Run() {
+    std::vector<control::StepReport> batch;
+    std::string bytes;
+    for (;;) {
+      bool last;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait_for(lock, kSendInterval, [this] { return stop; });
+        batch.swap(outbox);
+        last = stop;
+      }
+      for (const control::StepReport& r : batch) {
+        bytes.clear();
+        r.SerializeToString(&bytes);
+        if (!sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {
+          dropped->fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      batch.clear();
+      if (last) return;
+    }
+  }
 };
 
 StepTimer::StepTimer(std::string endpoint, std::string job_id, int rank)
@@ -16,13 +57,25 @@ StepTimer::StepTimer(std::string endpoint, std::string job_id, int rank)
       rank_(rank),
       step_start_(std::chrono::steady_clock::now()) {
   if (endpoint.empty()) return;
-  socket_ = std::make_unique<Socket>();
-  socket_->sock.set(zmq::sockopt::linger, 0);
-  socket_->sock.set(zmq::sockopt::sndhwm, 16);
-  socket_->sock.connect(endpoint);
+  sender_ = std::make_unique<Sender>(&dropped_);
+  // Closing waits at most this long for the last reports to leave.
+  sender_->sock.set(zmq::sockopt::linger, 100);
+  // A batch is a few reports; a sender that finds the socket queue full
+  // (worker gone or stuck) drops the rest.
+  sender_->sock.set(zmq::sockopt::sndhwm, 64);
+  sender_->sock.connect(endpoint);
+  sender_->thread = std::thread([s = sender_.get()] { s->Run(); });
 }
 
-StepTimer::~StepTimer() = default;
+StepTimer::~StepTimer() {
+  if (sender_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(sender_->mu);
+    sender_->stop = true;
+  }
+  sender_->cv.notify_all();
+  sender_->thread.join();
+}
 
 void StepTimer::Add(const std::string& name, double seconds) {
   sections_[name] += seconds;
@@ -92,8 +145,8 @@ void StepTimer::EndStep(int64_t step, int64_t tokens, double loss) {
   sections_.clear();
   step_start_ = now;
   in_phase_ = false;
-  Send(r);
-  last_ = std::move(r);
+  last_ = r;
+  Send(std::move(r));
 }
 
 void StepTimer::BeginPhase(const std::string& name, double deadline_seconds) {
@@ -102,7 +155,7 @@ void StepTimer::BeginPhase(const std::string& name, double deadline_seconds) {
   r.set_phase_deadline_ms(
       deadline_seconds > 0 ? static_cast<int64_t>(deadline_seconds * 1000) : 0);
   in_phase_ = true;
-  Send(r);
+  Send(std::move(r));
 }
 
 void StepTimer::EndPhase(bool restart_step_clock) {
@@ -112,7 +165,7 @@ void StepTimer::EndPhase(bool restart_step_clock) {
   in_phase_ = false;
   // The next step's time runs from here: the phase is not part of it.
   if (restart_step_clock) step_start_ = std::chrono::steady_clock::now();
-  Send(r);
+  Send(std::move(r));
 }
 
 control::StepReport StepTimer::PhaseReport() const {
@@ -130,12 +183,14 @@ control::StepReport StepTimer::PhaseReport() const {
   return r;
 }
 
-void StepTimer::Send(const control::StepReport& r) {
-  if (socket_ == nullptr) return;
-  std::string bytes = r.SerializeAsString();
-  if (!socket_->sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {
-    ++dropped_;
+void StepTimer::Send(control::StepReport r) {
+  if (sender_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(sender_->mu);
+  if (sender_->outbox.size() >= kMaxOutbox) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
+  sender_->outbox.push_back(std::move(r));
 }
 
 }  // namespace strata

@@ -1,11 +1,22 @@
 // Per-step telemetry of a rank (docs/architecture.md): section times, tokens
 // and loss, sent as one control.StepReport per step over a ZeroMQ PUSH socket
-// to the worker's $STRATA_TELEMETRY endpoint. Sending never blocks training: a
-// full queue (worker gone or slow) drops the report. Without an endpoint
-// the timer only keeps the last report. One thread.
+// to the worker's $STRATA_TELEMETRY endpoint. The calling thread only builds
+// the report and appends it to an in-memory outbox (an uncontended mutex, no
+// system call, no wake-up of another thread): a sender thread wakes every
+// kSendInterval on its own, serialises what the outbox holds and sends it,
+// so nothing on the step path waits for ZeroMQ's I/O thread or the worker
+// (on oversubscribed cores each such wake-up cost a torch rank 1.5-1.9 ms a
+// step; docs/results.md "PyTorch"). Reports thus reach the worker up to
+// kSendInterval late, in order. Sending never blocks training: a full
+// socket queue (worker gone or slow) or an outbox past kMaxOutbox drops
+// reports (counted by dropped()). Destruction sends what is left. Without
+// an endpoint the timer only keeps the last report. The public methods run
+// on one thread (the rank's training thread).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <utility>
 #include <map>
@@ -19,6 +30,14 @@ namespace strata {
 
 class StepTimer {
  public:
+  // How long a report may wait in the outbox: well under every consumer's
+  // resolution (the hang deadline and the straggler detector's confirm_s
+  // are seconds; fault/straggler_detector.h).
+  static constexpr std::chrono::milliseconds kSendInterval{100};
+  // Reports the outbox holds at most (a sender starved for seconds); more
+  // are dropped, as a full socket queue drops them.
+  static constexpr size_t kMaxOutbox = 4096;
+
   StepTimer(std::string endpoint, std::string job_id, int rank);
   ~StepTimer();
 
@@ -78,11 +97,12 @@ class StepTimer {
   using LinkSource = std::function<std::vector<Link>()>;
   void SetLinkSource(LinkSource source) { link_source_ = std::move(source); }
   const control::StepReport& last() const { return last_; }
-  uint64_t dropped() const { return dropped_; }
+  // Reports dropped so far (outbox or socket queue full). Any thread.
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
-  struct Socket;
-  std::unique_ptr<Socket> socket_;
+  struct Sender;  // the socket, the outbox and the sender thread
+  std::unique_ptr<Sender> sender_;
   std::string job_id_;
   int rank_;
   std::map<std::string, double> sections_;
@@ -93,7 +113,8 @@ class StepTimer {
       links_seen_;  // (peer, stream) -> (bytes, busy_us)
   void AddLinks(control::StepReport& r);
   control::StepReport PhaseReport() const;
-  void Send(const control::StepReport& r);
+  // Appends `r` to the outbox (no system call).
+  void Send(control::StepReport r);
   bool in_phase_ = false;
   int64_t total_steps_ = 0;
   int64_t checkpoint_step_ = 0;
@@ -101,7 +122,7 @@ class StepTimer {
   int generation_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   control::StepReport last_;
-  uint64_t dropped_ = 0;
+  std::atomic<uint64_t> dropped_{0};
 };
 
 }  // namespace strata

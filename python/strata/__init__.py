@@ -38,6 +38,13 @@ class RankLost(StrataError):
 
 
 _lib = load_library()
+# The same library through ctypes.PyDLL: calls that keep the GIL. Only for
+# calls that never block (the step path: strata_timer_add and end_step only
+# append to memory, runtime/step_timer.h): a CDLL call drops the GIL, and on
+# a busy machine another thread waiting for it (gloo's completion
+# callbacks, DCP's upload thread) may keep the training thread from getting
+# it back for up to the interpreter's switch interval (5 ms).
+_fast = ctypes.PyDLL(_lib._name, handle=_lib._handle)
 # Under a strata worker: Python stacks for hang diagnoses without py-spy.
 _pystack.register()
 
@@ -73,9 +80,11 @@ _lib.strata_get_placement.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Placement
 _lib.strata_job_id.argtypes = [ctypes.c_void_p]
 _lib.strata_ckpt_uri.argtypes = [ctypes.c_void_p]
 _lib.strata_timer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
+_fast.strata_timer_add.argtypes = _lib.strata_timer_add.argtypes
 _lib.strata_timer_set_total_steps.argtypes = [ctypes.c_void_p, ctypes.c_int64]
 _lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double]
+_fast.strata_timer_end_step.argtypes = _lib.strata_timer_end_step.argtypes
 _lib.strata_phase_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
                                     ctypes.c_double]
 _lib.strata_phase_end.argtypes = [ctypes.c_void_p]
@@ -271,11 +280,19 @@ class Runtime:
     def checkpointer(self, uri=None, keep_last=3):
         return Checkpointer(self, uri, keep_last)
 
+    # Section names already checked and encoded (a loop reports the same
+    # few names every step).
+    _section_names = {}
+
     @staticmethod
     def _section(name, seconds):
-        encoded = _name("section", name)
-        if len(encoded) > 64:
-            raise ValueError(f"section name {name!r} is longer than 64 bytes")
+        encoded = Runtime._section_names.get(name) if type(name) is str else None
+        if encoded is None:
+            encoded = _name("section", name)
+            if len(encoded) > 64:
+                raise ValueError(f"section name {name!r} is longer than 64 bytes")
+            if len(Runtime._section_names) < 1024:
+                Runtime._section_names[name] = encoded
         seconds = float(seconds)
         if not math.isfinite(seconds) or seconds < 0:
             raise ValueError(f"section {name!r}: {seconds} seconds (need a "
@@ -302,9 +319,10 @@ class Runtime:
             raise ValueError(f"step {step}: {len(checked)} sections, at most "
                              f"128 (the report must fit the worker's 64 KiB "
                              f"telemetry frame)")
+        # Both calls only append to memory: through _fast, keeping the GIL.
         for encoded, seconds in checked:
-            _check(_lib.strata_timer_add(self._h, encoded, seconds))
-        _check(_lib.strata_timer_end_step(self._h, step, tokens, loss))
+            _check(_fast.strata_timer_add(self._h, encoded, seconds))
+        _check(_fast.strata_timer_end_step(self._h, step, tokens, loss))
 
     def set_total_steps(self, total):
         """Declares the run's last step (an int >= 0; 0: unknown): the

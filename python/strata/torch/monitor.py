@@ -14,19 +14,23 @@ Sections (seconds, per step):
   backward   from the end of the last forward to the optimizer step, less
              the all-reduce wait
   optimizer  optimizer.step() (optimizer step hooks)
-  wait       the gradient all-reduce's wait: DDP only, through a
-             communication hook that timestamps each bucket's all-reduce;
-             the wait is the last bucket's completion minus its launch (the
-             last bucket is launched when backward's compute ends, so what
-             follows is time spent waiting for the slowest rank). The
-             coordinator counts "wait" as not the rank's own work.
+  wait       the gradient all-reduce's wait (DDP only): from the moment the
+             last gradient is accumulated (a post-accumulate-grad hook on
+             the parameters that become ready last; DDP launches its last
+             bucket's all-reduce then, so backward's compute is over) to the
+             optimizer step (the end of backward, which returns once DDP has
+             all reduced buckets): time spent waiting for the slowest rank.
+             No communication hook: DDP keeps its own C++ all-reduce, and
+             no Python runs on gloo's threads. The coordinator counts
+             "wait" as not the rank's own work.
   checkpoint the training thread's part of strata.torch.StorageWriter's
              saves (a dcp.save, or async_save's staging), counted into the
              step that contains it (or the next one): goodput's checkpoint
              share.
-Without monitor(), step() reports the step time and `checkpoint` alone. Reports are sent
-without blocking (runtime/step_timer.h): a worker that is gone or slow
-costs the loop nothing but the report.
+Without monitor(), step() reports the step time and `checkpoint` alone.
+Reporting only appends to memory; a thread of libstrata sends the reports
+in batches (runtime/step_timer.h): a worker that is gone or slow costs the
+loop nothing, and no system call sits on the step path.
 """
 import contextlib
 import math
@@ -52,8 +56,9 @@ class _StepInfo:
 
 class StepMonitor:
     """Hooks on one model and optimizer; reports through `runtime` (default:
-    a strata.Runtime of this rank). One training thread; the DDP hook's
-    completions arrive on communication threads."""
+    a strata.Runtime of this rank). One training thread (on CPU, autograd
+    runs the gradient hooks on it too; on GPU on the device's thread:
+    each hook only stores a time)."""
 
     def __init__(self, model=None, optimizer=None, runtime=None):
         self._rt = runtime if runtime is not None else _runtime.runtime()
@@ -71,14 +76,18 @@ class StepMonitor:
                 lambda *a, **k: self._mark("opt_end")))
 
     # -- hooks ----------------------------------------------------------
+    # Parameters whose gradients are watched for the end of backward's
+    # compute after the first step: those that became ready last (a few
+    # suffice; each is one Python call per step).
+    _WATCHED = 8
+
     def _reset(self):
         self._forward = 0.0
         self._fwd_start = None
         self._fwd_end = None
         self._opt_start = None
         self._opt_end = None
-        with self._lock:
-            self._reduces = []  # (launch, done) per bucket
+        self._grad_end = None
 
     def _mark(self, what):
         setattr(self, "_" + what, time.perf_counter())
@@ -98,24 +107,38 @@ class StepMonitor:
         self._handles.append(model.register_forward_hook(self._post_forward))
         from torch.nn.parallel import DistributedDataParallel
         if isinstance(model, DistributedDataParallel):
-            model.register_comm_hook(model.process_group, self._ddp_hook)
+            # Every parameter at first; after the first step only the
+            # _WATCHED that were ready last (_narrow_grad_hooks).
+            self._grad_order = []
+            self._grad_hooks = []
+            for p in model.parameters():
+                if p.requires_grad:
+                    self._grad_hooks.append(p.register_post_accumulate_grad_hook(
+                        self._first_grad_ready))
 
-    def _ddp_hook(self, process_group, bucket):
-        # DDP's default all-reduce (divide by the world size, then sum; as
-        # torch's default_hooks.allreduce_hook), timed. One Python callback
-        # per bucket (allreduce_hook chains its own, then ours ran after it).
-        import torch.distributed as dist
-        group = process_group if process_group is not None else dist.group.WORLD
-        tensor = bucket.buffer()
-        tensor.div_(group.size())
-        launch = time.perf_counter()
-        fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
-        reduces = self._reduces
+    def _first_grad_ready(self, param):
+        self._grad_end = time.perf_counter()
+        if len(self._grad_order) < 65536:  # bounded without a step()
+            self._grad_order.append(param)
 
-        def done(f):
-            reduces.append((launch, time.perf_counter()))  # atomic (GIL)
-            return tensor
-        return fut.then(done)
+    def _grad_ready(self, param):
+        self._grad_end = time.perf_counter()
+
+    def _narrow_grad_hooks(self):
+        # After the first step that had gradients: hooks only on the
+        # parameters ready last (a static graph readies them in the same
+        # order every step; one that stops being ready last only makes
+        # the wait look shorter).
+        for h in self._grad_hooks:
+            h.remove()
+        last = {}
+        for p in reversed(self._grad_order):
+            if len(last) == self._WATCHED:
+                break
+            last.setdefault(id(p), p)
+        self._grad_order = None
+        self._grad_hooks = [p.register_post_accumulate_grad_hook(self._grad_ready)
+                            for p in last.values()]
 
     # -- steps ------------------------------------------------------------
     def note(self, name, seconds):
@@ -136,17 +159,16 @@ class StepMonitor:
         """The sections of the step ending at `step_end` (perf_counter)."""
         out = {}
         with self._lock:
-            reduces = list(self._reduces)
             extra, self._extra = self._extra, {}
         wait = 0.0
-        if reduces:
-            last_launch = max(r[0] for r in reduces)
-            last_done = max(r[1] for r in reduces)
-            wait = max(0.0, last_done - last_launch)
+        back_end = self._opt_start if self._opt_start is not None else step_end
+        if self._grad_end is not None:
+            if self._grad_order:  # the first step with gradients
+                self._narrow_grad_hooks()
+            wait = max(0.0, back_end - self._grad_end)
             out["wait"] = wait
         if self._fwd_end is not None:
             out["forward"] = self._forward
-            back_end = self._opt_start if self._opt_start is not None else step_end
             out["backward"] = max(0.0, back_end - self._fwd_end - wait)
         if self._opt_start is not None and self._opt_end is not None:
             out["optimizer"] = max(0.0, self._opt_end - self._opt_start)
@@ -176,9 +198,10 @@ class StepMonitor:
                               sections=sections)
 
     def close(self):
-        for h in self._handles:
+        for h in self._handles + getattr(self, "_grad_hooks", []):
             h.remove()
         self._handles = []
+        self._grad_hooks = []
 
 
 def monitor(model=None, optimizer=None, runtime=None):

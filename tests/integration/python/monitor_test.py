@@ -1,12 +1,15 @@
 """strata.torch's step monitor in one process: a DDP model (gloo, world of
 one) and Adam under monitor(); every step's report carries forward,
-backward, optimizer and the all-reduce wait, each finite and >= 0, and the
-DDP comm hook leaves the gradients DDP's default all-reduce gives. Reports
+backward, optimizer and the all-reduce wait, each finite and >= 0; the wait
+runs from the last gradient's accumulation to the optimizer step, after the
+first step only the parameters ready last are watched, and the monitor
+leaves the gradients DDP's own all-reduce gives. Reports
 go to a recording runtime (the real one is checked by the DDP job tests).
 """
 import math
 import os
 import tempfile
+import time
 import unittest
 
 import torch
@@ -68,7 +71,30 @@ class MonitorTest(unittest.TestCase):
             self.assertGreater(sections["forward"], 0)
             self.assertGreater(sections["optimizer"], 0)
 
-    def test_comm_hook_keeps_the_gradients(self):
+    def test_wait_runs_from_the_last_gradient_to_the_optimizer(self):
+        # Twelve parameters: after the first step the monitor keeps gradient
+        # hooks on the _WATCHED ready last. A pause between backward and
+        # the optimizer step stands for the all-reduce's wait.
+        torch.manual_seed(1)
+        model = DDP(torch.nn.Sequential(
+            *[torch.nn.Linear(16, 16) for _ in range(6)]))
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        rec = Recorder()
+        mon = strata.torch.StepMonitor(model, opt, runtime=rec)
+        x = torch.randn(4, 16)
+        for s in range(1, 4):
+            with mon.step(s):
+                model(x).sum().backward()
+                time.sleep(0.05)
+                opt.step()
+        self.assertEqual(len(mon._grad_hooks), mon._WATCHED)
+        for _, _, _, sections in rec.steps:
+            self.assertGreaterEqual(sections["wait"], 0.05)
+            self.assertLess(sections["backward"], 0.05)
+        mon.close()
+        self.assertEqual(mon._grad_hooks, [])
+
+    def test_monitor_keeps_the_gradients(self):
         x, y = torch.randn(16, 32), torch.randn(16, 1)
         grads = []
         for hooked in (False, True):
