@@ -18,10 +18,13 @@ monitor's cost, (A - B) / B; next to them what does not depend on the
 machine's load as much: the training thread's CPU time per step of each
 (thread_time) and the process's (process_time: also gloo's, ZeroMQ's and
 the report sender's threads, whichever step they fall in), the CPU and
-wall time of the rank's end_step calls, and the 1-minute load average.
+wall time of the rank's end_step calls, the 1-minute load average, and the
+cost and control on median step times (robust to the long descheduling
+outliers of a loaded machine, which dominate the means).
 """
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -74,6 +77,7 @@ def main():
     x = torch.randn(256, d, generator=g)
     y = torch.randn(256, 1, generator=g)
     wall = {"a": 0.0, "b": 0.0, "c": 0.0}
+    times = {"a": [], "b": [], "c": []}  # per step, for the medians
     cpu = {"a": 0.0, "b": 0.0, "c": 0.0}
     pcpu = {"a": 0.0, "b": 0.0, "c": 0.0}
     plain = {"b": (b, opt_b), "c": (c_model, opt_c)}
@@ -93,7 +97,8 @@ def main():
             else:
                 one_step(*plain[which], x, y).item()
             if s > warmup:
-                wall[which] += time.perf_counter() - t
+                times[which].append(time.perf_counter() - t)
+                wall[which] += times[which][-1]
                 cpu[which] += time.thread_time() - c
                 pcpu[which] += time.process_time() - p
     n = steps - warmup
@@ -101,9 +106,14 @@ def main():
         k = max(1, timed["n"])
         ms = lambda v: round(1000 * v / n, 3)  # noqa: E731
         base = (wall["b"] + wall["c"]) / 2  # the plain models' mean
+        med = {k: statistics.median(v) for k, v in times.items()}
+        med_base = statistics.median(times["b"] + times["c"])
         print(json.dumps({
             "steps": n, "with_ms": ms(wall["a"]), "without_ms": ms(base),
             "control": round((wall["c"] - wall["b"]) / base, 4),
+            "median_ms": [round(1000 * med[k], 3) for k in "abc"],
+            "median_cost": round((med["a"] - med_base) / med_base, 4),
+            "median_control": round((med["c"] - med["b"]) / med_base, 4),
             "thread_cpu_ms": [ms(cpu[k]) for k in "abc"],
             "process_cpu_ms": [ms(pcpu[k]) for k in "abc"],
             "end_step_us": {"cpu": round(1e6 * timed["cpu"] / k, 1),

@@ -79,7 +79,7 @@ class StepMonitor:
     # Parameters whose gradients are watched for the end of backward's
     # compute after the first step: those that became ready last (a few
     # suffice; each is one Python call per step).
-    _WATCHED = 8
+    _WATCHED = 2
 
     def _reset(self):
         self._forward = 0.0
