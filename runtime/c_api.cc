@@ -150,55 +150,25 @@ const char* strata_ckpt_uri(const strata_runtime* rt) {
   return rt == nullptr ? "" : rt->rt->info().ckpt_uri.c_str();
 }
 
-namespace {
-
-// The checks of strata_timer_add for one section; `names` is the step's
-// distinct sections so far (the one about to be added included on success).
-absl::Status CheckSection(std::vector<std::string>& names, const char* section,
-                          double seconds) {
-  if (section == nullptr) return absl::InvalidArgumentError("null section name");
-  if (auto s = CheckName("section", section, kMaxSectionName); !s.ok()) {
-    return s;
-  }
-  if (!std::isfinite(seconds) || seconds < 0) {
-    return absl::InvalidArgumentError(
-        std::string("section '") + section + "': " + std::to_string(seconds) +
-        " seconds (need a finite value >= 0)");
-  }
-  if (std::find(names.begin(), names.end(), section) == names.end()) {
-    if (names.size() >= kMaxSectionsPerStep) {
-      return absl::InvalidArgumentError(
-          std::string("section '") + section + "': a step has at most " +
-          std::to_string(kMaxSectionsPerStep) +
-          " sections (the report must fit the worker's 64 KiB telemetry "
-          "frame)");
-    }
-    names.push_back(section);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckEndStep(int64_t step, int64_t tokens, double loss) {
-  if (step < 0) {
-    return absl::InvalidArgumentError("end_step: step " + std::to_string(step) +
-                                      " < 0");
-  }
-  if (tokens < 0) {
-    return absl::InvalidArgumentError("end_step: tokens " +
-                                      std::to_string(tokens) + " < 0");
-  }
-  if (std::isinf(loss)) {
-    return absl::InvalidArgumentError("end_step: loss is infinite");
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 int strata_timer_add(strata_runtime* rt, const char* section, double seconds) {
   if (rt == nullptr || section == nullptr) return Invalid("null argument");
-  if (auto s = CheckSection(rt->sections, section, seconds); !s.ok()) {
+  if (auto s = CheckName("section", section, kMaxSectionName); !s.ok()) {
     return Report(s);
+  }
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return Invalid(std::string("section '") + section + "': " +
+                   std::to_string(seconds) +
+                   " seconds (need a finite value >= 0)");
+  }
+  std::vector<std::string>& names = rt->sections;
+  if (std::find(names.begin(), names.end(), section) == names.end()) {
+    if (names.size() >= kMaxSectionsPerStep) {
+      return Invalid(std::string("section '") + section + "': a step has at most " +
+                     std::to_string(kMaxSectionsPerStep) +
+                     " sections (the report must fit the worker's 64 KiB "
+                     "telemetry frame)");
+    }
+    names.push_back(section);
   }
   rt->rt->timer().Add(section, seconds);
   return Report(absl::OkStatus());
@@ -207,29 +177,11 @@ int strata_timer_add(strata_runtime* rt, const char* section, double seconds) {
 int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
                           double loss) {
   if (rt == nullptr) return Invalid("null runtime");
-  if (auto s = CheckEndStep(step, tokens, loss); !s.ok()) return Report(s);
-  rt->sections.clear();
-  rt->rt->timer().EndStep(step, tokens, loss);
-  return Report(absl::OkStatus());
-}
-
-int strata_timer_end_step_sections(strata_runtime* rt, int64_t step,
-                                   int64_t tokens, double loss, int n,
-                                   const char* const* names,
-                                   const double* seconds) {
-  if (rt == nullptr) return Invalid("null runtime");
-  if (n < 0 || (n > 0 && (names == nullptr || seconds == nullptr))) {
-    return Invalid("end_step: " + std::to_string(n) +
-                   " sections with null names or seconds");
+  if (step < 0) return Invalid("end_step: step " + std::to_string(step) + " < 0");
+  if (tokens < 0) {
+    return Invalid("end_step: tokens " + std::to_string(tokens) + " < 0");
   }
-  if (auto s = CheckEndStep(step, tokens, loss); !s.ok()) return Report(s);
-  std::vector<std::string> distinct = rt->sections;
-  for (int i = 0; i < n; ++i) {
-    if (auto s = CheckSection(distinct, names[i], seconds[i]); !s.ok()) {
-      return Report(s);
-    }
-  }
-  for (int i = 0; i < n; ++i) rt->rt->timer().Add(names[i], seconds[i]);
+  if (std::isinf(loss)) return Invalid("end_step: loss is infinite");
   rt->sections.clear();
   rt->rt->timer().EndStep(step, tokens, loss);
   return Report(absl::OkStatus());

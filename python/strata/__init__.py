@@ -85,10 +85,6 @@ _lib.strata_timer_set_total_steps.argtypes = [ctypes.c_void_p, ctypes.c_int64]
 _lib.strata_timer_end_step.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double]
 _fast.strata_timer_end_step.argtypes = _lib.strata_timer_end_step.argtypes
-_fast.strata_timer_end_step_sections.argtypes = [
-    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_double,
-    ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
-    ctypes.POINTER(ctypes.c_double)]
 _lib.strata_phase_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
                                     ctypes.c_double]
 _lib.strata_phase_end.argtypes = [ctypes.c_void_p]
@@ -272,7 +268,6 @@ class Runtime:
     torch) strata builds no transport of its own."""
 
     def __init__(self, build_groups=False):
-        self._names_arrays = {}
         self._h = ctypes.c_void_p()
         _check(_lib.strata_init(1 if build_groups else 0, ctypes.byref(self._h)))
         p = _Placement()
@@ -286,8 +281,7 @@ class Runtime:
         return Checkpointer(self, uri, keep_last)
 
     # Section names already checked and encoded (a loop reports the same
-    # few names every step), and the C arrays of the name lists end_step
-    # passed (per Runtime: _names_arrays, made in __init__).
+    # few names every step).
     _section_names = {}
 
     @staticmethod
@@ -320,26 +314,15 @@ class Runtime:
         if math.isinf(loss):
             raise ValueError(f"step {step}: loss is {loss}")
         # Everything is checked before anything reaches the step.
-        names, values = [], []
-        for n, v in (sections or {}).items():
-            encoded, seconds = self._section(n, v)
-            names.append(encoded)
-            values.append(seconds)
-        if len(names) > 128:
-            raise ValueError(f"step {step}: {len(names)} sections, at most "
+        checked = [self._section(n, v) for n, v in (sections or {}).items()]
+        if len(checked) > 128:
+            raise ValueError(f"step {step}: {len(checked)} sections, at most "
                              f"128 (the report must fit the worker's 64 KiB "
                              f"telemetry frame)")
-        # One foreign call that only appends to memory: through _fast,
-        # keeping the GIL. The names' array is reused while they repeat.
-        key = tuple(names)
-        arr = self._names_arrays.get(key)
-        if arr is None:
-            arr = (ctypes.c_char_p * len(names))(*names)
-            if len(self._names_arrays) < 64:
-                self._names_arrays[key] = arr
-        _check(_fast.strata_timer_end_step_sections(
-            self._h, step, tokens, loss, len(names), arr,
-            (ctypes.c_double * len(values))(*values)))
+        # Both calls only append to memory: through _fast, keeping the GIL.
+        for encoded, seconds in checked:
+            _check(_fast.strata_timer_add(self._h, encoded, seconds))
+        _check(_fast.strata_timer_end_step(self._h, step, tokens, loss))
 
     def set_total_steps(self, total):
         """Declares the run's last step (an int >= 0; 0: unknown): the

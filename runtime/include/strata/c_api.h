@@ -46,15 +46,6 @@ const char* strata_ckpt_uri(const strata_runtime* rt);
 int strata_timer_add(strata_runtime* rt, const char* section, double seconds);
 int strata_timer_end_step(strata_runtime* rt, int64_t step, int64_t tokens,
                           double loss);
-/* strata_timer_add for each of `n` sections (`names[i]`, `seconds[i]`),
- * then strata_timer_end_step, in one call (a Python rank's step path: one
- * foreign call instead of n + 1). Everything is checked first: on an error
- * nothing is added and the step is not ended. Never blocks: the report is
- * appended to memory and sent by a library thread. */
-int strata_timer_end_step_sections(strata_runtime* rt, int64_t step,
-                                   int64_t tokens, double loss, int n,
-                                   const char* const* names,
-                                   const double* seconds);
 /* Work outside the step loop (evaluation, checkpoint save or load, data
  * loading): between phase_begin and phase_end (or the next end_step) the
  * rank's hang deadline is `deadline_seconds` (0: the job policy's

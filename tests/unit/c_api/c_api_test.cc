@@ -159,45 +159,6 @@ TEST_F(CApiTest, EndStepChecksItsArguments) {
   EXPECT_EQ(strata_timer_end_step(rt_, 5, 0, std::nan("")), STRATA_OK);
 }
 
-TEST_F(CApiTest, EndStepWithSectionsChecksAllBeforeAddingAny) {
-  // 127 good sections and an empty name: refused, and none of the 127 is
-  // added (128 other sections still fit the step afterwards).
-  std::vector<std::string> names;
-  for (int i = 0; i < 127; ++i) names.push_back("s" + std::to_string(i));
-  names.push_back("");
-  std::vector<const char*> ptrs;
-  for (const auto& n : names) ptrs.push_back(n.c_str());
-  std::vector<double> secs(names.size(), 0.5);
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, 1, 0, 1.0, ptrs.size(),
-                                           ptrs.data(), secs.data()),
-            kInvalidArgument);
-  EXPECT_NE(std::string(strata_last_error()).find("empty"), std::string::npos)
-      << strata_last_error();
-  for (int i = 0; i < 128; ++i) {
-    ASSERT_EQ(strata_timer_add(rt_, ("u" + std::to_string(i)).c_str(), 1.0),
-              STRATA_OK)
-        << strata_last_error();
-  }
-  const char* good[] = {"forward", "wait"};
-  const double good_s[] = {0.25, 0.125};
-  const double bad_s[] = {0.25, -1.0};
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, 2, 0, 1.0, 2, good, bad_s),
-            kInvalidArgument);
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, -2, 0, 1.0, 2, good, good_s),
-            kInvalidArgument);
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, 2, 0, 1.0, -1, good, good_s),
-            kInvalidArgument);
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, 2, 0, 1.0, 1, nullptr, good_s),
-            kInvalidArgument);
-  // The step ends with the 128 sections added one by one; the next starts
-  // afresh with the two given here.
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, 2, 0, 1.0, 0, nullptr, nullptr),
-            STRATA_OK);
-  EXPECT_EQ(strata_timer_end_step_sections(rt_, 3, 8, 1.0, 2, good, good_s),
-            STRATA_OK)
-      << strata_last_error();
-}
-
 TEST_F(CApiTest, LoadOfNegativeStepIsRejected) {
   strata_tensor t = Tensor("w", 0, 1);
   EXPECT_EQ(strata_ckpt_load(uri_.c_str(), -1, &t, 1), kInvalidArgument);
