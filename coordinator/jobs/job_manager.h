@@ -56,6 +56,7 @@
 #include "coordinator/jobs/job_table.h"
 #include "coordinator/jobs/job_trace.h"
 #include "coordinator/jobs/log_store.h"
+#include "coordinator/jobs/placement_task.h"
 #include "coordinator/kv/kv_store.h"
 #include "coordinator/registry/worker_registry.h"
 #include "coordinator/security/access_policy.h"
@@ -75,6 +76,12 @@ struct JobOptions {
   RankKeys* rank_keys = nullptr;
   // How many ended jobs stay in memory, and for how long (job_table.h).
   JobRetention retention;
+  // Attempts on at least this many nodes are placed off the event loop
+  // (placement_task.h); smaller ones within the tick that decides them,
+  // a tick sooner. The cost grows with the job's nodes and ranks: 55-90 ms
+  // of CPU for 16,384 ranks on 4,096 nodes under load (docs/results.md
+  // "Coordinator at scale"), so a few ms at 256 nodes.
+  int async_placement_nodes = 256;
 };
 
 class JobManager : private JobActions {
@@ -135,6 +142,12 @@ class JobManager : private JobActions {
   // JobSummary (job_summary.h) shows it: what /metrics reads, at a cost
   // that does not grow with the jobs' node and rank counts.
   control::JobsReply Summaries() const;
+
+  // Returns once the placements computed off the loop (placement_task.h)
+  // are done; the next Tick applies them. For tests.
+  void WaitForPlacements() {
+    if (placer_ != nullptr) placer_->Drain();
+  }
 
   // Fails attempts whose workers are lost; places pending attempts; drops
   // ended jobs past the retention. While the registry is Settling() (just
@@ -231,15 +244,27 @@ class JobManager : private JobActions {
   // worker_wait_s (not while the registry settles).
   void WaitForWorkers(JobRuntime& rt, const WorkerRegistry& registry,
                       const std::string& shortage);
-  // Commits the attempt on `nodes` (in node order) with `plan`, the job's
-  // spares re-reserved from `idle` (ReserveSpares), and records the
-  // spare_used (`swaps`: lost node, spare), launched, spares/spares_short
-  // and replanned events.
-  void Launch(JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
-              const control::ListWorkersReply& workers,
-              const std::vector<control::WorkerInfo>& idle,
-              const std::set<std::string>& taken, Plan plan, int port,
-              const std::vector<std::pair<std::string, std::string>>& swaps);
+  // Places the attempt on `nodes` (in node order) with `plan` (unset: the
+  // planner's), the job's spares re-reserved from `idle` (ReserveSpares):
+  // takes the snapshot and computes the placement in this step when the
+  // attempt has fewer than JobOptions::async_placement_nodes nodes, else
+  // hands it to the PlacementWorker (placement_task.h; applied by a later
+  // TryPlace).
+  void Place(JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
+             const control::ListWorkersReply& workers,
+             const std::vector<control::WorkerInfo>& idle,
+             const std::set<std::string>& taken, std::optional<Plan> plan,
+             int port, std::vector<std::pair<std::string, std::string>> swaps);
+  // A finished off-loop placement: re-checks its nodes and spares against
+  // the registry now (dropped, and placed again next tick, if one is gone,
+  // busy or taken) and launches it.
+  void ApplyPlacement(JobRuntime& rt, const WorkerRegistry& registry);
+  // Stores the placed record (one write of the bytes serialised with it),
+  // moves it and its AttemptIndex in, and records the spare_used, launched,
+  // spares/spares_short and replanned events; fails the job when planning
+  // failed.
+  void Launch(JobRuntime& rt, const PlacementSnapshot& in,
+              PlacedAttempt placed);
   // The worker ids other active jobs run on or hold as spares.
   std::set<std::string> TakenByOthers(const std::string& job_id);
   // A running job's spare reservation kept at launch.spares: dead or
@@ -273,6 +298,8 @@ class JobManager : private JobActions {
   GoodputBook goodput_;
   TraceCollector traces_;
   FaultHandler faults_;
+  // Made at the first off-loop placement; destroyed first (joins).
+  std::unique_ptr<PlacementWorker> placer_;
 };
 
 }  // namespace strata::coordinator

@@ -10,6 +10,7 @@
 #include "coordinator/jobs/attempt_plan.h"
 #include "coordinator/jobs/job_manager.h"
 #include "coordinator/jobs/job_spares.h"
+#include "coordinator/jobs/placement_task.h"
 
 namespace strata::coordinator {
 
@@ -124,36 +125,6 @@ std::string ReplannedText(const control::JobInfo& job, const Plan& plan,
   return text;
 }
 
-// The record of the attempt placed on `nodes` with `plan`, RUNNING.
-control::JobInfo Placed(const control::JobInfo& job,
-                        const std::vector<control::WorkerInfo>& nodes,
-                        const std::vector<std::string>& spares,
-                        const Plan& plan, int port, int64_t now_ms) {
-  control::JobInfo next = job;
-  next.clear_spare_workers();
-  for (const auto& id : spares) next.add_spare_workers(id);
-  *next.mutable_plan() = plan;
-  next.clear_nodes();
-  next.clear_node_info();
-  for (const auto& w : nodes) {
-    next.add_nodes(w.worker_id());
-    control::WorkerInfo* n = next.add_node_info();
-    *n = w;
-    n->clear_holds();
-  }
-  next.set_master_port(port);
-  next.clear_ranks();
-  for (int r = 0; r < plan.placement().ranks_size(); ++r) {
-    control::RankReport* rr = next.add_ranks();
-    rr->set_job_id(job.job_id());
-    rr->set_attempt(job.attempt());
-    rr->set_rank(r);
-  }
-  next.set_state(control::RUNNING);
-  next.set_start_unix_ms(now_ms);
-  return next;
-}
-
 }  // namespace
 
 void JobManager::CheckWorkers(JobRuntime& rt, const WorkerRegistry& registry) {
@@ -180,6 +151,10 @@ std::set<std::string> JobManager::TakenByOthers(const std::string& job_id) {
 }
 
 void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
+  if (rt.placing != nullptr) {  // computed off the loop: apply when done
+    if (rt.placing->done()) ApplyPlacement(rt, registry);
+    return;
+  }
   const control::JobInfo& job = rt.info;
   // Other jobs' nodes and reserved spares are not for this job.
   const std::set<std::string> taken = TakenByOthers(job.job_id());
@@ -206,9 +181,8 @@ void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
       (void)Finish(rt, control::FAILED, std::string(port.status().message()));
       return;
     }
-    Plan plan = job.plan();
-    Launch(rt, std::move(swap.nodes), workers, s.idle, taken, std::move(plan), *port,
-           swap.swaps);
+    Place(rt, std::move(swap.nodes), workers, s.idle, taken, job.plan(),
+          *port, std::move(swap.swaps));
     return;
   }
   const NodeCount n = CountNodes(job, s, options_.limits.max_nodes);
@@ -239,18 +213,6 @@ void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
     return;
   }
   rt.planned_scale = calibrator_.StoredScale(CalibrationKey(nodes));
-  auto plan = PlanAttempt(job.spec(), nodes, job.node_speed(), rt.planned_scale);
-  if (plan.ok()) {
-    Status fits =
-        CheckLaunchOrderSize(job.spec(), per_node, PlanFileJson(*plan).size());
-    if (!fits.ok()) plan = fits;
-  }
-  if (!plan.ok()) {
-    (void)Finish(rt, control::FAILED,
-                 absl::StrCat("planning attempt ", job.attempt(), " on ",
-                              n.take, " nodes: ", plan.status().message()));
-    return;
-  }
   // MASTER_PORT: rank 0 runs on a worker host; for `strata run`, Slurm's
   // first node and tests that is this host (documented limitation).
   auto port = net::PickFreePort();
@@ -258,7 +220,66 @@ void JobManager::TryPlace(JobRuntime& rt, const WorkerRegistry& registry) {
     (void)Finish(rt, control::FAILED, std::string(port.status().message()));
     return;
   }
-  Launch(rt, std::move(nodes), workers, s.idle, taken, *std::move(plan), *port, {});
+  Place(rt, std::move(nodes), workers, s.idle, taken, std::nullopt, *port,
+        {});
+}
+
+void JobManager::Place(
+    JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
+    const control::ListWorkersReply& workers,
+    const std::vector<control::WorkerInfo>& idle,
+    const std::set<std::string>& taken, std::optional<Plan> plan, int port,
+    std::vector<std::pair<std::string, std::string>> swaps) {
+  std::vector<std::string> ids;
+  for (const auto& w : nodes) ids.push_back(w.worker_id());
+  PlacementSnapshot in;
+  in.spares = ReserveSpares(rt.info, workers, idle, ids, taken);
+  in.job = LightCopy(rt.info);
+  in.per_node = RanksPerNode(rt.info.spec(), nodes[0].probe());
+  in.nodes = std::move(nodes);
+  in.plan = std::move(plan);
+  in.node_speed = rt.info.node_speed();
+  in.compute_scale = rt.planned_scale;
+  in.port = port;
+  in.now_ms = clock_->NowMs();
+  in.swaps = std::move(swaps);
+  // Small placements take microseconds: done in this step, not a tick later.
+  if (static_cast<int>(in.nodes.size()) < options_.async_placement_nodes) {
+    Launch(rt, in, ComputePlacement(in));
+    return;
+  }
+  if (placer_ == nullptr) placer_ = std::make_unique<PlacementWorker>();
+  rt.placing = placer_->Start(std::move(in));
+}
+
+void JobManager::ApplyPlacement(JobRuntime& rt,
+                                const WorkerRegistry& registry) {
+  std::shared_ptr<PlacementTask> task = std::move(rt.placing);
+  rt.placing = nullptr;
+  // The registry may have changed while the placement was computed: every
+  // node must still be alive, holding nothing and not given to another job,
+  // and every spare alive and not taken. Otherwise the result is dropped
+  // and the attempt placed again from a new snapshot on the next tick.
+  const std::set<std::string> taken = TakenByOthers(rt.info.job_id());
+  auto usable = [&](const std::string& id, bool node) {
+    const control::WorkerInfo* w = registry.Find(id);
+    return w != nullptr && w->alive() && !taken.contains(id) &&
+           (!node || w->holds_size() == 0);
+  };
+  std::string gone;
+  for (const auto& w : task->in.nodes) {
+    if (!usable(w.worker_id(), true)) gone = w.worker_id();
+  }
+  for (const auto& id : task->in.spares) {
+    if (!usable(id, false)) gone = id;
+  }
+  if (!gone.empty()) {
+    logger_->info("{}: worker {} changed while attempt {} was placed; placing "
+                  "it again",
+                  rt.info.job_id(), gone, rt.info.attempt());
+    return;
+  }
+  Launch(rt, task->in, std::move(task->out));
 }
 
 void JobManager::KeepSpares(JobRuntime& rt, const WorkerRegistry& registry) {
@@ -305,26 +326,31 @@ void JobManager::WaitForWorkers(JobRuntime& rt, const WorkerRegistry& registry,
   }
 }
 
-void JobManager::Launch(
-    JobRuntime& rt, std::vector<control::WorkerInfo> nodes,
-    const control::ListWorkersReply& workers,
-    const std::vector<control::WorkerInfo>& idle,
-    const std::set<std::string>& taken, Plan plan, int port,
-    const std::vector<std::pair<std::string, std::string>>& swaps) {
-  const int take = static_cast<int>(nodes.size());
-  const bool replanned = Replanned(rt.info, plan, take);
+void JobManager::Launch(JobRuntime& rt, const PlacementSnapshot& in,
+                        PlacedAttempt placed) {
+  const int take = static_cast<int>(in.nodes.size());
+  if (!placed.status.ok()) {
+    (void)Finish(rt, control::FAILED,
+                 absl::StrCat("planning attempt ", rt.info.attempt(), " on ",
+                              take, " nodes: ", placed.status.message()));
+    return;
+  }
+  const bool replanned = Replanned(rt.info, placed.record.plan(), take);
   const std::string was = Layout(rt.info.plan(), rt.info.nodes_size());
-  std::vector<std::string> ids;
-  for (const auto& w : nodes) ids.push_back(w.worker_id());
-  const std::vector<std::string> spares =
-      ReserveSpares(rt.info, workers, idle, ids, taken);
-  if (!Commit(rt, Placed(rt.info, nodes, spares, plan, port, clock_->NowMs()))
+  // The record was serialised with the placement: one store write here,
+  // then the record and its index are moved in (Commit's contract: stored
+  // first, then applied).
+  if (!store_->Put(absl::StrCat("job/", placed.record.job_id()), placed.bytes)
            .ok()) {
     return;  // still PENDING; retried
   }
+  rt.info = std::move(placed.record);
+  rt.index = std::move(placed.index);
   const control::JobInfo& job = rt.info;
+  const Plan& plan = job.plan();
+  const auto& swaps = in.swaps;
   std::vector<std::string> names;
-  for (const auto& w : nodes) names.push_back(w.node_name());
+  for (const auto& w : job.node_info()) names.push_back(w.node_name());
   for (const auto& [lost, spare] : swaps) {
     events_->Record(job.job_id(), job.attempt(), "spare_used",
                     absl::StrCat("node ", lost, " replaced by spare ", spare,
@@ -338,6 +364,7 @@ void JobManager::Launch(
                                "]: tp=", plan.tp(), " pp=", plan.pp(), " dp=",
                                plan.dp(), " cp=", std::max(1, plan.cp())));
   const int want = job.spec().launch().spares();
+  const auto& spares = job.spare_workers();
   if (want > 0) {
     events_->Record(
         job.job_id(), job.attempt(),

@@ -13,10 +13,13 @@ std::string DescribeExit(const control::RankReport& r) {
 }
 
 const AttemptIndex& IndexOf(JobRuntime& rt) {
-  const control::JobInfo& job = rt.info;
-  AttemptIndex& index = rt.index;
-  if (index.attempt == job.attempt() && index.built) return index;
-  index = AttemptIndex();
+  if (rt.index.attempt == rt.info.attempt() && rt.index.built) return rt.index;
+  rt.index = BuildAttemptIndex(rt.info);
+  return rt.index;
+}
+
+AttemptIndex BuildAttemptIndex(const control::JobInfo& job) {
+  AttemptIndex index;
   index.attempt = job.attempt();
   index.built = true;
   index.launches = AttemptLaunches::Prepare(job);

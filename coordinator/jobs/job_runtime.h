@@ -92,6 +92,8 @@ struct InPlaceState {
   std::optional<Replacement> pending;
 };
 
+struct PlacementTask;  // placement_task.h
+
 struct JobRuntime {
   // The record as stored ("job/<id>"): changed only through
   // JobManager::Commit (stored first, then applied).
@@ -118,6 +120,9 @@ struct JobRuntime {
   observe::HistogramCounts step_hist;
   // Calibration: the compute scale the current plan was made with.
   double planned_scale = 1.0;
+  // The pending attempt's placement being computed off the loop
+  // (placement_task.h); null when none is.
+  std::shared_ptr<PlacementTask> placing;
 
   explicit JobRuntime(control::JobInfo record)
       : info(std::move(record)), goodput(info.submit_unix_ms()) {}
@@ -136,6 +141,8 @@ inline bool Failed(const control::RankReport& r) {
 }
 std::string DescribeExit(const control::RankReport& r);
 
+// The AttemptIndex of `job`'s current attempt (any thread).
+AttemptIndex BuildAttemptIndex(const control::JobInfo& job);
 // The running attempt's AttemptIndex, rebuilt when the attempt changed.
 const AttemptIndex& IndexOf(JobRuntime& rt);
 // The ranks of the running attempt placed on `worker_id`'s node; null when

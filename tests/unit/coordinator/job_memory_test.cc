@@ -4,6 +4,7 @@
 // state is at its bound; after 2,000 the process's resident memory and the
 // /metrics series must be within 10% of that. The per-job growth is printed
 // (the figure docs/results.md extrapolates to 10,000 jobs).
+#include <malloc.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -31,6 +32,17 @@ int64_t RssBytes() {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
+// glibc's heap: bytes in use by live allocations, and the arena holding
+// them (in use + free chunks not returned to the system), mallinfo2(3).
+struct Heap {
+  int64_t in_use = 0, arena = 0;
+};
+Heap HeapNow() {
+  const struct mallinfo2 m = mallinfo2();
+  return {static_cast<int64_t>(m.uordblks + m.hblkhd),
+          static_cast<int64_t>(m.arena + m.hblkhd)};
+}
+
 // Series in the exposition: lines that are not comments.
 int Series(JobManager& jobs) {
   MetricsInput in;
@@ -55,12 +67,14 @@ TEST(JobMemoryTest, TwoThousandJobsHoldWhatTheFirstHundredHeld) {
                                                          : control::SUCCEEDED);
   }
   const int64_t rss_warm = RssBytes();
+  const Heap heap_warm = HeapNow();
   const int series_warm = Series(*f.jobs);
   for (int i = kWarmJobs; i < kJobs; ++i) {
     ASSERT_EQ(d.RunOne(i % 10 == 9 ? 1 : 0), i % 10 == 9 ? control::FAILED
                                                          : control::SUCCEEDED);
   }
   const int64_t rss = RssBytes();
+  const Heap heap = HeapNow();
   const int series = Series(*f.jobs);
   const double per_job =
       static_cast<double>(rss - rss_warm) / (kJobs - kWarmJobs);
@@ -69,6 +83,11 @@ TEST(JobMemoryTest, TwoThousandJobsHoldWhatTheFirstHundredHeld) {
       "series; %.0f bytes per job\n",
       kWarmJobs, rss_warm / 1e6, series_warm, kJobs, rss / 1e6, series,
       per_job);
+  std::printf("heap in use +%.0f bytes per job, heap arena +%.0f bytes per job\n",
+              static_cast<double>(heap.in_use - heap_warm.in_use) /
+                  (kJobs - kWarmJobs),
+              static_cast<double>(heap.arena - heap_warm.arena) /
+                  (kJobs - kWarmJobs));
   EXPECT_EQ(f.jobs->List().jobs_size(), kKeepEnded);
   EXPECT_LE(rss, rss_warm * 1.10);
   EXPECT_LE(series, series_warm * 1.10);
