@@ -3,7 +3,9 @@
 //
 // --procs child processes each own --workers/--procs DEALER sockets; every
 // simulated worker registers with a probe, then heartbeats at 1 Hz (spread
-// evenly over the second). Phase 1 (--seconds) measures heartbeat round
+// evenly over the second). Registration is timed; workers not registered
+// within --register-timeout are reported (INCOMPLETE) and the phases run
+// with the others. Phase 1 (--seconds) measures heartbeat round
 // trips (p50/p99/max, client send -> reply received, so client-side polling
 // delay is included: an upper bound on the coordinator's handling latency)
 // and the coordinator's CPU time from /proc. Phase 2 submits a job of
@@ -150,7 +152,8 @@ void Send(SimWorker& w, control::Request& req, uint64_t id) {
 // One child: simulates `count` workers; writes latencies (phase 1 and 2)
 // and order arrival times to `out`. Reads its start time from `start_fd`.
 int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
-             int start_fd, double seconds, const std::string& out) {
+             int start_fd, double seconds, double register_s,
+             const std::string& out) {
   RaiseFdLimit();
   zmq::context_t ctx(1);
   ctx.set(zmq::ctxopt::max_sockets, count + 16);
@@ -246,13 +249,14 @@ int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
       waiting.insert(i);
     }
   };
-  const double reg_deadline = Now() + 120;
+  const double reg_deadline = Now() + register_s;
   while (registered < count && Now() < reg_deadline) {
     handle_replies(50);
     keep_alive();
   }
-  char byte = registered == count ? 'r' : 'x';
-  (void)!write(ready_fd, &byte, 1);
+  // How many registered (the rest go on trying, unmeasured).
+  const int32_t done = registered;
+  (void)!write(ready_fd, &done, sizeof(done));
   for (pollfd p{start_fd, POLLIN, 0}; poll(&p, 1, 0) == 0;) {
     handle_replies(50);
     keep_alive();
@@ -301,6 +305,7 @@ double Percentile(std::vector<double> v, double p) {
 struct BenchFlags {
   int workers = 4096, procs = 2, ranks_per_worker = 4;
   double seconds = 10;
+  double register_s = 120;  // how long the simulator waits for registration
   double scrape_every_s = 1;
   std::string format = "table";
 };
@@ -374,7 +379,8 @@ bool StartChildren(const std::string& endpoint, const BenchFlags& f,
       close(ready[0]);
       close(start[1]);
       _exit(RunChild(endpoint, first, last - first, ready[1], start[0],
-                     f.seconds, dir + "/child-" + std::to_string(p)));
+                     f.seconds, f.register_s,
+                     dir + "/child-" + std::to_string(p)));
     }
     close(ready[1]);
     close(start[0]);
@@ -424,6 +430,7 @@ std::string SubmitJob(const std::string& endpoint, const BenchFlags& f) {
 // What one run measured.
 struct Report {
   bool all_registered = true;
+  int registered = 0;  // workers registered within --register-timeout
   double registration_s = 0;
   double start = 0, submit_at = 0;
   double cpu_pct = 0;
@@ -441,6 +448,12 @@ struct Report {
   double load_before = -1, load_after = -1;
   // Loop steps over 50 ms during the hand-out (wall, CPU) and in total.
   LoopSteps wall_steps, cpu_steps;
+  // Steady phase: loop steps over 1, 10 and 50 ms (wall, CPU), and the
+  // simulator's CPU (all client processes), to split the round trip into
+  // the coordinator's handling and waiting for a core.
+  std::string metrics_steady_start;
+  LoopSteps steady_wall[3], steady_cpu[3];
+  double sim_cpu_steady_s = 0;
 };
 
 // Latencies and order arrival times the children wrote to DIR/child-P.
@@ -476,7 +489,8 @@ void PrintJson(const BenchFlags& f, const Report& r, const Scraper& s) {
       refused.begin(), refused.end(),
       [](char c) { return c == '"' || c == '\\' || c < ' '; }, '\'');
   std::printf(
-      "{\"workers\": %d, \"procs\": %d, \"registration_s\": %.3f, "
+      "{\"workers\": %d, \"procs\": %d, \"registered\": %d, "
+      "\"registration_s\": %.3f, "
       "\"heartbeats\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
       "\"max_ms\": %.3f, \"coordinator_cpu_pct\": %.1f, \"ranks\": %d, "
       "\"handout_s\": %.3f, \"handout_p99_ms\": %.3f, "
@@ -487,8 +501,13 @@ void PrintJson(const BenchFlags& f, const Report& r, const Scraper& s) {
       "\"cpu_per_heartbeat_ms\": %.4f, \"first_order_s\": %.3f, "
       "\"handout_cpu_s\": %.3f, \"handout_steps_over_50ms_wall\": %.0f, "
       "\"handout_steps_over_50ms_cpu\": %.0f, \"load_before\": %.2f, "
-      "\"load_after\": %.2f, \"refused\": \"%s\"}\n",
-      f.workers, f.procs, r.registration_s, r.lat1.size(),
+      "\"load_after\": %.2f, \"steady_steps\": %.0f, "
+      "\"steady_steps_over_1ms_wall\": %.0f, "
+      "\"steady_steps_over_1ms_cpu\": %.0f, "
+      "\"steady_steps_over_10ms_wall\": %.0f, "
+      "\"steady_steps_over_10ms_cpu\": %.0f, \"simulator_cpu_pct\": %.1f, "
+      "\"refused\": \"%s\"}\n",
+      f.workers, f.procs, r.registered, r.registration_s, r.lat1.size(),
       Percentile(r.lat1, 0.5), Percentile(r.lat1, 0.99),
       Percentile(r.lat1, 1.0), r.cpu_pct, f.workers * f.ranks_per_worker,
       r.handout_s, Percentile(r.lat2, 0.99), r.with_orders, r.scrape_ms.size(),
@@ -497,15 +516,23 @@ void PrintJson(const BenchFlags& f, const Report& r, const Scraper& s) {
       r.lat1.empty() ? 0.0 : 1e3 * r.cpu_steady_s / r.lat1.size(),
       r.first_order > 0 ? r.first_order - r.submit_at : -1.0, r.cpu_handout_s,
       r.wall_steps.over, r.cpu_steps.over, r.load_before, r.load_after,
-      refused.c_str());
+      r.steady_wall[0].total, r.steady_wall[0].over, r.steady_cpu[0].over,
+      r.steady_wall[1].over, r.steady_cpu[1].over,
+      100.0 * r.sim_cpu_steady_s / f.seconds, refused.c_str());
 }
 
 void PrintTable(const BenchFlags& f, const Report& r, const Scraper& s) {
   std::printf(
       "coordinator vs %d simulated workers (%d processes), 1 Hz heartbeats\n",
       f.workers, f.procs);
-  std::printf("  registration of all workers     %8.3f s%s\n", r.registration_s,
-              r.all_registered ? "" : "  (INCOMPLETE)");
+  if (r.all_registered) {
+    std::printf("  registration of all workers     %8.3f s\n", r.registration_s);
+  } else {
+    std::printf(
+        "  registration                    %d of %d workers within %.3f s "
+        "(INCOMPLETE; --register-timeout %.0f)\n",
+        r.registered, f.workers, r.registration_s, f.register_s);
+  }
   std::printf("  heartbeats measured             %8zu\n", r.lat1.size());
   std::printf(
       "  round trip p50 / p99 / max      %8.3f / %.3f / %.3f ms   (goal p99 "
@@ -516,6 +543,14 @@ void PrintTable(const BenchFlags& f, const Report& r, const Scraper& s) {
               r.cpu_pct);
   std::printf("  coordinator CPU per heartbeat   %8.3f ms\n",
               r.lat1.empty() ? 0.0 : 1e3 * r.cpu_steady_s / r.lat1.size());
+  std::printf(
+      "  loop steps, steady              %8.0f; over 1 / 10 / 50 ms: wall "
+      "%.0f / %.0f / %.0f, CPU %.0f / %.0f / %.0f\n",
+      r.steady_wall[0].total, r.steady_wall[0].over, r.steady_wall[1].over,
+      r.steady_wall[2].over, r.steady_cpu[0].over, r.steady_cpu[1].over,
+      r.steady_cpu[2].over);
+  std::printf("  simulator CPU, steady           %8.1f %% of one core\n",
+              100.0 * r.sim_cpu_steady_s / f.seconds);
   const int ranks = f.workers * f.ranks_per_worker;
   if (!r.refused.empty()) {
     std::printf("  %d-rank job %s%s\n", ranks,
@@ -569,6 +604,10 @@ bool ParseBenchFlags(int argc, char** argv, BenchFlags* f, int* exit_code) {
       ->check(CLI::Range(1, 64));
   app.add_option("--seconds", f->seconds, "steady heartbeat phase length")
       ->check(CLI::Range(1.0, 600.0));
+  app.add_option("--register-timeout", f->register_s,
+                 "seconds the simulator waits for every worker to register "
+                 "before the measured phases start without the rest")
+      ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--scrape-every", f->scrape_every_s,
                  "seconds between /metrics scrapes (0: no scraping)")
       ->check(CLI::Range(0.0, 60.0));
@@ -605,21 +644,29 @@ std::unique_ptr<control::LocalCluster> StartCoordinator(
 
 // Phase 1: waits for every child to register its workers, starts the
 // measured phase in 0.5 s and samples the coordinator's CPU across it.
-void SteadyPhase(const Children& children, pid_t coord, double seconds,
-                 Report* r) {
+void SteadyPhase(const Children& children, int total_workers, pid_t coord,
+                 double seconds, int metrics_port, Report* r) {
   const double reg_start = Now();
-  for (int fd : children.ready_fds) {
-    char b = 0;
-    r->all_registered &= read(fd, &b, 1) == 1 && b == 'r';
+  for (size_t p = 0; p < children.ready_fds.size(); ++p) {
+    int32_t n = 0;
+    if (read(children.ready_fds[p], &n, sizeof(n)) == sizeof(n)) {
+      r->registered += n;
+    }
   }
+  r->all_registered = r->registered == total_workers;
   r->registration_s = Now() - reg_start;
   r->start = Now() + 0.5;
   for (int fd : children.start_fds) (void)!write(fd, &r->start, sizeof(r->start));
   while (Now() < r->start)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const double cpu0 = CpuSeconds(coord);
+  double sim0 = 0;
+  for (pid_t p : children.pids) sim0 += CpuSeconds(p);
+  r->metrics_steady_start = FetchMetrics(metrics_port);
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   r->cpu_steady_s = CpuSeconds(coord) - cpu0;
+  for (pid_t p : children.pids) r->sim_cpu_steady_s += CpuSeconds(p);
+  r->sim_cpu_steady_s -= sim0;
   r->cpu_pct = 100.0 * r->cpu_steady_s / seconds;
 }
 
@@ -644,8 +691,18 @@ int ControlBench(int argc, char** argv) {
   Scraper scraper(metrics_port, f.scrape_every_s);
   Report r;
   r.load_before = LoadAverage();
-  SteadyPhase(children, cluster->coordinator_pid(), f.seconds, &r);
+  SteadyPhase(children, f.workers, cluster->coordinator_pid(), f.seconds,
+              metrics_port, &r);
   const std::string metrics_before = FetchMetrics(metrics_port);
+  const char* bounds[3] = {"0.001", "0.01", "0.05"};
+  for (int b = 0; b < 3; ++b) {
+    for (auto [clock, out] : {std::pair{"wall", &r.steady_wall[b]},
+                              std::pair{"cpu", &r.steady_cpu[b]}}) {
+      const LoopSteps a = ParseLoopSteps(r.metrics_steady_start, clock, bounds[b]);
+      const LoopSteps z = ParseLoopSteps(metrics_before, clock, bounds[b]);
+      *out = {z.total - a.total, z.over - a.over};
+    }
+  }
   const double cpu_before = CpuSeconds(cluster->coordinator_pid());
   r.submit_at = Now();
   r.refused = SubmitJob(cluster->endpoint(), f);

@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "common/logging.h"
 #include "coordinator/server/coordinator_server.h"
+#include "coordinator/server/heap_policy.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -30,6 +31,8 @@ void RaiseFileLimit() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread: malloc's arenas are made by the threads that use it.
+  strata::coordinator::ConfigureHeap();
   CLI::App app{"strata coordinator"};
   strata::coordinator::CoordinatorOptions o;
   app.add_option("--state-dir", o.state_dir, "directory for persistent state")

@@ -50,6 +50,14 @@ RouterServer::RouterServer(zmq::context_t* context, Service* service,
   // (control/codec.h kControlHwm).
   socket_.set(zmq::sockopt::rcvhwm, control::kControlHwm);
   socket_.set(zmq::sockopt::sndhwm, control::kControlHwm);
+  // Connections waiting to be accepted (listen(2)'s backlog; libzmq's
+  // default is 100, zmq_setsockopt(3) ZMQ_BACKLOG; the kernel caps it at
+  // net.core.somaxconn). Thousands of workers connect at once when they
+  // start or when a coordinator restarts; past the backlog the kernel drops
+  // their handshakes and each retries after 1, 3, 7, 15, 31 s (tcp(7)
+  // tcp_syn_retries). With 16,384 simulated workers the queue was seen full
+  // (ss -ltn) on a loaded machine (docs/results.md "Coordinator at scale").
+  socket_.set(zmq::sockopt::backlog, kListenBacklog);
 }
 
 RouterServer::~RouterServer() {

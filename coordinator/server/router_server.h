@@ -37,6 +37,8 @@ namespace strata::coordinator {
 
 class RouterServer {
  public:
+  // The listening socket's accept backlog (router_server.cc).
+  static constexpr int kListenBacklog = 4096;
   // `service` and `context` must outlive the server. With `curve`, the
   // server's ZAP handler is bound in `context` by the first Bind(): one CURVE
   // server per context.

@@ -62,6 +62,17 @@ StateStore::StateStore(std::unique_ptr<RocksDb> db, std::string dir,
       logger_(GetLogger("CTRL")) {}
 StateStore::~StateStore() = default;
 
+StateStore::Memory StateStore::MemoryUsage() {
+  Memory m;
+  auto db = db_->GetForRead();
+  if (!db.ok()) return m;
+  (void)(*db)->GetIntProperty("rocksdb.cur-size-all-mem-tables", &m.memtables);
+  (void)(*db)->GetIntProperty("rocksdb.block-cache-usage", &m.block_cache);
+  (void)(*db)->GetIntProperty("rocksdb.estimate-table-readers-mem",
+                              &m.table_readers);
+  return m;
+}
+
 int64_t StateStore::generation() const { return db_->reopens(); }
 
 void StateStore::MarkUnwritable(const Status& error) {

@@ -75,6 +75,14 @@ class StateStore {
   StatusOr<std::vector<std::pair<std::string, std::string>>> Scan(
       const std::string& prefix);
 
+  // RocksDB's memory that grows with the data until its bound: memtables
+  // (kMemtableBytes each), the block cache (kBlockCacheBytes) and the table
+  // readers; 0 for what cannot be read.
+  struct Memory {
+    uint64_t memtables = 0, block_cache = 0, table_readers = 0;
+  };
+  Memory MemoryUsage();
+
   // When unwritable and the backoff allows: DB::Resume() and a probe write.
   void MaybeResume();
   const StoreHealth& health() const { return health_; }
