@@ -153,7 +153,7 @@ void Send(SimWorker& w, control::Request& req, uint64_t id) {
 // and order arrival times to `out`. Reads its start time from `start_fd`.
 int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
              int start_fd, double seconds, double register_s,
-             const std::string& out) {
+             double handout_s, const std::string& out) {
   RaiseFdLimit();
   zmq::context_t ctx(1);
   ctx.set(zmq::ctxopt::max_sockets, count + 16);
@@ -263,7 +263,7 @@ int RunChild(const std::string& endpoint, int first, int count, int ready_fd,
   }
   if (read(start_fd, &start, sizeof(start)) != sizeof(start)) return 1;
   const double submit_at = start + seconds;
-  end = submit_at + 8;  // handout phase
+  end = submit_at + handout_s;  // handout phase
   // Heartbeat schedule as a min-heap: O(log n) per send, no scans.
   using Due = std::pair<double, int>;
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> schedule;
@@ -306,6 +306,7 @@ struct BenchFlags {
   int workers = 4096, procs = 2, ranks_per_worker = 4;
   double seconds = 10;
   double register_s = 120;  // how long the simulator waits for registration
+  double handout_s = 8;     // the hand-out phase, from the submit
   double scrape_every_s = 1;
   std::string format = "table";
 };
@@ -379,7 +380,7 @@ bool StartChildren(const std::string& endpoint, const BenchFlags& f,
       close(ready[0]);
       close(start[1]);
       _exit(RunChild(endpoint, first, last - first, ready[1], start[0],
-                     f.seconds, f.register_s,
+                     f.seconds, f.register_s, f.handout_s,
                      dir + "/child-" + std::to_string(p)));
     }
     close(ready[1]);
@@ -608,6 +609,9 @@ bool ParseBenchFlags(int argc, char** argv, BenchFlags* f, int* exit_code) {
                  "seconds the simulator waits for every worker to register "
                  "before the measured phases start without the rest")
       ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--handout-seconds", f->handout_s,
+                 "length of the hand-out phase after the submit")
+      ->check(CLI::Range(2.0, 600.0));
   app.add_option("--scrape-every", f->scrape_every_s,
                  "seconds between /metrics scrapes (0: no scraping)")
       ->check(CLI::Range(0.0, 60.0));

@@ -1,4 +1,5 @@
 #include "coordinator/jobs/job_manager.h"
+#include "coordinator/server/heap_policy.h"
 
 #include <algorithm>
 #include <set>
@@ -125,6 +126,14 @@ Status JobManager::Resync() {
     rows.emplace_back(absl::StrCat("job/", id), job.info.SerializeAsString());
   }
   return store_->Write(rows);
+}
+
+void JobManager::Retire() {
+  left_since_trim_ += table_.Retire(clock_->NowMs());
+  if (left_since_trim_ >= kTrimEveryJobs) {
+    left_since_trim_ = 0;
+    ReleaseFreeHeap();
+  }
 }
 
 Status JobManager::Persist(const control::JobInfo& info) {

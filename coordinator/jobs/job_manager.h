@@ -228,8 +228,12 @@ class JobManager : private JobActions {
   // Records the end event, drops the job's KV keys and marks it for
   // JobTable::Retire (after Finish or a last FailAttempt).
   void Ended(JobRuntime& rt);
-  // Moves the jobs that ended during this call out of the active table.
-  void Retire() { table_.Retire(clock_->NowMs()); }
+  // Moves the jobs that ended during this call out of the active table;
+  // returns free heap to the system after every kTrimEveryJobs jobs that
+  // left memory (server/heap_policy.h).
+  void Retire();
+  static constexpr int kTrimEveryJobs = 64;
+  int left_since_trim_ = 0;
   bool Writable() const { return store_->health().writable; }
   int64_t WaitMs(const control::JobInfo& job) const;
   Status CheckSubmit(const JobSpec& spec, const WorkerRegistry* registry) const;
