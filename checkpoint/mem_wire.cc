@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -234,6 +236,99 @@ void TokenBucket::Acquire(uint64_t n) {
   }
 }
 
+Status SendFileRange(int sock, int file_fd, uint64_t offset, uint64_t n,
+                     TokenBucket* bucket, const std::string& what) {
+  constexpr size_t kPiece = 1 << 20;
+  bool use_sendfile = true;
+  std::vector<char> buf;
+  while (n > 0) {
+    const size_t piece = static_cast<size_t>(std::min<uint64_t>(n, kPiece));
+    if (bucket != nullptr) bucket->Acquire(piece);
+    for (size_t left = piece; left > 0;) {
+      ssize_t w = -1;
+      if (use_sendfile) {
+        off_t off = static_cast<off_t>(offset);
+        w = sendfile(sock, file_fd, &off, left);
+        if (w < 0 && (errno == EINVAL || errno == ENOSYS)) {
+          use_sendfile = false;  // not supported here: copy through a buffer
+          continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w == 0) {
+          return absl::DataLossError(
+              absl::StrCat("sending to ", what, ": the file ended at ", offset));
+        }
+        if (w < 0) {
+          return absl::UnavailableError(
+              absl::StrCat("send to ", what, ": ", std::strerror(errno)));
+        }
+      } else {
+        buf.resize(kPiece);
+        ssize_t r = pread(file_fd, buf.data(), left, static_cast<off_t>(offset));
+        if (r <= 0) {
+          return ErrnoToStatus(r == 0 ? EIO : errno,
+                               absl::StrCat("read at ", offset, " for ", what));
+        }
+        RETURN_IF_ERROR(WriteAll(sock, buf.data(), static_cast<size_t>(r), what));
+        w = r;
+      }
+      offset += static_cast<uint64_t>(w);
+      left -= static_cast<size_t>(w);
+      n -= static_cast<uint64_t>(w);
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status RecvToFile(int sock, int file_fd, uint64_t n, const std::string& what) {
+  int p[2] = {-1, -1};
+  bool use_splice = pipe2(p, O_CLOEXEC) == 0;
+  if (use_splice) (void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+  std::vector<char> buf;
+  Status st;
+  while (st.ok() && n > 0) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(n, 1 << 20));
+    if (use_splice) {
+      ssize_t in = splice(sock, nullptr, p[1], nullptr, want, SPLICE_F_MOVE);
+      if (in < 0 && errno == EINTR) continue;
+      if (in < 0 && errno == EINVAL) {
+        use_splice = false;  // nothing is in the pipe yet: plain copies
+        continue;
+      }
+      if (in <= 0) {
+        st = absl::UnavailableError(absl::StrCat(
+            "receive from ", what, ": ",
+            in < 0 ? std::strerror(errno) : "connection closed early"));
+        break;
+      }
+      for (ssize_t out_left = in; out_left > 0;) {
+        ssize_t out = splice(p[0], nullptr, file_fd, nullptr,
+                             static_cast<size_t>(out_left), SPLICE_F_MOVE);
+        if (out < 0 && errno == EINTR) continue;
+        if (out <= 0) {
+          st = ErrnoToStatus(out == 0 ? EIO : errno, "write of " + what);
+          break;
+        }
+        out_left -= out;
+      }
+      n -= static_cast<uint64_t>(in);
+    } else {
+      buf.resize(1 << 20);
+      st = ReadAll(sock, buf.data(), want, what);
+      if (st.ok() && write(file_fd, buf.data(), want) !=
+                         static_cast<ssize_t>(want)) {
+        st = ErrnoToStatus(errno == 0 ? ENOSPC : errno, "write of " + what);
+      }
+      n -= want;
+    }
+  }
+  if (p[0] >= 0) {
+    close(p[0]);
+    close(p[1]);
+  }
+  return st;
+}
+
 StatusOr<std::pair<int, Reply>> ReplicaClient::Call(const Request& r) {
   ASSIGN_OR_RETURN(int fd, Dial(endpoint_, timeout_ms_));
   Status sent = SendRequest(fd, r, endpoint_);
@@ -262,6 +357,17 @@ Status ReplicaClient::Put(
     RETURN_IF_ERROR(WriteAll(fd.get(), buf.data(), n, endpoint_));
     off += n;
   }
+  ASSIGN_OR_RETURN(Reply done, RecvReply(fd.get(), endpoint_));
+  return done.status;
+}
+
+Status ReplicaClient::PutFile(const std::string& job, int64_t step,
+                              const std::string& name, int file_fd,
+                              uint64_t size, TokenBucket* bucket) {
+  ASSIGN_OR_RETURN(auto call, Call({Op::kPut, job, step, name, 0, size}));
+  Fd fd(call.first);
+  if (!call.second.status.ok()) return call.second.status;  // refused
+  RETURN_IF_ERROR(SendFileRange(fd.get(), file_fd, 0, size, bucket, endpoint_));
   ASSIGN_OR_RETURN(Reply done, RecvReply(fd.get(), endpoint_));
   return done.status;
 }

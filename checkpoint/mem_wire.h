@@ -88,6 +88,23 @@ struct Reply {
 };
 StatusOr<Reply> RecvReply(int fd, const std::string& what);
 
+class TokenBucket;
+
+// Sends bytes [offset, offset + n) of the open file `file_fd` to socket
+// `sock`, in pieces of at most 1 MiB each paced by `bucket` (may be null),
+// with sendfile(2): on Linux the file's page-cache (tmpfs) pages go to the
+// socket without a CPU copy. Falls back to pread + send where sendfile is
+// refused. Unavailable naming `what` when the socket fails; the read error
+// naming the file otherwise.
+Status SendFileRange(int sock, int file_fd, uint64_t offset, uint64_t n,
+                     TokenBucket* bucket, const std::string& what);
+// Receives exactly `n` bytes from socket `sock` into the open file
+// `file_fd` at its current offset, with splice(2) through a pipe (the
+// socket's pages move into the pipe without a copy; the one CPU copy is
+// into the file's pages); falls back to recv + write where splice is
+// refused. Unavailable naming `what` when the socket fails or closes early.
+Status RecvToFile(int sock, int file_fd, uint64_t n, const std::string& what);
+
 // A token bucket (rate bytes/s, burst bytes) pacing replica traffic.
 // Thread-safe; Acquire sleeps. rate <= 0: never waits.
 class TokenBucket {
@@ -119,6 +136,10 @@ class ReplicaClient {
              uint64_t size,
              const std::function<Status(uint64_t, char*, size_t)>& read,
              TokenBucket* bucket);
+  // Sends bytes [0, size) of the open file `fd` as the entry
+  // (SendFileRange: no CPU copy on this side), paced by `bucket`.
+  Status PutFile(const std::string& job, int64_t step, const std::string& name,
+                 int fd, uint64_t size, TokenBucket* bucket);
   Status PutBytes(const std::string& job, int64_t step,
                   const std::string& name, const std::string& bytes,
                   TokenBucket* bucket);

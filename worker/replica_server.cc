@@ -314,16 +314,9 @@ Status ReplicaServer::HandlePut(int fd, const Request& r,
     int out = open(part.c_str(),
                    O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (out < 0) return ErrnoToStatus(errno, "open " + part);
-    std::vector<char> buf(1 << 20);
-    Status copied = absl::OkStatus();
-    for (uint64_t left = r.length; left > 0 && copied.ok();) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-      copied = checkpoint::mem::ReadAll(fd, buf.data(), n, peer);
-      if (copied.ok() && write(out, buf.data(), n) != static_cast<ssize_t>(n)) {
-        copied = ErrnoToStatus(errno == 0 ? ENOSPC : errno, "write " + part);
-      }
-      left -= n;
-    }
+    // The one CPU copy of a replica on this side: the socket's pages into
+    // the file's (mem_wire.h RecvToFile).
+    Status copied = checkpoint::mem::RecvToFile(fd, out, r.length, peer);
     close(out);
     if (copied.ok() && rename(part.c_str(), path.c_str()) != 0) {
       copied = ErrnoToStatus(errno, "rename " + part);
@@ -363,17 +356,9 @@ Status ReplicaServer::HandleGet(int fd, const Request& r,
     return shortfile;
   }
   Status sent = checkpoint::mem::SendReply(fd, absl::OkStatus(), r.length, peer);
-  std::vector<char> buf(1 << 20);
-  for (uint64_t off = r.offset, left = r.length; sent.ok() && left > 0;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-    ssize_t got = pread(in, buf.data(), n, static_cast<off_t>(off));
-    if (got != static_cast<ssize_t>(n)) {
-      sent = ErrnoToStatus(errno == 0 ? EIO : errno, "read " + path);
-      break;
-    }
-    sent = checkpoint::mem::WriteAll(fd, buf.data(), n, peer);
-    off += n;
-    left -= n;
+  if (sent.ok()) {
+    sent = checkpoint::mem::SendFileRange(fd, in, r.offset, r.length, nullptr,
+                                          peer);
   }
   close(in);
   return sent;

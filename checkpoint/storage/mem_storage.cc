@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "checkpoint/internal/file_util.h"
 #include "checkpoint/mem_wire.h"
 #include "checkpoint/storage/storages.h"
 #include "common/logging.h"
@@ -90,25 +91,43 @@ class NoPin final : public StepPin {};
 
 class MemStorage;
 
-// A local data stream that, once finished, is admitted by the local worker
-// and copied to the buddy.
-class TeeSink final : public DataSink {
+// A data stream written straight from the caller's memory (the staged
+// buffers) into its file in the memory directory: the one CPU copy of a
+// save on the rank's side (pwrite into the tmpfs pages; no staging buffer
+// of its own as the file:// O_DIRECT writer has, no fsync: tmpfs). Once
+// finished it is admitted by the local worker and sent to the buddy from
+// the file's pages (sendfile: no copy). A stream never finished stays an
+// uncommitted leftover (Storage::CollectGarbage).
+class MemSink final : public DataSink {
  public:
-  TeeSink(MemStorage* owner, std::unique_ptr<DataSink> local, int64_t step,
+  MemSink(MemStorage* owner, int fd, std::string path, int64_t step,
           std::string name)
-      : owner_(owner), local_(std::move(local)), step_(step),
+      : owner_(owner), fd_(fd), path_(std::move(path)), step_(step),
         name_(std::move(name)) {}
+  ~MemSink() override { close(fd_); }
   Status Append(const char* data, size_t n) override {
-    return local_->Append(data, n);
+    while (n > 0) {
+      const ssize_t w = pwrite(fd_, data, n, static_cast<off_t>(size_));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        return ErrnoToStatus(w == 0 ? ENOSPC : errno, "write " + path_);
+      }
+      data += w;
+      n -= static_cast<size_t>(w);
+      size_ += static_cast<uint64_t>(w);
+    }
+    return absl::OkStatus();
   }
   Status Finish() override;
-  uint64_t size() const override { return local_->size(); }
+  uint64_t size() const override { return size_; }
 
  private:
   MemStorage* owner_;
-  std::unique_ptr<DataSink> local_;
+  const int fd_;
+  const std::string path_;
   const int64_t step_;
   const std::string name_;
+  uint64_t size_ = 0;
 };
 
 class MemStorage final : public StorageWrapper {
@@ -133,14 +152,33 @@ class MemStorage final : public StorageWrapper {
       }
       RETURN_IF_ERROR(self->Admit(c_.job, step, name, expected));
     }
-    ASSIGN_OR_RETURN(auto local, target().CreateData(step, name));
+    if (!ValidName(name)) {
+      return absl::InvalidArgumentError("checkpoint entry name '" + name +
+                                        "' is not a single path component");
+    }
+    const std::string step_dir = StepDir(c_.dir, step);
+    RETURN_IF_ERROR(internal::MakeDirs(c_.dir));
+    if (mkdir(step_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoToStatus(errno, "mkdir " + step_dir);
+    }
+    struct stat st {};
+    if (lstat(step_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          step_dir + " is not a directory (a symlink is not followed)");
+    }
+    const std::string path = target().Where(step, name);
+    const int fd = open(path.c_str(),
+                        O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                        0644);
+    if (fd < 0) return ErrnoToStatus(errno, "open " + path);
     return std::unique_ptr<DataSink>(
-        std::make_unique<TeeSink>(this, std::move(local), step, name));
+        std::make_unique<MemSink>(this, fd, path, step, name));
   }
 
   // After the local stream is durable: admitted (else removed), then on the
   // buddy.
-  Status Finished(int64_t step, const std::string& name, uint64_t size) {
+  Status Finished(int64_t step, const std::string& name, uint64_t size,
+                  int fd) {
     const std::string path = target().Where(step, name);
     if (ReplicaClient* self = Self()) {
       Status admitted = self->Admit(c_.job, step, name, 0);
@@ -155,20 +193,8 @@ class MemStorage final : public StorageWrapper {
     }
     ReplicaClient* buddy = Buddy();
     if (buddy == nullptr) return absl::OkStatus();
-    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return ErrnoToStatus(errno, "open " + path);
-    Status st = buddy->Put(
-        c_.job, step, name, size,
-        [&](uint64_t off, char* buf, size_t n) -> Status {
-          if (pread(fd, buf, n, static_cast<off_t>(off)) !=
-              static_cast<ssize_t>(n)) {
-            return ErrnoToStatus(errno == 0 ? EIO : errno, "read " + path);
-          }
-          return absl::OkStatus();
-        },
-        &bucket_);
-    close(fd);
-    return Replicated(st, buddy, step, name);
+    return Replicated(buddy->PutFile(c_.job, step, name, fd, size, &bucket_),
+                      buddy, step, name);
   }
 
   Status PutMeta(int64_t step, const std::string& name,
@@ -340,9 +366,8 @@ class MemStorage final : public StorageWrapper {
   std::map<std::pair<int64_t, std::string>, int> source_ ABSL_GUARDED_BY(mu_);
 };
 
-Status TeeSink::Finish() {
-  RETURN_IF_ERROR(local_->Finish());
-  return owner_->Finished(step_, name_, local_->size());
+Status MemSink::Finish() {
+  return owner_->Finished(step_, name_, size_, fd_);
 }
 
 }  // namespace
