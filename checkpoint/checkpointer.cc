@@ -59,6 +59,10 @@ class Checkpointer::Impl {
   void WaitSnapshot();
   Status Wait();
   Status Poll();
+  bool HasFreeSlot() {
+    MutexLock lock(mu_);
+    return in_flight_ < std::max(1, opts_.max_in_flight);
+  }
   int consecutive_failures();
   StatusOr<int64_t> Latest();
 
@@ -380,6 +384,8 @@ void Checkpointer::WaitSnapshot() { impl_->WaitSnapshot(); }
 Status Checkpointer::Wait() { return impl_->Wait(); }
 
 Status Checkpointer::Poll() { return impl_->Poll(); }
+
+bool Checkpointer::HasFreeSlot() { return impl_->HasFreeSlot(); }
 
 int Checkpointer::consecutive_failures() const {
   return impl_->consecutive_failures();

@@ -146,6 +146,12 @@ class Checkpointer {
   // Blocks until every save in flight is committed or failed; returns the
   // first failure since the last Wait or Poll (then forgets it).
   Status Wait();
+  // Non-blocking: whether SaveAsync would find a free in-flight slot now
+  // (fewer than max_in_flight saves staged or persisting). On rank 0 a
+  // save holds its slot until it is committed, which needs every rank's
+  // part, so a free slot on rank 0 means every rank has ended all but its
+  // newest max_in_flight - 1 saves. Thread-safe.
+  bool HasFreeSlot();
   // Non-blocking: the first failure among the saves that ended since the
   // last Wait or Poll (then forgotten); OK when none failed. Saves still in
   // flight are not waited for. Thread-safe.

@@ -142,7 +142,7 @@ StatusOr<Request> RecvRequest(int fd, const std::string& what) {
   }
   Request r;
   const uint8_t op = static_cast<uint8_t>(h[4]);
-  if (op < 1 || op > 6) {
+  if (op < 1 || op > 7) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown op ", op));
   }
@@ -155,7 +155,8 @@ StatusOr<Request> RecvRequest(int fd, const std::string& what) {
   if (!r.job.empty()) RETURN_IF_ERROR(ReadAll(fd, r.job.data(), r.job.size(), what));
   if (!r.name.empty())
     RETURN_IF_ERROR(ReadAll(fd, r.name.data(), r.name.size(), what));
-  const bool needs_name = r.op != Op::kList && r.op != Op::kDrop;
+  const bool needs_name =
+      r.op != Op::kList && r.op != Op::kDrop && r.op != Op::kPin;
   if (!ValidName(r.job) || (needs_name && !ValidName(r.name)) ||
       (!needs_name && !r.name.empty())) {
     return absl::InvalidArgumentError(
@@ -163,7 +164,7 @@ StatusOr<Request> RecvRequest(int fd, const std::string& what) {
                      "' or entry name '", r.name,
                      "' is not a single path component"));
   }
-  if (r.step < -1 || (r.op == Op::kDrop && r.step < 0)) {
+  if (r.step < -1 || ((r.op == Op::kDrop || r.op == Op::kPin) && r.step < 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad step ", r.step));
   }
@@ -447,6 +448,15 @@ Status ReplicaClient::Admit(const std::string& job, int64_t step,
   ASSIGN_OR_RETURN(auto call, Call({Op::kAdmit, job, step, name, 0, bytes}));
   Fd fd(call.first);
   return call.second.status;
+}
+
+StatusOr<int> ReplicaClient::Pin(const std::string& job, int64_t step) {
+  ASSIGN_OR_RETURN(auto call, Call({Op::kPin, job, step, "", 0, 0}));
+  if (!call.second.status.ok()) {
+    close(call.first);
+    return call.second.status;
+  }
+  return call.first;
 }
 
 }  // namespace strata::checkpoint::mem

@@ -49,6 +49,11 @@ enum class Op : uint8_t {
   kList = 4,   // committed steps of the job (payload: i64 each, ascending)
   kDrop = 5,   // remove the job's step
   kAdmit = 6,  // may this worker hold `length` more bytes? (local writes)
+  // Pin committed step `step` for a reader: answered once the pin holds
+  // (NotFound when the step is not committed there); the pin lasts until
+  // the client closes the connection. kDrop of a pinned step is refused
+  // with FailedPrecondition (Storage::PinStep's contract, across nodes).
+  kPin = 7,
 };
 
 struct Request {
@@ -154,6 +159,9 @@ class ReplicaClient {
   Status Drop(const std::string& job, int64_t step);
   Status Admit(const std::string& job, int64_t step, const std::string& name,
                uint64_t bytes);
+  // Pins `step` on this server (Op::kPin): the returned socket holds the
+  // pin until closed by the caller.
+  StatusOr<int> Pin(const std::string& job, int64_t step);
 
  private:
   // Sends `r`, reads the reply header; the fd is returned open for the

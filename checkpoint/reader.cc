@@ -37,6 +37,10 @@ using internal::RegionByteRuns;
 constexpr uint64_t kReadPieceBytes = 2 << 20;
 constexpr size_t kReadThreads = 4;
 
+// Other copies a reader tries after a checksum mismatch (a bound on a
+// storage that keeps offering them).
+constexpr int kMaxOtherCopies = 8;
+
 Box ChunkBox(const ChunkMeta& c) {
   return Box{{c.global_offset().begin(), c.global_offset().end()},
              {c.shape().begin(), c.shape().end()}};
@@ -64,17 +68,42 @@ Status ReadBlocks(Storage& storage, int64_t step, const std::string& tensor,
     return absl::DataLossError(absl::StrCat("tensor '", tensor, "' chunk ",
                                             chunk_index, ": ", st.message()));
   }
-  for (uint64_t b = first; b <= last; ++b) {
-    const uint64_t o = b * bb, n = std::min<uint64_t>(bb, chunk.length() - o);
-    if (XXH3_64bits(buf + (o - origin), n) !=
-        chunk.block_xxh3(static_cast<int>(b))) {
-      return absl::DataLossError(absl::StrCat(
-          "tensor '", tensor, "' chunk ", chunk_index, " (",
-          storage.Where(step, chunk.file()), " bytes ", chunk.offset() + o, "-",
-          chunk.offset() + o + n, "): checksum mismatch"));
+  // The first block failing its checksum, or -1.
+  auto bad_block = [&]() -> int64_t {
+    for (uint64_t b = first; b <= last; ++b) {
+      const uint64_t o = b * bb, n = std::min<uint64_t>(bb, chunk.length() - o);
+      if (XXH3_64bits(buf + (o - origin), n) !=
+          chunk.block_xxh3(static_cast<int>(b))) {
+        return static_cast<int64_t>(b);
+      }
     }
+    return -1;
+  };
+  const int64_t bad = bad_block();
+  if (bad < 0) return absl::OkStatus();
+  const uint64_t o = static_cast<uint64_t>(bad) * bb,
+                 n = std::min<uint64_t>(bb, chunk.length() - o);
+  Status mismatch = absl::DataLossError(absl::StrCat(
+      "tensor '", tensor, "' chunk ", chunk_index, " (",
+      storage.Where(step, chunk.file()), " bytes ", chunk.offset() + o, "-",
+      chunk.offset() + o + n, "): checksum mismatch"));
+  // Another copy of the same bytes (the memory tier: a peer's replica),
+  // before the caller falls back to another tier.
+  std::string tried;
+  for (int k = 0; k < kMaxOtherCopies; ++k) {
+    Status other =
+        storage.ReadOtherCopy(step, chunk.file(), chunk.offset() + begin,
+                              buf + (begin - origin), end - begin, k);
+    if (absl::IsOutOfRange(other)) break;
+    if (other.ok() && bad_block() < 0) {
+      GetLogger("CKPT")->warn("{}; read another copy (#{}) that verifies",
+                              std::string(mismatch.message()), k);
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&tried, "; other copy #", k, ": ",
+                    other.ok() ? "checksum mismatch too" : other.message());
   }
-  return absl::OkStatus();
+  return Status(mismatch.code(), absl::StrCat(mismatch.message(), tried));
 }
 
 // One contiguous run of a region: `len` bytes at chunk byte `src` go to
@@ -408,6 +437,14 @@ StatusOr<std::string> LoadBlob(Storage& storage, int64_t step,
     std::string out(b.length(), '\0');
     RETURN_IF_ERROR(
         storage.ReadData(step, b.file(), b.offset(), out.data(), out.size()));
+    for (int k = 0; k < kMaxOtherCopies &&
+                    XXH3_64bits(out.data(), out.size()) != b.xxh3();
+         ++k) {
+      if (absl::IsOutOfRange(storage.ReadOtherCopy(
+              step, b.file(), b.offset(), out.data(), out.size(), k))) {
+        break;
+      }
+    }
     if (XXH3_64bits(out.data(), out.size()) != b.xxh3()) {
       return absl::DataLossError(absl::StrCat("blob '", name, "' (",
                                               storage.Where(step, b.file()),

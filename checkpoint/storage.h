@@ -73,6 +73,18 @@ class Storage {
   // short.
   virtual Status ReadData(int64_t step, const std::string& name,
                           uint64_t offset, void* buf, size_t n) = 0;
+  // The `k`-th other copy (k = 0, 1, ...) of the bytes ReadData reads, for
+  // a reader whose bytes failed their checksum: exactly n bytes at
+  // `offset` from another place holding the same entry (the memory tier:
+  // a peer's replica, or this node's copy when ReadData read a peer's).
+  // OutOfRange when there is no k-th other copy (the default: one copy);
+  // the copy's own error (NotFound, Unavailable, DataLoss) when that one
+  // cannot be read. A reader tries them in order until one verifies.
+  virtual Status ReadOtherCopy(int64_t step, const std::string& name,
+                               uint64_t offset, void* buf, size_t n, int k) {
+    (void)step, (void)name, (void)offset, (void)buf, (void)n, (void)k;
+    return absl::OutOfRangeError("no other copy");
+  }
   // Durable and atomic: readers see the old entry or the new one.
   virtual Status PutMeta(int64_t step, const std::string& name,
                          const std::string& bytes) = 0;
@@ -118,6 +130,10 @@ class StorageWrapper : public Storage {
   Status ReadData(int64_t step, const std::string& name, uint64_t offset,
                   void* buf, size_t n) override {
     return target_->ReadData(step, name, offset, buf, n);
+  }
+  Status ReadOtherCopy(int64_t step, const std::string& name,
+                       uint64_t offset, void* buf, size_t n, int k) override {
+    return target_->ReadOtherCopy(step, name, offset, buf, n, k);
   }
   Status PutMeta(int64_t step, const std::string& name,
                  const std::string& bytes) override {

@@ -181,6 +181,7 @@ class Trainer {
   StatusOr<StepResult> HandleNonFinite(int64_t step, double loss, double norm);
   Status SaveCheckpoint();
   // The memory tier's save of this step (non-blocking settle of the last).
+  bool AgreeMemorySave();
   Status SaveMemory();
   // Starts a save of this step's state (parameters, moments, step, seed,
   // data cursor) into `to`, counting the time as stall; SaveAsync's result
@@ -237,6 +238,7 @@ class Trainer {
   std::unique_ptr<checkpoint::Checkpointer> mem_ckpt_;
   checkpoint::SaveHandle mem_save_;
   int mem_failures_ = 0;  // consecutive, logged
+  int64_t mem_skipped_ = 0;  // steps the memory tier skipped (lagging)
   int rollbacks_ = 0;
   bool mutating_ = false;  // an optimizer update is being applied
   std::string resumed_tier_;

@@ -159,6 +159,45 @@ StatusOr<std::pair<float*, float*>> Trainer::MomentsForSave() {
   return std::pair{gathered_m_.data(), gathered_v_.data()};
 }
 
+// The memory tier's skip rule (docs/checkpoint.md "Memory tier"): a step's
+// memory snapshot is taken iff rank 0's memory checkpointer has a free
+// in-flight slot when rank 0 reaches the save; rank 0 publishes that as
+// memckpt/go/<step> in the job's store and every other rank waits for it,
+// so all ranks take or skip the same steps (a rank that skipped alone
+// would leave the step uncommitted until rank 0's commit timeout). Rank
+// 0's slot is held until the step commits, which needs every rank's part,
+// so a free slot there means no rank is more than max_in_flight - 1 saves
+// behind: a rank told to save finds its own slot free (at most the
+// microseconds between its report and its slot's release), and a replica
+// slower than the step rate costs steps of the memory tier, not step time.
+// A rank that cannot read the decision skips (logged): at worst that
+// step's save fails on rank 0 at its commit timeout, never a wrong state.
+bool Trainer::AgreeMemorySave() {
+  const bool free = mem_ckpt_->HasFreeSlot();
+  if (g_.world_size == 1 || g_.store == nullptr) return free;
+  auto store = comm::NewPrefixStore("memckpt/go", g_.store);
+  const std::string key = absl::StrCat(step_);
+  if (g_.world_rank == 0) {
+    // Every rank read go/<step - 2> before the collectives of step - 1 that
+    // rank 0 has passed: safe to drop (bounds the store's keys).
+    (void)store->Delete(absl::StrCat(step_ - 2 * o_.mem_every));
+    if (Status st = store->Set(key, free ? "1" : "0"); !st.ok()) {
+      GetLogger("TRAIN")->warn("memory tier: step {} skipped: {}", step_,
+                               std::string(st.message()));
+      return false;
+    }
+    return free;
+  }
+  auto go = store->Get(key, std::chrono::seconds(60));
+  if (!go.ok()) {
+    GetLogger("TRAIN")->warn("memory tier: step {} skipped: rank 0's "
+                             "decision unreadable: {}",
+                             step_, std::string(go.status().message()));
+    return false;
+  }
+  return *go == "1";
+}
+
 Status Trainer::SaveMemory() {
   // Settled without blocking or a collective: a failed memory save never
   // stops the run (the durable tier is the fallback), it is logged.
@@ -175,6 +214,18 @@ Status Trainer::SaveMemory() {
              mem_save_.Wait().ok()) {  // done: Wait does not block
     mem_failures_ = 0;
     committed_step_ = std::max(committed_step_, mem_save_.step());
+  }
+  if (!AgreeMemorySave()) {
+    // Logged at 1, 2, 4, 8, ... skips: visible, not a line a step.
+    ++mem_skipped_;
+    if ((mem_skipped_ & (mem_skipped_ - 1)) == 0) {
+      GetLogger("TRAIN")->info(
+          "memory tier: step {} not snapshotted: the previous saves are "
+          "still replicating ({} steps skipped so far; the replica rate is "
+          "STRATA_MEM_RATE_MIBS)",
+          step_, mem_skipped_);
+    }
+    return absl::OkStatus();
   }
   StatusOr<checkpoint::SaveHandle> handle;
   RETURN_IF_ERROR(SaveState(*mem_ckpt_, &handle));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -276,9 +277,21 @@ Status ReplicaServer::Handle(int fd, const std::string& peer) {
       return checkpoint::mem::WriteAll(fd, b.data(), b.size(), peer);
     }
     case Op::kDrop: {
+      // A reader's pin (kPin, or a local rank's StepPin: both a shared
+      // flock on the manifest) keeps the step: refused, nothing removed.
+      const std::string manifest = StepPath(r.job, r.step) + "/manifest.pb";
+      int lock_fd = open(manifest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        close(lock_fd);
+        Status pinned = absl::FailedPreconditionError(absl::StrCat(
+            "worker ", node_, ": step ", r.step, " of ", r.job,
+            " is pinned by a reader"));
+        return checkpoint::mem::SendReply(fd, pinned, 0, peer);
+      }
       std::error_code ec;
       // Uncommit first (the manifest), then the rest.
-      unlink((StepPath(r.job, r.step) + "/manifest.pb").c_str());
+      unlink(manifest.c_str());
+      if (lock_fd >= 0) close(lock_fd);
       fs::remove_all(StepPath(r.job, r.step), ec);
       Status st = ec ? absl::UnavailableError(absl::StrCat(
                            "remove ", StepPath(r.job, r.step), ": ",
@@ -286,6 +299,8 @@ Status ReplicaServer::Handle(int fd, const std::string& peer) {
                      : absl::OkStatus();
       return checkpoint::mem::SendReply(fd, st, 0, peer);
     }
+    case Op::kPin:
+      return HandlePin(fd, r, peer);
     case Op::kAdmit: {
       Status st = Reserve(r, r.length, peer);
       if (st.ok()) Release(r.length);  // a check: the rank writes the file
@@ -330,6 +345,30 @@ Status ReplicaServer::HandlePut(int fd, const Request& r,
   }
   RETURN_IF_ERROR(checkpoint::mem::SendReply(fd, st, 0, peer));
   return st;
+}
+
+Status ReplicaServer::HandlePin(int fd, const Request& r,
+                                const std::string& peer) {
+  const std::string manifest = StepPath(r.job, r.step) + "/manifest.pb";
+  int lock_fd = open(manifest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (lock_fd < 0 || flock(lock_fd, LOCK_SH) != 0) {
+    if (lock_fd >= 0) close(lock_fd);
+    Status missing = absl::NotFoundError(absl::StrCat(
+        "worker ", node_, " has no committed step ", r.step, " of ", r.job));
+    (void)checkpoint::mem::SendReply(fd, missing, 0, peer);
+    return missing;
+  }
+  Status st = checkpoint::mem::SendReply(fd, absl::OkStatus(), 0, peer);
+  // Held until the reader closes the connection (or this server stops).
+  char b;
+  while (st.ok() && !stopping_) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;
+  }
+  close(lock_fd);
+  return absl::OkStatus();
 }
 
 Status ReplicaServer::HandleGet(int fd, const Request& r,

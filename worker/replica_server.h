@@ -79,6 +79,10 @@ class ReplicaServer {
                    const std::string& peer);
   Status HandleGet(int fd, const checkpoint::mem::Request& r,
                    const std::string& peer);
+  // Holds a shared flock on the step's manifest until the peer closes the
+  // connection (Op::kPin); kDrop refuses a step so locked.
+  Status HandlePin(int fd, const checkpoint::mem::Request& r,
+                   const std::string& peer);
   // OK, or ResourceExhausted (logged) when `bytes` more would pass the
   // limit; on OK the bytes are reserved until Release.
   Status Reserve(const checkpoint::mem::Request& r, uint64_t bytes,

@@ -87,7 +87,21 @@ StatusOr<MemConfig> ConfigFromEnv(const std::string& path) {
   return c;
 }
 
-class NoPin final : public StepPin {};
+// A restore's hold on a step: this node's pin (the file:// flock) and one
+// on every peer that holds the step (a connection each: Op::kPin), so
+// neither retention nor a peer's drop removes a copy a reader may use.
+class MemPin final : public StepPin {
+ public:
+  MemPin(std::unique_ptr<StepPin> local, std::vector<int> peer_fds)
+      : local_(std::move(local)), fds_(std::move(peer_fds)) {}
+  ~MemPin() override {
+    for (int fd : fds_) close(fd);
+  }
+
+ private:
+  std::unique_ptr<StepPin> local_;  // may be null
+  const std::vector<int> fds_;
+};
 
 class MemStorage;
 
@@ -256,6 +270,27 @@ class MemStorage final : public StorageWrapper {
     return st;
   }
 
+  // After a checksum mismatch: the copies other than the one ReadData read,
+  // this node's first (when ReadData read a peer's), then the peers', the
+  // buddy first.
+  Status ReadOtherCopy(int64_t step, const std::string& name, uint64_t offset,
+                       void* buf, size_t n, int k) override {
+    ASSIGN_OR_RETURN(int source, SourceOf(step, name));
+    std::vector<int> others;
+    if (source >= 0) others.push_back(-1);
+    for (int i : PeerOrder()) {
+      if (i != source) others.push_back(i);
+    }
+    if (k < 0 || k >= static_cast<int>(others.size())) {
+      return absl::OutOfRangeError("no other copy");
+    }
+    const int from = others[k];
+    if (from < 0) return target().ReadData(step, name, offset, buf, n);
+    log_->warn("mem:// {} of step {}: reading peer {}'s copy (node {})", name,
+               step, clients_[from]->endpoint(), from);
+    return clients_[from]->Get(c_.job, step, name, offset, buf, n);
+  }
+
   StatusOr<std::vector<int64_t>> Steps() override {
     std::set<int64_t> steps;
     if (auto local = target().Steps(); local.ok()) {
@@ -274,22 +309,43 @@ class MemStorage final : public StorageWrapper {
     return std::vector<int64_t>(steps.begin(), steps.end());
   }
 
+  // Pins the local copy and every peer's that has the step; NotFound only
+  // when no node holds it committed.
   StatusOr<std::unique_ptr<StepPin>> PinStep(int64_t step) override {
-    auto pin = target().PinStep(step);
-    if (pin.ok() || !absl::IsNotFound(pin.status())) return pin;
-    // Only on peers: nothing local to pin (peers' copies are not pinned).
-    return std::unique_ptr<StepPin>(std::make_unique<NoPin>());
+    auto local = target().PinStep(step);
+    if (!local.ok() && !absl::IsNotFound(local.status())) return local.status();
+    std::vector<int> fds;
+    for (int i : PeerOrder()) {
+      auto fd = clients_[i]->Pin(c_.job, step);
+      if (fd.ok()) {
+        fds.push_back(*fd);
+      } else if (!absl::IsNotFound(fd.status())) {
+        log_->warn("mem:// step {} not pinned on {}: {}", step,
+                   clients_[i]->endpoint(), std::string(fd.status().message()));
+      }
+    }
+    if (!local.ok() && fds.empty()) return local.status();
+    return std::unique_ptr<StepPin>(std::make_unique<MemPin>(
+        local.ok() ? std::move(*local) : nullptr, std::move(fds)));
   }
 
+  // Peers first: a peer whose copy a reader pins refuses (then nothing
+  // here is removed and retention tries again later); unreachable peers
+  // are warned about (their copy goes with their job directory).
   Status RemoveStep(int64_t step) override {
-    RETURN_IF_ERROR(target().RemoveStep(step));
+    Status pinned;
     for (size_t i = 0; i < clients_.size(); ++i) {
       if (static_cast<int>(i) == c_.node) continue;
-      if (Status st = clients_[i]->Drop(c_.job, step); !st.ok()) {
+      Status st = clients_[i]->Drop(c_.job, step);
+      if (absl::IsFailedPrecondition(st)) {
+        pinned = st;
+      } else if (!st.ok()) {
         log_->warn("mem:// step {} not removed on {}: {}", step,
                    clients_[i]->endpoint(), std::string(st.message()));
       }
     }
+    if (!pinned.ok()) return pinned;
+    RETURN_IF_ERROR(target().RemoveStep(step));
     MutexLock lock(mu_);
     std::erase_if(source_,
                   [&](const auto& kv) { return kv.first.first == step; });
