@@ -310,7 +310,12 @@ int main(int argc, char** argv) {
   std::optional<Refusal> mem_refused;
   auto mem = StartMemoryTier(f, logger, &mem_refused);
   if (mem_refused) return Refuse(*mem_refused);
-  if (mem != nullptr) ranks.SetMemDir(mem->dir());
+  if (mem != nullptr) {
+    ranks.SetMemDir(mem->dir(), [m = mem.get()](const std::string& job,
+                                                const std::string& message) {
+      m->Notice(job, "mem_dir", message);
+    });
+  }
   if (!f.rank_user.empty()) {
     auto user = strata::worker::LookUpRankUser(f.rank_user);
     strata::Status s = user.ok() ? ranks.SetRankUser(*user) : user.status();
@@ -325,7 +330,10 @@ int main(int argc, char** argv) {
   options.node_name = f.node_name;
   options.address = f.address;
   options.probe = *probe;
-  if (mem != nullptr) options.replica_endpoint = mem->endpoint();
+  if (mem != nullptr) {
+    options.replica_endpoint = mem->endpoint();
+    options.mem_notices = [m = mem.get()] { return m->TakeNotices(); };
+  }
   options.coordinator_grace_ms = f.grace_ms;
   strata::worker::WorkerAgent agent(&clock, &client, &ranks, &telemetry,
                                     std::move(options), logger);

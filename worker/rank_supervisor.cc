@@ -188,6 +188,11 @@ void RankSupervisor::Start(Rank& rank, const control::RankLaunch& order,
     if (!mem.ok()) {
       logger_->warn("rank {} of {}: no memory tier: {}", r, order.job_id(),
                     std::string(mem.message()));
+      if (mem_refused_) {
+        mem_refused_(order.job_id(),
+                     absl::StrCat("rank ", r, ": no memory tier: ",
+                                  mem.message()));
+      }
       job_mem_dir.clear();
     }
   }

@@ -8,6 +8,8 @@
 // the coordinator accepted it. One thread; not thread-safe.
 #pragma once
 
+#include <functional>
+
 #include <sys/types.h>
 
 #include <map>
@@ -63,7 +65,14 @@ class RankSupervisor : public RankRunner {
   // The memory tier (docs/checkpoint.md "Memory tier"): ranks started from
   // now on get STRATA_MEM_DIR=<mem_dir>/<job id>, created for them (0700,
   // owned by the rank user when there is one). Empty: no memory tier.
-  void SetMemDir(std::string mem_dir) { mem_dir_ = std::move(mem_dir); }
+  // `refused(job, message)`: a job's memory-tier directory that cannot be
+  // made its own (reported to the coordinator as a job event).
+  void SetMemDir(std::string mem_dir,
+                 std::function<void(const std::string&, const std::string&)>
+                     refused = {}) {
+    mem_dir_ = std::move(mem_dir);
+    mem_refused_ = std::move(refused);
+  }
 
   // RankRunner. Exec failures are reported as RANK_FAILED_TO_START
   // ("exec /x: No such file or directory").
@@ -115,6 +124,7 @@ class RankSupervisor : public RankRunner {
   std::string curve_server_key_;
   std::optional<RankUser> rank_user_;
   std::string mem_dir_;
+  std::function<void(const std::string&, const std::string&)> mem_refused_;
   std::map<std::string, Attempt> attempts_;  // by "<job>/<attempt>"
   bool dirty_ = false;
   Logger logger_;

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <chrono>
+#include <utility>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -216,10 +217,39 @@ Status ReplicaServer::Reserve(const Request& r, uint64_t bytes,
         node_, r.name, r.job, r.step, peer, Mib(used + bytes), Mib(used),
         Mib(limit_)));
     logger_->warn("{}", std::string(refused.message()));
+    QueueNotice(r.job, "mem_full", std::string(refused.message()));
     return refused;
   }
   in_flight_ += bytes;
   return absl::OkStatus();
+}
+
+void ReplicaServer::Notice(const std::string& job, const std::string& kind,
+                           const std::string& message) {
+  MutexLock lock(mu_);
+  QueueNotice(job, kind, message);
+}
+
+void ReplicaServer::QueueNotice(const std::string& job,
+                                const std::string& kind,
+                                const std::string& message) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  auto [it, fresh] = noticed_.try_emplace({job, kind}, now);
+  if (!fresh && now - it->second < kNoticeEveryMs) return;
+  it->second = now;
+  if (notices_.size() >= 64) return;  // bounded until the next heartbeat
+  control::MemTierNotice n;
+  n.set_job_id(job);
+  n.set_kind(kind);
+  n.set_message(message);
+  notices_.push_back(std::move(n));
+}
+
+std::vector<control::MemTierNotice> ReplicaServer::TakeNotices() {
+  MutexLock lock(mu_);
+  return std::exchange(notices_, {});
 }
 
 void ReplicaServer::Release(uint64_t bytes) {

@@ -29,11 +29,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <set>
+#include <vector>
 #include <string>
 #include <thread>
 
 #include "checkpoint/mem_wire.h"
+#include "proto/control.pb.h"
 #include "common/logging.h"
 #include "common/mutex.h"
 #include "common/status.h"
@@ -68,6 +71,14 @@ class ReplicaServer {
   const std::string& dir() const { return dir_; }
   // Bytes held under DIR (file sizes, rounded to blocks) plus in flight.
   uint64_t UsedBytes();
+  // A refusal the coordinator should see as a job event ("mem_full",
+  // "mem_dir"): queued for the next heartbeat (TakeNotices), at most one
+  // per job and kind every kNoticeEveryMs (a full tier refuses every step).
+  // Thread-safe.
+  static constexpr int64_t kNoticeEveryMs = 30000;
+  void Notice(const std::string& job, const std::string& kind,
+              const std::string& message);
+  std::vector<control::MemTierNotice> TakeNotices();
   // Removes idle jobs' directories (see the contract); returns how many.
   int Sweep(const std::set<std::string>& held_jobs, int64_t retention_ms);
 
@@ -88,6 +99,8 @@ class ReplicaServer {
   Status Reserve(const checkpoint::mem::Request& r, uint64_t bytes,
                  const std::string& peer);
   void Release(uint64_t bytes);
+  void QueueNotice(const std::string& job, const std::string& kind,
+                   const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string StepPath(const std::string& job, int64_t step) const;
   std::string EntryPath(const checkpoint::mem::Request& r) const;
   void DropUncommittedBefore(const std::string& job, int64_t step);
@@ -104,6 +117,10 @@ class ReplicaServer {
   std::condition_variable cv_;
   int connections_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<control::MemTierNotice> notices_ ABSL_GUARDED_BY(mu_);
+  // (job, kind) -> steady ms of its last notice.
+  std::map<std::pair<std::string, std::string>, int64_t> noticed_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace strata::worker

@@ -113,6 +113,9 @@ control::Request WorkerAgent::BuildReport() {
   for (const auto& t : traces_) *hb->add_traces() = t;
   if (auto e = clock_sync_.Estimate()) *hb->mutable_clock() = *e;
   hb->set_last_rtt_us(last_rtt_us_);
+  if (options_.mem_notices) {
+    for (auto& n : options_.mem_notices()) *hb->add_mem_notices() = std::move(n);
+  }
   return req;
 }
 

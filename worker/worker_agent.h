@@ -42,6 +42,8 @@
 // thread. Not thread-safe. Borrows every dependency; they must outlive it.
 #pragma once
 
+#include <functional>
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -71,6 +73,10 @@ struct WorkerAgentOptions {
   // The memory tier's replica server, HOST:PORT (empty: none); sent with
   // every registration.
   std::string replica_endpoint;
+  // The memory tier's refusals to report (ReplicaServer::TakeNotices);
+  // taken into each heartbeat (lost with a heartbeat that fails: they are
+  // logged on the worker too).
+  std::function<std::vector<control::MemTierNotice>()> mem_notices;
   // Stop the ranks after this long without a successful call (the worker
   // itself keeps retrying).
   int64_t coordinator_grace_ms = 600000;

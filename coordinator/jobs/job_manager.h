@@ -172,6 +172,12 @@ class JobManager : private JobActions {
   // Flight recorders a worker read for a hang diagnosis (job_faults.h).
   void OnFlights(
       const google::protobuf::RepeatedPtrField<control::RankFlight>& f);
+  // The memory tier's refusals a worker reported (HeartbeatRequest
+  // .mem_notices): each a "mem_tier" event of its job, when the worker is
+  // placed in the job's running attempt (others are dropped).
+  void OnMemNotices(
+      const std::string& worker_id,
+      const google::protobuf::RepeatedPtrField<control::MemTierNotice>& n);
   // Applies `settings` ("key=value", fault/policy.h) to a PENDING or
   // RUNNING job's fault policy: InvalidArgument naming the key or the
   // field's range (nothing changed), NotFound, FailedPrecondition for an

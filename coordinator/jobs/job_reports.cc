@@ -54,6 +54,18 @@ bool JobManager::PlacedOn(const std::string& worker_id,
          std::find(ranks->begin(), ranks->end(), rank) != ranks->end();
 }
 
+void JobManager::OnMemNotices(
+    const std::string& worker_id,
+    const google::protobuf::RepeatedPtrField<control::MemTierNotice>& n) {
+  for (const auto& notice : n) {
+    JobRuntime* rt = table_.FindActive(notice.job_id());
+    if (rt == nullptr || RanksOn(*rt, worker_id) == nullptr) continue;
+    events_->Record(notice.job_id(), rt->info.attempt(), "mem_tier",
+                    absl::StrCat("worker ", worker_id, " (", notice.kind(),
+                                 "): ", notice.message().substr(0, 1024)));
+  }
+}
+
 void JobManager::OnLogs(
     const google::protobuf::RepeatedPtrField<control::LogChunk>& chunks) {
   for (const auto& c : chunks) {

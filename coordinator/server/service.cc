@@ -208,6 +208,7 @@ StatusOr<control::Reply> Service::HandleHeartbeat(
                     dropped, hb.worker_id(), dropped_reports_);
     }
     s_.jobs->OnFlights(hb.flights());
+    s_.jobs->OnMemNotices(hb.worker_id(), hb.mem_notices());
     s_.jobs->OnTraces(hb.traces());
     s_.jobs->OnWorkerReport(hb.worker_id(), hb.ranks(), out);
   }

@@ -8,8 +8,9 @@
 # 1. Workers with --mem-limit 64KiB (a tiny model's state is ~1 MiB).
 # 2. strata-train dp=2, --mem-ckpt-every 1, durable every 4 steps.
 # 3. Expect: exit 0; every worker log names the refusal and the limit; the
-#    ranks log the failed memory saves with the fallback; no step is
-#    committed in any memory directory; the durable tier has its steps.
+#    refusal is a "mem_tier" event of the job (`strata events`); the ranks
+#    log the failed memory saves with the fallback; no step is committed
+#    in any memory directory; the durable tier has its steps.
 # 4. A bad --mem-limit is refused at start with exit 2 naming the flag.
 # Exit 77 (ctest SKIP) only when the simulated hosts cannot be created.
 set -uo pipefail
@@ -85,11 +86,16 @@ for i in 0 1; do
   committed=$(simhost_exec "$i" sh -c 'ls -d /dev/shm/strata-mem/*/step-*/manifest.pb 2> /dev/null | wc -l')
   [ "$committed" -eq 0 ] || fail "${SIMHOST_NAME[i]} holds $committed committed memory steps over its limit"
 done
+job=$(grep -o 'job-[0-9]*' "$tmp/job.out" | head -n 1)
+simhost_exec 0 timeout 10 "$STRATA" events --coordinator "$endpoint" "$job" \
+  > "$tmp/events" 2>&1 || fail "strata events $job failed: $(cat "$tmp/events")"
+grep -q "mem_tier.*mem_full.*is full: .*strata-worker --mem-limit" "$tmp/events" ||
+  fail "no mem_tier event names the refusal: $(cat "$tmp/events")"
 grep -hq "memory tier: a save failed .*falls back to the durable tier file://" \
   "$tmp"/work-h*/*/attempt-*/rank-*.stderr || fail "no rank logged the failed memory save and its fallback"
 steps=$("$STRATA" ckpt ls "file://$tmp/ckpt" 2> /dev/null | grep -c '^ *[0-9]')
 [ "$steps" -ge 1 ] || fail "the durable tier has no committed step"
-say "refusals logged on both workers, the job trained on, durable steps: $steps"
+say "refusals logged on both workers and as job events, the job trained on, durable steps: $steps"
 
 if [ "$failures" -gt 0 ]; then
   echo "--- job output"; tail -n 30 "$tmp/job.out"
