@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -44,6 +45,7 @@ struct Run {
   double cpu_s = 0;  // user + system CPU of the training process
   int steps = 0;     // steps after --skip
   int all_steps = 0;
+  int skipped = 0;  // memory-tier steps skipped (the agreed rule)
   bool ok = false;
 };
 
@@ -64,7 +66,7 @@ double SelfCpuSeconds() {
 Run TrainOnce(const std::string& cmd, int skip) {
   Run r;
   const double cpu0 = ChildrenCpuSeconds();
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) return r;
   char line[1024];
   double sum = 0;
@@ -79,6 +81,11 @@ Run TrainOnce(const std::string& cmd, int skip) {
         sum += s;
         ++r.steps;
       }
+    }
+    if (const char* k = std::strstr(line, "memory tier: ");
+        k != nullptr && std::sscanf(k, "memory tier: %d steps skipped",
+                                    &r.skipped) == 1) {
+      continue;
     }
     double stall = 0;
     if (std::sscanf(line, "done steps=%lld ckpt_stall_s=%lf", &step, &stall) ==
@@ -174,9 +181,11 @@ int MemTierBench(int argc, char** argv) {
       model.c_str(), steps, skip, rate, rate <= 0 ? " (unshaped)" : "");
   std::printf(
       "cpu/save: the training process's CPU seconds (user+sys) over none's, "
-      "per step; recv/save: the replica servers' CPU per step (mem runs)\n");
-  std::printf("%-6s %-6s %10s %9s %10s %10s %10s\n", "round", "config",
-              "step_s", "cost", "stall_s", "cpu/save", "recv/save");
+      "per save taken; recv/save: the replica servers' CPU per save; saves: "
+      "saves taken / steps (the memory tier skips steps while its replica "
+      "lags)\n");
+  std::printf("%-6s %-6s %10s %9s %10s %10s %10s %7s\n", "round", "config",
+              "step_s", "cost", "stall_s", "cpu/save", "recv/save", "saves");
   std::vector<double> worst(configs.size(), -1e9);
   for (int round = 0; round < pairs; ++round) {
     std::vector<Run> runs(configs.size());
@@ -200,12 +209,12 @@ int MemTierBench(int argc, char** argv) {
       const double cost =
           (runs[c].mean_step_s - none.mean_step_s) / none.mean_step_s * 100;
       worst[c] = std::max(worst[c], cost);
-      const double cpu =
-          (runs[c].cpu_s - none.cpu_s) / std::max(1, runs[c].all_steps);
-      std::printf("%-6d %-6s %10.4f %8.2f%% %10.3f %9.4fs %9.4fs\n", round + 1,
-                  configs[c].name, runs[c].mean_step_s, cost, runs[c].stall_s,
-                  c == 0 ? 0.0 : cpu,
-                  server_cpu[c] / std::max(1, runs[c].all_steps));
+      const int saves = std::max(1, runs[c].all_steps - runs[c].skipped);
+      const double cpu = (runs[c].cpu_s - none.cpu_s) / saves;
+      std::printf("%-6d %-6s %10.4f %8.2f%% %10.3f %9.4fs %9.4fs %5d/%d\n",
+                  round + 1, configs[c].name, runs[c].mean_step_s, cost,
+                  runs[c].stall_s, c == 0 ? 0.0 : cpu, server_cpu[c] / saves,
+                  c == 0 ? 0 : saves, runs[c].all_steps);
     }
     std::fflush(stdout);
   }

@@ -396,6 +396,8 @@ Status Trainer::LoadFrom(const std::string& uri, int64_t latest) {
 
 Status Trainer::Finish() {
   if (mem_ckpt_ != nullptr) {
+    // Parsed by strata-bench memtier (saves per run).
+    GetLogger("TRAIN")->info("memory tier: {} steps skipped", mem_skipped_);
     // Memory-tier failures are logged, never fatal.
     if (Status st = mem_ckpt_->Wait(); !st.ok()) {
       GetLogger("TRAIN")->warn("memory tier: a save failed: {}",
