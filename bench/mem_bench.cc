@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -66,7 +65,7 @@ double SelfCpuSeconds() {
 Run TrainOnce(const std::string& cmd, int skip) {
   Run r;
   const double cpu0 = ChildrenCpuSeconds();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
   if (p == nullptr) return r;
   char line[1024];
   double sum = 0;
@@ -82,14 +81,9 @@ Run TrainOnce(const std::string& cmd, int skip) {
         ++r.steps;
       }
     }
-    if (const char* k = std::strstr(line, "memory tier: ");
-        k != nullptr && std::sscanf(k, "memory tier: %d steps skipped",
-                                    &r.skipped) == 1) {
-      continue;
-    }
     double stall = 0;
-    if (std::sscanf(line, "done steps=%lld ckpt_stall_s=%lf", &step, &stall) ==
-        2) {
+    if (std::sscanf(line, "done steps=%lld ckpt_stall_s=%lf mem_skipped=%d",
+                    &step, &stall, &r.skipped) >= 2) {
       r.stall_s = stall;
     }
   }

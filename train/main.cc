@@ -423,9 +423,10 @@ int Run(const Flags& f) {
     return Fail(1, "checkpoint: " + s.ToString());
   }
   if (printer) {
-    std::printf("done steps=%lld ckpt_stall_s=%.4f\n",
+    std::printf("done steps=%lld ckpt_stall_s=%.4f mem_skipped=%lld\n",
                 static_cast<long long>((*trainer)->step()),
-                (*trainer)->checkpoint_stall_s());
+                (*trainer)->checkpoint_stall_s(),
+                static_cast<long long>((*trainer)->mem_skipped()));
   }
   return 0;
 }

@@ -134,6 +134,8 @@ class Trainer {
   // Seconds training was blocked by checkpoints (SaveAsync, and waiting for
   // the deferred snapshot before the optimizer step), summed.
   double checkpoint_stall_s() const { return stall_s_; }
+  // Steps whose memory snapshot the agreed rule skipped (its replica lagged).
+  int64_t mem_skipped() const { return mem_skipped_; }
   // The newest checkpoint every rank agreed was saved (0: none): the one
   // resumed from, then each save once the next save or Finish settled it,
   // so it trails the save in flight by up to ckpt_every steps.

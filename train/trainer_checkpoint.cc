@@ -219,7 +219,7 @@ Status Trainer::SaveMemory() {
     // Logged at 1, 2, 4, 8, ... skips: visible, not a line a step.
     ++mem_skipped_;
     if ((mem_skipped_ & (mem_skipped_ - 1)) == 0) {
-      GetLogger("TRAIN")->info(
+      GetLogger("TRAIN")->warn(
           "memory tier: step {} not snapshotted: the previous saves are "
           "still replicating ({} steps skipped so far; the replica rate is "
           "STRATA_MEM_RATE_MIBS)",
@@ -396,8 +396,6 @@ Status Trainer::LoadFrom(const std::string& uri, int64_t latest) {
 
 Status Trainer::Finish() {
   if (mem_ckpt_ != nullptr) {
-    // Parsed by strata-bench memtier (saves per run).
-    GetLogger("TRAIN")->info("memory tier: {} steps skipped", mem_skipped_);
     // Memory-tier failures are logged, never fatal.
     if (Status st = mem_ckpt_->Wait(); !st.ok()) {
       GetLogger("TRAIN")->warn("memory tier: a save failed: {}",
