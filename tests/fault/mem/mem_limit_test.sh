@@ -27,21 +27,7 @@ STRATA="$BUILD/cli/strata"
 STEPS=12
 PORT=7077
 
-simhost_up 2
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mem-limit-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 2 "" mem-limit
 
 # A bad limit: refused before anything starts.
 out=$(simhost_exec 0 timeout 10 "$BUILD/worker/strata-worker" --coordinator tcp://127.0.0.1:1 \
@@ -50,17 +36,10 @@ rc=$?
 [ "$rc" -eq 2 ] || fail "--mem-limit 2.5 exited $rc, want 2"
 echo "$out" | grep -q -- "--mem-limit 2.5" || fail "--mem-limit 2.5 not named: $out"
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 200 > "$tmp/coordinator.log" 2>&1 &
-disown $!
+simhost_coordinator "$BUILD" "$tmp" "$PORT" --heartbeat-ms 200
+endpoint=$SIMHOST_ENDPOINT
 for i in 0 1; do
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" --mem-dir /dev/shm/strata-mem --mem-limit 64KiB \
-    > "$tmp/worker-h$i.log" 2>&1 &
-  disown $!
+  simhost_worker "$BUILD" "$tmp" "$i" --mem-dir /dev/shm/strata-mem --mem-limit 64KiB
 done
 cat > "$tmp/job.yaml" << YAML
 name: mem-limit

@@ -35,50 +35,19 @@ KILL_AT=${MEM_TEST_KILL_AT:-40}
 DURABLE_EVERY=25
 PORT=7077
 
-simhost_up 3
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-mem-restart-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 3 "" mem-restart
 
 train_args=(--model tiny --global-batch 4 --micro-batch 1)
 reference_run "$tmp/reference.out" "${train_args[@]}" --steps "$STEPS"
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 200 > "$tmp/coordinator.log" 2>&1 &
-disown $!
-worker_pid=()
+simhost_coordinator "$BUILD" "$tmp" "$PORT" --heartbeat-ms 200
+endpoint=$SIMHOST_ENDPOINT
 start_worker() {
-  local i=$1
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" --mem-dir /dev/shm/strata-mem --mem-limit 256MiB \
-    > "$tmp/worker-h$i.log" 2>&1 &
-  worker_pid[i]=$!
-  disown $!
+  simhost_worker "$BUILD" "$tmp" "$1" --mem-dir /dev/shm/strata-mem --mem-limit 256MiB
 }
 start_worker 0
 start_worker 1
-workers=""
-for _ in $(seq 1 60); do
-  workers=$(simhost_exec 0 timeout 5 "$STRATA" workers --coordinator "$endpoint" 2> /dev/null)
-  [ "$(echo "$workers" | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 2 ] && break
-  sleep 0.5
-done
-[ "$(echo "$workers" | awk 'NR > 1 && $2 == "yes"' | wc -l)" -ge 2 ] ||
-  die "2 workers did not register within 30 s; logs in $tmp"
+simhost_wait_workers "$BUILD" 2 || die "2 workers did not register within 30 s; logs in $tmp"
 for i in 0 1; do
   grep -q "replicas served at ${SIMHOST_NAME[i]}:" "$tmp/worker-h$i.log" ||
     fail "worker on ${SIMHOST_NAME[i]} serves no replica endpoint on its host name"
@@ -120,7 +89,7 @@ for _ in $(seq 1 2400); do  # at most ~240 s
     victim=1
     rm -rf "$tmp/ckpt"
     say "step $KILL_AT after $((SECONDS - start)) s: durable checkpoint removed, SIGKILL the worker on ${SIMHOST_NAME[victim]}"
-    kill -KILL "${worker_pid[victim]}"
+    kill -KILL "${SIMHOST_WORKER_PID[victim]}"
     killed=1
   fi
   sleep 0.1
