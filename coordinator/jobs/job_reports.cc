@@ -186,7 +186,8 @@ void JobManager::AddLaunchOrders(const std::string& worker_id, JobRuntime& rt,
   if (placed == nullptr) return;
   std::vector<int> to_launch;
   for (int rank : *placed) {
-    if (seen.held.contains({id, rank})) continue;
+    // Held, or being replaced in place (replace orders, job_inplace.cc).
+    if (seen.held.contains({id, rank}) || InPlaceLaunching(rt, rank)) continue;
     if (rt.info.ranks(rank).state() == control::RANK_STATE_UNSPECIFIED) {
       to_launch.push_back(rank);
       continue;
