@@ -164,6 +164,14 @@ bool JobManager::OnInPlaceStep(JobRuntime& rt, const control::StepReport& s) {
   }
   const InPlaceState::Replacement& p = *st.pending;
   const int64_t ms = clock_->SteadyNowMs() - p.since_ms;
+  // The report reaches the coordinator with the worker's next heartbeat:
+  // the step itself ended that much earlier (its end time, taken as on
+  // this clock; bounded by what was measured here).
+  const int64_t late =
+      s.end_unix_us() > 0
+          ? std::clamp<int64_t>(clock_->NowMs() - s.end_unix_us() / 1000, 0,
+                                ms)
+          : 0;
   const int64_t from = std::max<int64_t>(0, s.step() - 1);
   const std::string what =
       p.lost_node.empty()
@@ -174,8 +182,9 @@ bool JobManager::OnInPlaceStep(JobRuntime& rt, const control::StepReport& s) {
                          ") replaced in place by spare ", p.node);
   const std::string message = absl::StrCat(
       what, ": generation ", st.generation, ", resumed from step ", from,
-      " (the job had reached ", p.last_step, "), first step ", ms,
-      " ms after the failure was seen");
+      " (the job had reached ", p.last_step, "), first step ", ms - late,
+      " ms after the failure was seen (reported ", late,
+      " ms after it ended)");
   events_->Record(rt.info.job_id(), rt.info.attempt(), "in_place_restart",
                   message, p.ranks[0], p.node, from, p.cause);
   st.pending.reset();
