@@ -235,6 +235,10 @@ void JobManager::OnWorkerReport(
   ReportOutcome seen;
   for (const auto& r : ranks) ApplyRankReport(worker_id, r, &seen);
   for (auto& [id, rt] : table_.active()) {
+    const auto& spares = rt.info.spare_workers();
+    if (std::find(spares.begin(), spares.end(), worker_id) != spares.end()) {
+      orders->set_spare(true);  // docs/fault.md "Hot spares"
+    }
     if (rt.info.state() != control::RUNNING) continue;
     AddLaunchOrders(worker_id, rt, seen, orders);
     if (rt.info.state() == control::RUNNING)
