@@ -546,8 +546,11 @@ void Recovery(const Options& o, int run) {
 
 void Ettr(const Options& o, int run) {
   // Calibrate the step time, then place a fault every ettr_every_s.
-  const RunOut cal = StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
-                               absl::StrCat(kTrainSmall, " --steps 20"));
+  // With the recovery flags: the memory tier's saves are part of the step
+  // the faults are placed by.
+  const RunOut cal =
+      StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
+                absl::StrCat(kTrainSmall, " --steps 20", RecoveryFlags(o)));
   std::vector<double> times;
   for (const auto& [s, t] : KeptSteps(cal)) {
     if (s > 3) times.push_back(t);
