@@ -22,9 +22,11 @@
 //  recovery   per fault kind on 2 nodes x 1 rank with a hot spare
 //             registered (--spares 1): rank SIGKILL, rank SIGSTOP (hang),
 //             worker SIGKILL: seconds from the injection to the detection
-//             (the coordinator's attempt_failed event) and to the first
-//             completed step after it (running_again; event times from
-//             strata run's events.log), steps computed again, and
+//             (the coordinator's first event of it: rank_exited, hang,
+//             worker_lost or attempt_failed) and to the first completed
+//             step after it (in_place_restart: the step's end; else
+//             running_again; event times from strata run's events.log),
+//             steps computed again, in place or not, and
 //             for the worker whether a spare took the lost node's place with
 //             the same plan (goals: 3 s, max(3 x median step, 3 s) + 3 s and
 //             5 s to the first step; <= 1 step lost; docs/fault.md);
@@ -36,8 +38,12 @@
 // Each scenario runs --repeat times; the note reports the worst run.
 // --short: recovery once per kind and a 2-minute ettr run with a fault
 // every 30 s, a few minutes in all. --train-extra adds strata-train flags
-// to the recovery and ettr runs (e.g. the memory tier's every-step
-// checkpoints).
+// to the recovery and ettr runs. Recovery and ettr run strata-train as a
+// user who wants fast recovery would: --in-place-restart and a memory-tier
+// checkpoint every step (--mem-ckpt-every 1), the durable tier every
+// --recovery-ckpt-every steps (ettr: Young's interval); --full-restart
+// measures the full restart instead (no in-place restart, no memory tier,
+// durable every step).
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,7 +83,10 @@ struct Options {
   int seed = 1;
   std::string work = "/tmp/strata-bench-fault";
   std::string train_extra;   // more strata-train flags (recovery, ettr)
-  int recovery_ckpt_every = 1;
+  int recovery_ckpt_every = 10;
+  // Recovery and ettr runs restart fully (no --in-place-restart, no memory
+  // tier, the durable checkpoint every step): the path before issue 35.
+  bool full_restart = false;
   int heartbeat_ms = 500;    // strata run --heartbeat-ms (recovery, ettr)
   bool short_mode = false;
 };
@@ -94,6 +103,15 @@ std::string ReadFile(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The 1-minute load average (/proc/loadavg), -1 when unreadable: the
+// machine is shared, every figure is printed with it.
+double LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double l = -1;
+  in >> l;
+  return l;
 }
 
 // `strata run <args> --state-dir DIR -- strata-train <train>`.
@@ -223,6 +241,14 @@ double TailTokensPerS(const RunOut& r, int n) {
 const char* kTrainSmall =
     "--model small --global-batch 8 --micro-batch 1 --ckpt-every 10 --resume";
 const char* kFourRanks = "--nodes 2 --ranks-per-node 2";
+
+// What a user runs for fast recovery (docs/fault.md "In-place restart",
+// docs/checkpoint.md "Memory tier"): a memory checkpoint every step and
+// in-place restart; the durable tier keeps its own interval.
+std::string RecoveryFlags(const Options& o) {
+  return o.full_restart ? std::string()
+                        : " --in-place-restart --mem-ckpt-every 1";
+}
 
 void Straggle(const Options& o, int run) {
   for (double factor : {1.3, 1.15}) {
@@ -397,6 +423,68 @@ double SecondsTo(const RunOut& r, double t0, const std::string& what) {
   return -1;
 }
 
+// The time ("HH:MM:SS.mmm", seconds since midnight) of the first
+// events.log line at or after t0 containing one of `what`, and the line.
+std::pair<double, std::string> FirstEvent(const RunOut& r, double t0,
+                                          const std::vector<std::string>& what) {
+  std::stringstream in(ReadFile(r.dir + "/events.log"));
+  for (std::string line; std::getline(in, line);) {
+    int h = 0, m = 0;
+    double sec = 0;
+    if (std::none_of(what.begin(), what.end(),
+                     [&](const std::string& w) {
+                       return line.find(w) != std::string::npos;
+                     }) ||
+        std::sscanf(line.c_str(), "%d:%d:%lf", &h, &m, &sec) != 3) {
+      continue;
+    }
+    const double t = h * 3600 + m * 60 + sec;
+    if (t >= t0 - 0.001) return {t, line};
+  }
+  return {-1, ""};
+}
+
+// Seconds from t0 (a fault) to the first completed step after it: the
+// in-place restart's first step (its event minus how late its report came:
+// the step's own end), else the next attempt's running_again event.
+double SecondsToStep(const RunOut& r, double t0) {
+  auto [t, line] = FirstEvent(r, t0, {": in_place_restart: "});
+  if (t >= 0) {
+    static const std::regex late(R"(reported (\d+) ms after it ended)");
+    std::smatch m;
+    const double l =
+        std::regex_search(line, m, late) ? std::stod(m[1]) / 1000 : 0;
+    return t - t0 - l;
+  }
+  return SecondsTo(r, t0, ": running_again: ");
+}
+
+// Steps computed again per in-place restart, from the printing rank's
+// output (rank 0 of dp, which the faults here never hit): its last step
+// line before each "in-place restart" line minus the step it continued
+// from.
+std::vector<int> InPlaceRecomputed(const RunOut& r) {
+  std::vector<int> out;
+  static const std::regex step(R"(^step=(\d+) loss=)");
+  static const std::regex from(R"(^in-place restart: .*continuing from step (\d+))");
+  for (const auto& node : fs::directory_iterator(r.dir)) {
+    const fs::path job = node.path() / "job-1";
+    if (!fs::is_directory(job)) continue;
+    for (const auto& att : fs::directory_iterator(job)) {
+      std::stringstream in(ReadFile(att.path() / "rank-0.stdout"));
+      int last = 0;
+      std::smatch m;
+      for (std::string line; std::getline(in, line);) {
+        if (std::regex_search(line, m, step)) last = std::stoi(m[1]);
+        if (std::regex_search(line, m, from)) {
+          out.push_back(std::max(0, last - std::stoi(m[1])));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 struct FaultKind {
   const char* name;
   const char* inject;  // --inject, ",step=N" appended
@@ -418,15 +506,24 @@ void Recovery(const Options& o, int run) {
                      "--heartbeat-ms ",
                      o.heartbeat_ms, " --inject ", inject),
         absl::StrCat(kTrainSmall, " --steps ", o.slow_at + 30,
-                     " --ckpt-every ", o.recovery_ckpt_every, " ",
-                     o.train_extra));
+                     " --ckpt-every ",
+                     o.full_restart ? 1 : o.recovery_ckpt_every,
+                     RecoveryFlags(o), " ", o.train_extra));
     const double t0 = InjectionTime(r, k.inject);
-    const double detect = t0 < 0 ? -1 : SecondsTo(r, t0, ": attempt_failed: ");
-    const double back = t0 < 0 ? -1 : SecondsTo(r, t0, ": running_again: ");
+    // Detection: the coordinator's first word of the fault.
+    const double found =
+        t0 < 0 ? -1
+               : FirstEvent(r, t0, {": attempt_failed: ", ": worker_lost: ",
+                                    ": rank_exited: ", ": hang: "})
+                     .first;
+    const double detect = found < 0 ? -1 : found - t0;
+    const double back = t0 < 0 ? -1 : SecondsToStep(r, t0);
     static const std::regex lost_re(R"((\d+) step\(s\) lost to the fault)");
     std::smatch m;
-    const int lost =
-        std::regex_search(r.out, m, lost_re) ? std::stoi(m[1]) : -1;
+    int lost = std::regex_search(r.out, m, lost_re) ? std::stoi(m[1]) : -1;
+    const std::vector<int> redo = InPlaceRecomputed(r);
+    const bool in_place = !redo.empty();
+    if (in_place) lost = *std::max_element(redo.begin(), redo.end());
     std::string how;
     if (std::string(k.inject).rfind("kill-worker", 0) == 0) {
       static const std::regex used(R"(spare_used: ([^\n]*))");
@@ -438,17 +535,22 @@ void Recovery(const Options& o, int run) {
       }
     }
     std::printf(
-        "recovery %s: detected %.1f s after the fault, first step %.1f s "
-        "after it (goal %s), %d step(s) computed again (goal <= 1)%s; exit "
-        "%d\n",
-        k.name, detect, back, k.goal, lost, how.c_str(), r.code);
+        "recovery %s: detected %.2f s after the fault, first step %.2f s "
+        "after it (goal %s), %d step(s) computed again (goal <= 1), %s%s; "
+        "load %.1f; exit %d\n",
+        k.name, detect, back, k.goal, lost,
+        in_place ? "in place" : "full restart", how.c_str(), LoadAverage(),
+        r.code);
   }
 }
 
 void Ettr(const Options& o, int run) {
   // Calibrate the step time, then place a fault every ettr_every_s.
-  const RunOut cal = StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
-                               absl::StrCat(kTrainSmall, " --steps 20"));
+  // With the recovery flags: the memory tier's saves are part of the step
+  // the faults are placed by.
+  const RunOut cal =
+      StrataRun(o, absl::StrCat("ettr-cal-", run), kFourRanks,
+                absl::StrCat(kTrainSmall, " --steps 20", RecoveryFlags(o)));
   std::vector<double> times;
   for (const auto& [s, t] : KeptSteps(cal)) {
     if (s > 3) times.push_back(t);
@@ -491,20 +593,34 @@ void Ettr(const Options& o, int run) {
       kFourRanks, " --min-nodes 1 --spares ", worker_kills, " --heartbeat-ms ",
       o.heartbeat_ms, " --max-restarts ", inject.size() + 1);
   for (const auto& i : inject) absl::StrAppend(&args, " --inject ", i);
+  const double load0 = LoadAverage();
   const RunOut r =
       StrataRun(o, absl::StrCat("ettr-", run), args,
                 absl::StrCat(kTrainSmall, " --steps ", steps, " --ckpt-every ",
-                             ckpt_every, " ", o.train_extra));
+                             ckpt_every, RecoveryFlags(o), " ",
+                             o.train_extra));
   double productive = 0;
   const auto kept = KeptSteps(r);
   for (const auto& [s, t] : kept) productive += t;
   std::printf(
       "ettr: %d steps (%.3f s each) in %.0f s with %zu faults [%s]: "
       "productive %.0f s / wall %.0f s = %.1f%% (goal 97%%); %zu steps kept; "
-      "exit %d\n",
+      "load %.1f -> %.1f; exit %d\n",
       steps, step_s, r.wall_s, inject.size(),
       absl::StrJoin(inject, " ").c_str(), productive, r.wall_s,
-      100 * productive / r.wall_s, kept.size(), r.code);
+      100 * productive / r.wall_s, kept.size(), load0, LoadAverage(), r.code);
+  // In-place restarts: what each cost (events) and the steps computed
+  // again (the printing rank's output).
+  static const std::regex inplace(R"(in_place_restart: ([^\n]*))");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), inplace);
+       it != std::sregex_iterator(); ++it) {
+    std::printf("  in place: %s\n", (*it)[1].str().substr(0, 220).c_str());
+  }
+  const std::vector<int> redo_in_place = InPlaceRecomputed(r);
+  if (!redo_in_place.empty()) {
+    std::printf("  steps computed again per in-place restart: %s\n",
+                absl::StrJoin(redo_in_place, ", ").c_str());
+  }
   // Lost time per restart: the cause, the gap from failure to the next
   // first step, and the steps computed again.
   std::stringstream log(r.out);
@@ -575,6 +691,10 @@ int FaultBench(int argc, char** argv) {
                  "lost after 3)")
       ->capture_default_str()
       ->check(CLI::Range(20, 60000));
+  app.add_flag("--full-restart", o.full_restart,
+               "recovery and ettr runs without --in-place-restart and the "
+               "memory tier (durable checkpoint every step in recovery): "
+               "the full restart they fall back to");
   app.add_flag("--short", o.short_mode,
                "recovery once per kind and a 2-minute ettr run with a fault "
                "every 30 s (overrides --only, --repeat and the ettr length)");

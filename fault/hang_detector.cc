@@ -18,8 +18,12 @@ HangDetector::HangDetector(HangOptions options, const Clock& clock,
 void HangDetector::OnStep(int rank, int64_t step, double step_seconds) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end() || step <= it->second.step) return;  // stale
+  const bool first = it->second.step < 0;
   it->second = Progress{clock_.SteadyNowMs(), step};
-  if (std::isfinite(step_seconds) && step_seconds >= 0) {
+  if (!std::isfinite(step_seconds) || step_seconds < 0) return;
+  if (first) {
+    first_s_ = std::max(first_s_, step_seconds);
+  } else {
     steps_.Add(step_seconds);
   }
 }
@@ -43,9 +47,13 @@ void HangDetector::OnPhaseEnd(int rank) {
 }
 
 int64_t HangDetector::DeadlineMs() const {
-  if (steps_.size() == 0) return options_.first_step_ms;
-  auto median = static_cast<int64_t>(options_.k * steps_.Median() * 1000);
-  auto tail = static_cast<int64_t>(options_.tail_k * steps_.Max() * 1000);
+  if (steps_.size() == 0 && first_s_ <= 0) return options_.first_step_ms;
+  // Only first steps so far: they stand for both terms (an overestimate,
+  // so never a false hang).
+  const double median_s = steps_.size() > 0 ? steps_.Median() : first_s_;
+  const double max_s = steps_.size() > 0 ? steps_.Max() : first_s_;
+  auto median = static_cast<int64_t>(options_.k * median_s * 1000);
+  auto tail = static_cast<int64_t>(options_.tail_k * max_s * 1000);
   return std::max({options_.floor_ms, median, tail});
 }
 

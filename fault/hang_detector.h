@@ -13,7 +13,11 @@
 // (3 s by default) keeps short steps from tripping on scheduler noise.
 //
 // Before a rank's first step its deadline is `first_step` (start-up includes
-// loading and compiling). Work outside the step loop (evaluation, checkpoint
+// loading and compiling). That first step's own time includes the same
+// one-off work (allocation, the first connections, a resume or an in-place
+// re-formation), up to several steady steps long on a loaded host: it is
+// kept out of the window (the tail term would otherwise double it for the
+// next 200 steps) and used only while the window is still empty. Work outside the step loop (evaluation, checkpoint
 // save or load, data loading) is a *phase*: a rank that announces one gets
 // the phase's own deadline until it ends it or completes a step, so a long
 // evaluation is not a hang; the step clock restarts when the phase ends.
@@ -93,6 +97,7 @@ class HangDetector {
   const Clock& clock_;
   std::map<int, Progress> ranks_;
   Window steps_;
+  double first_s_ = 0;  // the slowest first step of a rank (not in steps_)
   int64_t last_step_ = 0;
 };
 

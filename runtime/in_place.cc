@@ -2,12 +2,16 @@
 // restart"): the generation watcher, the abort of the current groups, the
 // re-formed rendezvous and groups, and the agreement on the step to go on
 // from.
+#include <stdlib.h>
+
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "checkpoint/mem_wire.h"
 #include "common/logging.h"
 #include "runtime/rendezvous.h"
 #include "runtime/runtime.h"
@@ -17,6 +21,12 @@ namespace {
 
 // Set by the coordinator in the attempt's namespace; a decimal generation.
 constexpr char kGenerationKey[] = "inplace/generation";
+// Set by the coordinator in generation g's namespace before it announces g,
+// when g replaces a lost node (coordinator/jobs/job_inplace_node.cc): the
+// ranks started on the spare ("1,3"), and the memory tier's replica
+// endpoints in node order (the value of STRATA_MEM_PEERS from now on).
+constexpr char kReplacedKey[] = "inplace/replaced";
+constexpr char kMemPeersKey[] = "inplace/mem_peers";
 
 }  // namespace
 
@@ -150,12 +160,50 @@ Status Runtime::Reform() {
   }
   GetLogger("RUNTIME")->info("rank {}: re-forming under generation {}",
                              info_.rank, g);
+  RETURN_IF_ERROR(ApplyGenerationKeys(g));
   RETURN_IF_ERROR(
       JoinRendezvous(*base_, info_, info_.store_uri, connect_timeout_));
   RETURN_IF_ERROR(BuildGroups());
   timer_->SetInPlace(true, g);
   // A generation announced while this one formed aborts it too.
   AbortCurrent(announced_.load());
+  return absl::OkStatus();
+}
+
+Status Runtime::ApplyGenerationKeys(int g) {
+  std::shared_ptr<comm::Store> store;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    store = store_;
+  }
+  auto read = [&](const char* key) -> StatusOr<std::optional<std::string>> {
+    ASSIGN_OR_RETURN(bool present, store->Check(key));
+    if (!present) return std::optional<std::string>();
+    ASSIGN_OR_RETURN(std::string v, store->Get(key, std::chrono::seconds(5)));
+    return std::optional<std::string>(std::move(v));
+  };
+  ASSIGN_OR_RETURN(std::optional<std::string> replaced,
+                   read(kReplacedKey));
+  if (replaced) {
+    for (absl::string_view r : absl::StrSplit(*replaced, ',')) {
+      int rank = -1;
+      if (absl::SimpleAtoi(r, &rank) && rank == info_.rank) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "rank ", info_.rank, " was replaced on another node in "
+            "generation ", g, " (its node was declared lost): this process "
+            "must not rejoin"));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> peers, read(kMemPeersKey));
+  if (peers) {
+    // No other thread of the rank reads the environment now: the groups
+    // were dropped and strata-train's checkpointers are closed (Trainer::
+    // Abandon) until the new ones open with these endpoints.
+    setenv(checkpoint::mem::kMemPeersEnv, peers->c_str(), 1);
+    GetLogger("RUNTIME")->info("rank {}: memory tier replicas now {}",
+                               info_.rank, *peers);
+  }
   return absl::OkStatus();
 }
 

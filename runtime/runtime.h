@@ -135,7 +135,11 @@ class Runtime {
   // Re-forms under the announced generation: drops the old groups, joins
   // the generation's rendezvous (with the replacement) and builds the
   // groups again. Call AwaitGeneration first, and drop everything that
-  // holds the old groups' Work handles before.
+  // holds the old groups' Work handles before. When the generation
+  // replaces a lost node, a rank the coordinator started on the spare
+  // instead of this one gets FailedPrecondition (it must exit), and the
+  // memory tier's new replica endpoints become STRATA_MEM_PEERS (read by
+  // the next mem:// storage the process opens).
   Status Reform();
   // Agreement on the step every rank continues from, over the new
   // generation's store: each rank gives the step its memory holds
@@ -152,6 +156,8 @@ class Runtime {
   Status BuildGroups();
   // Aborts the groups and the store of the current generation when `newer`
   // is a newer one (any thread).
+  // Reform's reading of the coordinator's keys for generation `g`.
+  Status ApplyGenerationKeys(int g);
   void AbortCurrent(int newer);
   void Watch();  // the in-place watcher thread
   StatusOr<int> ReadGeneration();

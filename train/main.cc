@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <chrono>
 #include <cstdio>
 #include <new>
 
@@ -20,6 +21,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "checkpoint/location.h"
 #include "common/config.h"
 #include "common/logging.h"
@@ -360,6 +363,14 @@ strata::Status TrainSteps(strata::Runtime& rt, strata::train::Trainer& trainer,
   return absl::OkStatus();
 }
 
+// When this process started (steady), for a replacement's timeline.
+const auto kProcessStart = std::chrono::steady_clock::now();
+double SinceStart() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       kProcessStart)
+      .count();
+}
+
 int Run(const Flags& f) {
   auto cfg = strata::train::ModelPreset(f.model);
   if (!cfg.ok()) return FailStart(2, std::string(cfg.status().message()));
@@ -383,6 +394,7 @@ int Run(const Flags& f) {
   ro.tp = info->tp;
   ro.pp = info->pp;
   auto rt = strata::Runtime::FromEnv(ro);
+  const double formed_s = SinceStart();  // rendezvous and groups
   if (!rt.ok()) {
     return Fail(absl::IsInvalidArgument(rt.status()) ? 2 : 1,
                 rt.status().ToString());
@@ -404,9 +416,22 @@ int Run(const Flags& f) {
       info->pp_rank == info->pp - 1 && info->tp_rank == 0 && info->dp_rank == 0;
   if ((*rt)->in_place() && info->generation > 0) {
     // This rank replaces one that died or hung: the survivors wait for it.
+    const double trainer_s = SinceStart();
     auto joined = strata::train::JoinAsReplacement(**rt, **trainer);
     if (!joined.ok()) return Fail(1, joined.status().ToString());
     PrintRejoined(*joined, printer, info->rank);
+    // Where a replacement's start goes (docs/results.md "Node loss in
+    // place"): from exec to the groups, the trainer, the agreed step loaded.
+    std::fprintf(stderr,
+                 "strata-train: rank %d: replacement ready %.3f s after its "
+                 "start at %s: groups %.3f s, trainer %.3f s, agree and "
+                 "load %.3f s\n",
+                 info->rank, SinceStart(),
+                 absl::FormatTime("%H:%M:%E3S",
+                                  absl::Now() - absl::Seconds(SinceStart()),
+                                  absl::LocalTimeZone())
+                     .c_str(),
+                 formed_s, trainer_s - formed_s, SinceStart() - trainer_s);
   } else if (f.resume) {
     if (auto s = Resume(**trainer, f, *info, uri, printer); !s.ok()) {
       return Fail(1, "resume: " + s.ToString());

@@ -266,7 +266,10 @@ void RankSupervisor::Stop(const std::string& attempt_key, int64_t grace_ms) {
 
 void RankSupervisor::Replace(const control::RankLaunch& order) {
   auto it = attempts_.find(control::AttemptKey(order.job_id(), order.attempt()));
-  if (it == attempts_.end() || it->second.stop_requested) return;
+  // An attempt this worker does not hold: a spare taking a lost node's
+  // ranks in place (docs/fault.md "Node loss in place") starts them.
+  if (it == attempts_.end()) return Launch(order);
+  if (it->second.stop_requested) return;
   auto r = it->second.ranks.find(order.rank());
   if (r != it->second.ranks.end()) {
     Rank& rank = r->second;

@@ -159,7 +159,9 @@ void WorkerAgent::OnReply(const control::Reply& reply, int64_t now) {
   for (const auto& r : ranks_->Reports()) held.insert(r.job_id());
   std::erase_if(latest_steps_,
                 [&](const auto& kv) { return !held.contains(kv.first.first); });
-  next_report_ms_ = now + (ranks_->running() > 0
+  // Busy (ranks running) or a job's hot spare (orders must reach it fast):
+  // the busy rate.
+  next_report_ms_ = now + (ranks_->running() > 0 || hb.spare()
                                ? std::min(interval_ms_, options_.busy_report_ms)
                                : interval_ms_);
   if (!flights_.empty() || !traces_.empty()) next_report_ms_ = now;

@@ -11,7 +11,9 @@
 // - a report (registration or heartbeat) goes out when it is due: at start,
 //   right after registering, after a rank changes state, and otherwise every
 //   heartbeat interval (the coordinator's, from the registration reply;
-//   `busy_report_ms` while ranks run, so output and telemetry flow);
+//   `busy_report_ms` while ranks run, so output and telemetry flow, and
+//   while the coordinator says this worker is a job's hot spare, so an
+//   in-place node replacement reaches it fast);
 // - each call waits up to min(2 x interval, `max_call_timeout_ms`);
 // - a failed call is retried after a backoff that starts at
 //   `retry_initial_ms` and doubles per consecutive failure, capped at the

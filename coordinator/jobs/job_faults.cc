@@ -185,6 +185,11 @@ void FaultHandler::Tick(JobRuntime& rt) {
         w.stall->deadline_ms);
     return;
   }
+  if (DiagnosisDone(rt, w, now)) ConcludeHang(rt, w);
+}
+
+bool FaultHandler::DiagnosisDone(const JobRuntime& rt, const FaultWatch& w,
+                                 int64_t now) {
   const bool all = static_cast<int>(w.flights.size()) >= rt.info.ranks_size();
   // An attempt that restarts in place (docs/fault.md "In-place restart")
   // replaces one stopped rank as soon as its worker said so, without
@@ -194,9 +199,7 @@ void FaultHandler::Tick(JobRuntime& rt) {
       std::count_if(w.flights.begin(), w.flights.end(), [](const auto& f) {
         return f.second.stopped();
       }) == 1;
-  if (all || stopped_one || now - w.diagnose_since_ms >= kDiagnoseWaitMs) {
-    ConcludeHang(rt, w);
-  }
+  return all || stopped_one || now - w.diagnose_since_ms >= kDiagnoseWaitMs;
 }
 
 void FaultHandler::AddDiagnoseOrders(JobTable& table,
@@ -220,6 +223,18 @@ void FaultHandler::OnFlights(
       continue;
     }
     rt->fault.flights[f.rank()] = f;
+  }
+  // Concluded at once rather than at the next tick: the orders that follow
+  // (an in-place replacement on this very worker) then go out in the reply
+  // to the heartbeat that brought the flight recorders, not in the next one.
+  for (const auto& f : flights) {
+    JobRuntime* rt = table.FindActive(f.job_id());
+    if (rt != nullptr && rt->fault.stall &&
+        rt->info.state() == control::RUNNING &&
+        rt->fault.attempt == rt->info.attempt() &&
+        DiagnosisDone(*rt, rt->fault, clock_->SteadyNowMs())) {
+      ConcludeHang(*rt, rt->fault);
+    }
   }
 }
 

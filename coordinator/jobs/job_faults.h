@@ -79,6 +79,11 @@ class FaultHandler {
 
  private:
   FaultWatch& WatchOf(JobRuntime& rt);
+  // Whether the hang diagnosis under way has what it waits for (every
+  // rank's flight recorder, one stopped rank of an in-place attempt, or
+  // kDiagnoseWaitMs passed).
+  static bool DiagnosisDone(const JobRuntime& rt, const FaultWatch& w,
+                            int64_t now);
   void ConcludeHang(JobRuntime& rt, FaultWatch& w);
   // Stores finding `e` as an event and acts on it as DecideFault says.
   void ActOn(JobRuntime& rt, const fault::FaultEvent& e,

@@ -217,7 +217,25 @@ class JobManager : private JobActions {
   Status FailAttempt(JobRuntime& rt, const std::string& reason) override;
   bool RestartInPlace(JobRuntime& rt, int rank,
                       const std::string& cause) override;
-  // In-place restart (job_inplace.cc). A step report of the running
+  // In-place restart (job_inplace.cc). The attempt's in-place state
+  // (reset when the attempt changed); whether an in-place restart of
+  // `what` may start (every rank opted in, none under way, restarts left;
+  // a refusal is a fault_action event); announces the next generation with
+  // `keys` (relative to the generation's namespace) written first and
+  // makes `p` the replacement under way (false: the KV refused).
+  InPlaceState& InPlaceOf(JobRuntime& rt);
+  bool InPlaceAllowed(JobRuntime& rt, const std::string& what);
+  bool AnnounceGeneration(
+      JobRuntime& rt, InPlaceState::Replacement p,
+      const std::vector<std::pair<std::string, std::string>>& keys);
+  // Whether `rank` is being replaced in place (its orders are replace
+  // orders, not launch orders).
+  bool InPlaceLaunching(JobRuntime& rt, int rank);
+  // Lost nodes (indexes) of a running attempt replaced in place on spares
+  // (job_inplace_node.cc); false when the attempt must restart instead.
+  bool ReplaceNodesInPlace(JobRuntime& rt, const WorkerRegistry& registry,
+                           const std::vector<int>& lost);
+  // A step report of the running
   // attempt: notes the ranks that opted in and ends a replacement at its
   // first step; false for a report of an older generation (dropped).
   bool OnInPlaceStep(JobRuntime& rt, const control::StepReport& s);

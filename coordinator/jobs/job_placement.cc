@@ -128,18 +128,25 @@ std::string ReplannedText(const control::JobInfo& job, const Plan& plan,
 }  // namespace
 
 void JobManager::CheckWorkers(JobRuntime& rt, const WorkerRegistry& registry) {
-  for (const auto& node : rt.info.node_info()) {
+  std::vector<int> lost;
+  for (int i = 0; i < rt.info.node_info_size(); ++i) {
+    const control::WorkerInfo& node = rt.info.node_info(i);
     const control::WorkerInfo* w = registry.Find(node.worker_id());
     // Unknown: not re-registered since a coordinator restart.
-    const bool lost = w != nullptr ? !w->alive() : !registry.Settling();
-    if (!lost) continue;
+    if (w != nullptr ? !w->alive() : !registry.Settling()) lost.push_back(i);
+  }
+  if (lost.empty()) return;
+  for (int i : lost) {
+    const control::WorkerInfo& node = rt.info.node_info(i);
     events_->Record(rt.info.job_id(), rt.info.attempt(), "worker_lost",
                     absl::StrCat(node.worker_id(), " (node ", node.node_name(),
                                  ") lost"));
-    (void)FailAttempt(rt, absl::StrCat("worker ", node.worker_id(),
-                                       " lost (no heartbeat)"));
-    return;
   }
+  // Opted in and a spare idle: the others keep running (job_inplace_node.cc).
+  if (ReplaceNodesInPlace(rt, registry, lost)) return;
+  (void)FailAttempt(rt, absl::StrCat("worker ",
+                                     rt.info.node_info(lost[0]).worker_id(),
+                                     " lost (no heartbeat)"));
 }
 
 std::set<std::string> JobManager::TakenByOthers(const std::string& job_id) {

@@ -186,7 +186,8 @@ void JobManager::AddLaunchOrders(const std::string& worker_id, JobRuntime& rt,
   if (placed == nullptr) return;
   std::vector<int> to_launch;
   for (int rank : *placed) {
-    if (seen.held.contains({id, rank})) continue;
+    // Held, or being replaced in place (replace orders, job_inplace.cc).
+    if (seen.held.contains({id, rank}) || InPlaceLaunching(rt, rank)) continue;
     if (rt.info.ranks(rank).state() == control::RANK_STATE_UNSPECIFIED) {
       to_launch.push_back(rank);
       continue;
@@ -234,6 +235,10 @@ void JobManager::OnWorkerReport(
   ReportOutcome seen;
   for (const auto& r : ranks) ApplyRankReport(worker_id, r, &seen);
   for (auto& [id, rt] : table_.active()) {
+    const auto& spares = rt.info.spare_workers();
+    if (std::find(spares.begin(), spares.end(), worker_id) != spares.end()) {
+      orders->set_spare(true);  // docs/fault.md "Hot spares"
+    }
     if (rt.info.state() != control::RUNNING) continue;
     AddLaunchOrders(worker_id, rt, seen, orders);
     if (rt.info.state() == control::RUNNING)

@@ -7,6 +7,7 @@
 // in it. Plain data; event-loop thread only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -81,13 +82,18 @@ struct InPlaceState {
   std::set<int> opted_in;    // ranks whose step reports say in_place
   int generation = 0;        // announced in the KV as inplace/generation
   int restarts = 0;          // in-place restarts of this attempt
-  // The replacement under way: from the failure seen until the
-  // replacement's first step of the new generation.
+  // The replacement under way: from the failure seen until the first step
+  // of the new generation from one of the replaced ranks. One rank, or
+  // every rank of a lost node started on a spare (`lost_node` names the
+  // node it replaces; empty for one rank).
   struct Replacement {
-    int rank = -1;
-    std::string node, worker_id, cause;
+    std::vector<int> ranks;
+    std::string node, cause, lost_node;  // node: where they start
     int64_t since_ms = 0;  // steady ms the coordinator saw the failure
     int64_t last_step = 0;  // the newest step any rank had reported
+    bool Has(int rank) const {
+      return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+    }
   };
   std::optional<Replacement> pending;
 };

@@ -91,6 +91,47 @@ SpareSwap PlanSpareSwap(const control::JobInfo& job,
   return out;
 }
 
+std::vector<control::WorkerInfo> PickInPlaceSpares(
+    const control::JobInfo& job, const control::ListWorkersReply& workers,
+    const std::set<std::string>& taken, const std::vector<int>& lost,
+    const std::function<bool(const control::WorkerInfo&)>& fits) {
+  std::set<std::string> nodes(job.nodes().begin(), job.nodes().end());
+  auto usable = [&](const control::WorkerInfo& w) {
+    return w.alive() && w.holds_size() == 0 && !nodes.contains(w.worker_id()) &&
+           !taken.contains(w.worker_id()) && !Evicted(job, w.node_name()) &&
+           fits(w);
+  };
+  // Reserved spares in reservation order, then the other idle workers in
+  // registry order.
+  std::vector<const control::WorkerInfo*> candidates;
+  for (const auto& id : job.spare_workers()) {
+    const control::WorkerInfo* w = FindWorker(workers, id);
+    if (w != nullptr && usable(*w)) candidates.push_back(w);
+  }
+  for (const auto& w : workers.workers()) {
+    const auto& spares = job.spare_workers();
+    if (usable(w) && std::find(spares.begin(), spares.end(), w.worker_id()) ==
+                         spares.end()) {
+      candidates.push_back(&w);
+    }
+  }
+  std::vector<control::WorkerInfo> out;
+  std::vector<bool> used(candidates.size(), false);
+  for (int node : lost) {
+    if (node < 0 || node >= job.node_info_size()) return {};
+    const int want = RanksPerNode(job.spec(), job.node_info(node).probe());
+    bool found = false;
+    for (size_t i = 0; i < candidates.size() && !found; ++i) {
+      if (used[i] || RanksPerNode(job.spec(), candidates[i]->probe()) != want)
+        continue;
+      used[i] = found = true;
+      out.push_back(*candidates[i]);
+    }
+    if (!found) return {};
+  }
+  return out;
+}
+
 std::vector<std::string> ReserveSpares(
     const control::JobInfo& job, const control::ListWorkersReply& workers,
     const std::vector<control::WorkerInfo>& idle,

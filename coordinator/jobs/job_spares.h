@@ -5,6 +5,7 @@
 // a coordinator; JobManager (job_placement.cc) applies their results.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -43,6 +44,19 @@ SpareSwap PlanSpareSwap(const control::JobInfo& job,
                         const control::ListWorkersReply& workers,
                         const std::vector<control::WorkerInfo>& idle,
                         const std::set<std::string>& taken);
+
+// Spares for lost nodes of a RUNNING attempt that is kept (in-place node
+// replacement, docs/fault.md "Node loss in place"): one worker per entry of
+// `lost` (node indexes into job.node_info), in that order, taken from
+// `workers` that are alive, hold nothing, are neither a node of the attempt
+// nor another job's (`taken`) nor evicted from this job, fit the job
+// (`fits`, CheckNodeCapacity) and run as many ranks as the node they
+// replace: the job's reserved spares first, then any other idle worker.
+// Empty when there are fewer of them than lost nodes.
+std::vector<control::WorkerInfo> PickInPlaceSpares(
+    const control::JobInfo& job, const control::ListWorkersReply& workers,
+    const std::set<std::string>& taken, const std::vector<int>& lost,
+    const std::function<bool(const control::WorkerInfo&)>& fits);
 
 // The job's spare reservation once the attempt runs on `nodes`: the
 // previous reservation minus workers now in `nodes`, dead ones or ones

@@ -85,5 +85,26 @@ TEST(InPlaceReplaceTest, ReplacesAHungRankOnceAndAnExitedOne) {
   fs::remove_all(dir);
 }
 
+// A spare taking a lost node's ranks in place (docs/fault.md "Node loss in
+// place") holds nothing of the attempt: the order starts the rank with its
+// generation.
+TEST(InPlaceReplaceTest, StartsTheRankOnAWorkerThatHoldsNoneOfTheAttempt) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("strata-inplace-spare-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  SystemClock clock;
+  {
+    RankSupervisor sup(&clock, dir.string(), {});
+    sup.Replace(Order(2));
+    const control::RankReport started = Only(sup);
+    EXPECT_EQ(started.state(), control::RANK_RUNNING) << started.message();
+    EXPECT_EQ(started.generation(), 2);
+    sup.Replace(Order(2));  // repeated until reported: nothing changes
+    EXPECT_EQ(Only(sup).pid(), started.pid());
+    sup.Stop("job-1/0", 0);
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace strata::worker

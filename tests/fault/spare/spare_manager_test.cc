@@ -2,7 +2,8 @@
 // (docs/fault.md "Hot spares"): launch.spares reserves idle workers that no
 // other job may take, a short reservation is said and topped up, a lost
 // node is replaced by a spare with the same plan (event spare_used, no
-// re-plan), two lost at once take two spares, a spare lost while being
+// re-plan) or, when every rank opted in, in place, two lost at once take
+// two spares, a spare lost while being
 // brought in is replaced by the next one, and without an idle spare the
 // job re-plans on fewer nodes as before.
 #include <gtest/gtest.h>
@@ -183,6 +184,67 @@ TEST_F(SpareTest, LostNodeIsReplacedBySpareWithTheSamePlan) {
   EXPECT_TRUE(Spares(a).empty());
   EXPECT_TRUE(HasEvent(a, "spares_short: 0 of 1 spare(s) reserved []"));
   EXPECT_EQ(Beat(w3, {}).launch_size(), 1);
+}
+
+// Every rank opted in to in-place restart (docs/fault.md "Node loss in
+// place"): the attempt is kept, the spare takes the lost node's index and
+// is ordered to start its rank with generation 1 (a replace order, never a
+// launch order), the survivor keeps its rank, and the generation, the
+// replaced ranks and the replica endpoints are in the KV for the ranks.
+TEST_F(SpareTest, LostNodeOfAnInPlaceJobIsReplacedInPlace) {
+  const std::string w1 = Register("n1"), w2 = Register("n2"),
+                    w3 = Register("n3");
+  const std::string a = Submit(Spec(2, 1));
+  f_.service->Tick();
+  ASSERT_EQ(Job(a).state(), control::RUNNING);
+  const auto held1 = Running(Beat(w1, {}));
+  const auto held2 = Running(Beat(w2, {}));
+  // Both ranks report a step, opted in.
+  for (const auto& [id, held] : {std::pair{w1, held1}, std::pair{w2, held2}}) {
+    control::Request r;
+    r.mutable_heartbeat()->set_worker_id(id);
+    for (const auto& rr : held) *r.mutable_heartbeat()->add_ranks() = rr;
+    control::StepReport* s = r.mutable_heartbeat()->add_steps();
+    s->set_job_id(a);
+    s->set_rank(held[0].rank());
+    s->set_step(5);
+    s->set_step_seconds(0.1);
+    s->set_in_place(true);
+    ASSERT_EQ(Call(r).status().code(), 0);
+  }
+  Silence({{w1, held1}, {w3, {}}}, 4000);
+  control::JobInfo j = Job(a);
+  ASSERT_EQ(j.state(), control::RUNNING) << j.message();
+  EXPECT_EQ(j.attempt(), 0);
+  EXPECT_EQ(j.generation(), 1);
+  EXPECT_EQ(Nodes(a), (std::vector<std::string>{w1, w3}));
+  EXPECT_FALSE(HasEvent(a, "attempt_failed"));
+  EXPECT_TRUE(HasEvent(a, "spare_used: node n2 replaced by spare n3 in "
+                          "place: generation 1, same plan"));
+  // The survivor keeps its rank: no stop, no launch, no replace order.
+  const control::HeartbeatReply kept = Beat(w1, held1);
+  EXPECT_EQ(kept.stop_size(), 0);
+  EXPECT_EQ(kept.launch_size(), 0);
+  EXPECT_EQ(kept.replace_size(), 0);
+  // The spare starts rank 1 with the generation, until it reports it.
+  const control::HeartbeatReply orders = Beat(w3, {});
+  EXPECT_EQ(orders.launch_size(), 0);
+  ASSERT_EQ(orders.replace_size(), 1);
+  EXPECT_EQ(orders.replace(0).rank(), 1);
+  EXPECT_EQ(orders.replace(0).generation(), 1);
+  EXPECT_EQ(orders.replace(0).env().at("STRATA_RESTART_GENERATION"), "1");
+  control::RankReport started;
+  started.set_job_id(a);
+  started.set_attempt(0);
+  started.set_rank(1);
+  started.set_state(control::RANK_RUNNING);
+  started.set_pid(2001);
+  started.set_generation(1);
+  EXPECT_EQ(Beat(w3, {started}).replace_size(), 0);
+  EXPECT_EQ(*f_.kv->Get(a + "/0/inplace/generation"), "1");
+  EXPECT_EQ(*f_.kv->Get(a + "/0/g1/inplace/replaced"), "1");
+  // The lost worker, back, is told to stop what it held of the attempt.
+  EXPECT_EQ(Beat(w2, held2).stop(0), a + "/0");
 }
 
 TEST_F(SpareTest, TwoNodesLostAtOnceTakeTwoSpares) {

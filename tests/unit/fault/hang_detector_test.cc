@@ -31,6 +31,23 @@ TEST(HangDetectorTest, DeadlineIsLearnedFromStepTimesWithAFloor) {
   EXPECT_EQ(d.DeadlineMs(), 24'000);
 }
 
+// A rank's first step carries its start-up (or its in-place re-formation):
+// it stands in for the step time only until steady steps come, and never
+// enters the tail.
+TEST(HangDetectorTest, TheFirstStepStaysOutOfTheWindow) {
+  FakeClock clock;
+  HangOptions o;
+  HangDetector d(o, clock, {0, 1});
+  d.OnStep(0, 1, 4.0);
+  EXPECT_EQ(d.DeadlineMs(), 12'000);  // 3 x the only time known
+  d.OnStep(1, 1, 5.0);
+  for (int s = 2; s < 12; ++s) {
+    d.OnStep(0, s, 1.25);
+    d.OnStep(1, s, 1.25);
+  }
+  EXPECT_EQ(d.DeadlineMs(), 3'750);  // 3 x 1.25 s, not 2 x 5 s
+}
+
 // Steps that are regularly slower (a checkpoint every 10 steps taking 4x)
 // raise the deadline to twice the slowest one, though the median ignores
 // them; once they leave the window the deadline falls back.
