@@ -39,48 +39,18 @@ KILL_AT=${INPLACE_FAULT_AT:-20}
 DURABLE_EVERY=10
 PORT=7076
 
-simhost_up 3 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-inplace-node-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ] && [ -z "${INPLACE_KEEP_LOGS:-}" ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 3 "1gbit" inplace-node
 
 train_args=(--model tiny --global-batch 4 --micro-batch 1)
 reference_run "$tmp/reference.out" "${train_args[@]}" --steps "$STEPS"
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 250 > "$tmp/coordinator.log" 2>&1 &
-disown $!
-worker_pid=()
+simhost_coordinator "$BUILD" "$tmp" "$PORT" --heartbeat-ms 250
+endpoint=$SIMHOST_ENDPOINT
 for i in 0 1 2; do
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" --mem-dir /dev/shm/strata-mem --mem-limit 256MiB \
-    > "$tmp/worker-h$i.log" 2>&1 &
-  worker_pid[i]=$!
-  disown $!
+  simhost_worker "$BUILD" "$tmp" "$i" --mem-dir /dev/shm/strata-mem --mem-limit 256MiB
   sleep 0.3  # registry order h0, h1, h2: the job takes h0 and h1
 done
-n=0
-for _ in $(seq 1 60); do  # at most ~30 s
-  n=$(simhost_exec 0 timeout 5 "$STRATA" workers --coordinator "$endpoint" 2> /dev/null |
-      awk 'NR > 1 && $2 == "yes"' | wc -l)
-  [ "$n" -ge 3 ] && break
-  sleep 0.5
-done
-[ "$n" -ge 3 ] || die "3 workers did not register within 30 s; logs in $tmp"
+simhost_wait_workers "$BUILD" 3 || die "3 workers did not register within 30 s; logs in $tmp"
 
 cat > "$tmp/job.yaml" << YAML
 name: inplace-node
@@ -126,7 +96,7 @@ for _ in $(seq 1 3000); do  # at most ~60 s to the fault
     pid0=$(rank_pid 0)
     pid1=$(rank_pid 1)
     t0=$(date +%s.%N)
-    kill -KILL "${worker_pid[1]}"
+    kill -KILL "${SIMHOST_WORKER_PID[1]}"
     say "step $s: SIGKILL the worker on ${SIMHOST_NAME[1]} (rank 1: pid $pid1; rank 0: pid $pid0)"
     killed=1
     break

@@ -37,21 +37,7 @@ case "$MODE" in
 esac
 PORT=7079
 
-simhost_up 2 1gbit
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-inplace-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down
-  if [ "$failures" -eq 0 ] && [ -z "${INPLACE_KEEP_LOGS:-}" ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 2 "1gbit" inplace
 
 train_args=(--model tiny --global-batch 8 --micro-batch 2)
 reference_run "$tmp/reference.out" "${train_args[@]}" --steps "$STEPS"

@@ -28,46 +28,18 @@ STEPS=14
 KILL_AT=5
 PORT=7078  # inside h0's own network namespace
 
-simhost_up 3
-rc=$?
-[ "$rc" -eq 77 ] && skip "simulated hosts unavailable here (see above)"
-[ "$rc" -eq 0 ] || die "simhost_up failed"
-tmp=$(mktemp -d /tmp/strata-spare-XXXXXX)
-chmod 755 "$tmp"
-# shellcheck disable=SC2317  # runs from the traps
-cleanup() {
-  trap - EXIT INT TERM
-  simhost_down  # kills every process of the hosts
-  if [ "$failures" -eq 0 ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset STRATA_CURVE_DIR
+multihost_begin 3 "" spare
 
 train_args=(--model small --global-batch 4 --micro-batch 1)
 reference_run "$tmp/reference.out" "${train_args[@]}" --steps "$STEPS"
 
-endpoint="tcp://${SIMHOST_NAME[0]}:$PORT"
-# shellcheck disable=SC2086  # SIMHOST_NSENTER is a command prefix
-${SIMHOST_NSENTER[0]} "$BUILD/coordinator/strata-coordinator" --state-dir "$tmp/coordinator" \
-  --listen "tcp://0.0.0.0:$PORT" --heartbeat-ms 250 > "$tmp/coordinator.log" 2>&1 &
-disown $!
-worker_pid=()
+simhost_coordinator "$BUILD" "$tmp" "$PORT" --heartbeat-ms 250
+endpoint=$SIMHOST_ENDPOINT
 for i in 0 1 2; do
-  # shellcheck disable=SC2086
-  ${SIMHOST_NSENTER[i]} "$BUILD/worker/strata-worker" --coordinator "$endpoint" \
-    --work-dir "$tmp/work-h$i" > "$tmp/worker-h$i.log" 2>&1 &
-  worker_pid[i]=$!
-  disown $!
+  simhost_worker "$BUILD" "$tmp" "$i"
   sleep 0.3  # registry order h0, h1, h2: the job takes h0 and h1
 done
-for _ in $(seq 1 60); do  # at most ~30 s
-  n=$(simhost_exec 0 timeout 5 "$STRATA" workers --coordinator "$endpoint" 2> /dev/null |
-      awk 'NR > 1 && $2 == "yes"' | wc -l)
-  [ "$n" -ge 3 ] && break
-  sleep 0.5
-done
-[ "$n" -ge 3 ] || die "3 workers did not register within 30 s; logs in $tmp"
+simhost_wait_workers "$BUILD" 3 || die "3 workers did not register within 30 s; logs in $tmp"
 
 cat > "$tmp/job.yaml" << YAML
 name: spare-simhost
@@ -94,7 +66,7 @@ for _ in $(seq 1 2500); do  # at most ~250 s
     simhost_exec 0 "$STRATA" status --coordinator "$endpoint" > "$tmp/status.out" 2>&1
     simhost_exec 0 "$STRATA" status --coordinator "$endpoint" job-1 > "$tmp/status-job.out" 2>&1
     say "step $KILL_AT reached after $((SECONDS - start)) s: SIGKILL the worker on ${SIMHOST_NAME[1]}"
-    kill -KILL "${worker_pid[1]}"
+    kill -KILL "${SIMHOST_WORKER_PID[1]}"
     killed=1
   fi
   sleep 0.1
