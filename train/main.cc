@@ -444,7 +444,7 @@ int Run(const Flags& f) {
     (void)(*trainer)->Finish();  // the saves in flight are good states
     return Fail(1, s.ToString());
   }
-  if (auto s = (*trainer)->Finish(); !s.ok()) {
+  if (auto s = (*trainer)->Finish(/*completed=*/true); !s.ok()) {
     return Fail(1, "checkpoint: " + s.ToString());
   }
   if (printer) {

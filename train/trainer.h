@@ -129,8 +129,11 @@ class Trainer {
   // max_save_failures saves in a row failed; a collective's error.
   StatusOr<StepResult> Step();
   // Waits for the checkpoint in flight; its error if it failed (earlier
-  // failures were counted by Step()).
-  Status Finish();
+  // failures were counted by Step()). Called by every rank after its last
+  // step (`completed`), a memory-tier step the agreed rule skipped is then
+  // saved after all (waiting for the replicas in flight): a run that ends
+  // leaves its last step in memory. After a failure, false: nothing new.
+  Status Finish(bool completed = false);
   // Seconds training was blocked by checkpoints (SaveAsync, and waiting for
   // the deferred snapshot before the optimizer step), summed.
   double checkpoint_stall_s() const { return stall_s_; }
@@ -241,6 +244,7 @@ class Trainer {
   checkpoint::SaveHandle mem_save_;
   int mem_failures_ = 0;  // consecutive, logged
   int64_t mem_skipped_ = 0;  // steps the memory tier skipped (lagging)
+  int64_t mem_last_skipped_ = 0;  // the newest of them
   int rollbacks_ = 0;
   bool mutating_ = false;  // an optimizer update is being applied
   std::string resumed_tier_;

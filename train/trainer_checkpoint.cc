@@ -218,6 +218,7 @@ Status Trainer::SaveMemory() {
   if (!AgreeMemorySave()) {
     // Logged at 1, 2, 4, 8, ... skips: visible, not a line a step.
     ++mem_skipped_;
+    mem_last_skipped_ = step_;
     if ((mem_skipped_ & (mem_skipped_ - 1)) == 0) {
       GetLogger("TRAIN")->warn(
           "memory tier: step {} not snapshotted: the previous saves are "
@@ -394,7 +395,18 @@ Status Trainer::LoadFrom(const std::string& uri, int64_t latest) {
   return absl::OkStatus();
 }
 
-Status Trainer::Finish() {
+Status Trainer::Finish(bool completed) {
+  if (mem_ckpt_ != nullptr && completed && mem_last_skipped_ == step_) {
+    // Every rank skipped this step (the rule is agreed), so every rank
+    // saves it here; waiting first frees the slots, so nothing is skipped.
+    (void)mem_ckpt_->Wait();  // a failure is logged by the Wait below
+    StatusOr<checkpoint::SaveHandle> handle;
+    RETURN_IF_ERROR(SaveState(*mem_ckpt_, &handle));
+    if (handle.ok()) {
+      mem_save_ = *handle;
+      --mem_skipped_;
+    }
+  }
   if (mem_ckpt_ != nullptr) {
     // Memory-tier failures are logged, never fatal.
     if (Status st = mem_ckpt_->Wait(); !st.ok()) {

@@ -14,8 +14,10 @@
 #    with it, its /dev/shm is unreachable).
 # 4. The job must continue with the same parallelism on the surviving node
 #    and the spare, resume from the memory tier (the survivor's own copy and
-#    the replica of the lost node's ranks it holds) at a step >= KILL_AT - 2
-#    (two saves may be in flight when a step is printed),
+#    the replica of the lost node's ranks it holds) at a step >= KILL_AT - 20
+#    (tiny's ~10 ms steps are shorter than a save's replica round trip, so
+#    the agreed rule skips steps while a save is in flight; the bound on
+#    steps computed again is the fault bench's, on real step times),
 #    the spare's rank reading everything from its peer, and finish with
 #    every loss equal to a single-process run's.
 # Exit 77 (ctest SKIP) only when the simulated hosts cannot be created.
@@ -103,10 +105,8 @@ say "job ended with exit code $rc after $((SECONDS - start)) s"
 resumed=$(sed -n 's/.*resume: step \([0-9]*\) from the memory tier.*/\1/p' "$tmp/job.out" | head -n 1)
 if [ -z "$resumed" ]; then
   fail "no 'resume: step S from the memory tier' line"
-elif [ "$resumed" -lt $((KILL_AT - 2)) ]; then
-  # Every step is saved; up to two saves are in flight (not yet committed)
-  # when a step is printed, so the newest committed step may trail by 2.
-  fail "resumed at step $resumed from memory, want >= $((KILL_AT - 2)) (every step is saved)"
+elif [ "$resumed" -lt $((KILL_AT - 20)) ]; then
+  fail "resumed at step $resumed from memory, want >= $((KILL_AT - 20))"
 else
   say "attempt 2 resumed from the memory tier at step $resumed (killed after step $KILL_AT)"
 fi
