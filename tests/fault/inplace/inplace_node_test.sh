@@ -72,20 +72,6 @@ launch:
   checkpoint_uri: file://$tmp/ckpt
 YAML
 
-# Rank R's process of this test's job on host I's worker, or nothing.
-rank_pid() {
-  local p
-  for p in $(pgrep -x strata-train); do
-    if tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx "RANK=$1" &&
-       tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -q "^STRATA_CKPT_URI=file://$tmp/"; then
-      echo "$p"
-      return
-    fi
-  done
-}
-out0() { cat "$tmp"/work-h0/job-*/attempt-*/rank-0.stdout 2> /dev/null; }
-last_step() { out0 | sed -n 's/^step=\([0-9]*\) loss=.*/\1/p' | tail -n 1; }
-
 start=$SECONDS
 simhost_exec 0 timeout -k 5 200 "$STRATA" submit --coordinator "$endpoint" --wait \
   "$tmp/job.yaml" > "$tmp/job.out" 2>&1 &

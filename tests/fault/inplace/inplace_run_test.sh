@@ -61,22 +61,6 @@ launch:
   checkpoint_uri: file://$tmp/ckpt
 YAML
 
-# The process of rank R of this test's job (its checkpoint URI names $tmp:
-# other tests' job-1 ranks share the process table), or nothing.
-rank_pid() {
-  local p
-  for p in $(pgrep -x strata-train); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "RANK=$1" &&
-       tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -q "^STRATA_CKPT_URI=file://$tmp/"; then
-      echo "$p"
-      return
-    fi
-  done
-}
-# The newest step rank 0 (the printer) wrote in its own output file.
-out0() { cat "$tmp"/work-h0/job-*/attempt-*/rank-0.stdout 2> /dev/null; }
-last_step() { out0 | sed -n 's/^step=\([0-9]*\) loss=.*/\1/p' | tail -n 1; }
-
 start=$SECONDS
 simhost_exec 0 timeout -k 5 300 "$STRATA" submit --coordinator "$endpoint" --wait \
   "$tmp/job.yaml" > "$tmp/job.out" 2>&1 &

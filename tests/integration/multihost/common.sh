@@ -122,3 +122,21 @@ multihost_end() {
   simhost_down
   if [ "$failures" -eq 0 ] && [ -z "${KEEP_LOGS:-}" ]; then rm -rf "$tmp"; else echo "logs kept in $tmp"; fi
 }
+
+# rank_pid R: the pid of rank R of this test's job (its STRATA_CKPT_URI is
+# under $tmp: other tests' job-1 ranks share the process table), or nothing.
+rank_pid() {
+  local p
+  for p in $(pgrep -x strata-train); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "RANK=$1" &&
+       tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -q "^STRATA_CKPT_URI=file://$tmp/"; then
+      echo "$p"
+      return
+    fi
+  done
+}
+
+# out0: what rank 0 (the printer) wrote on host 0's worker, every attempt;
+# last_step: the newest step in it.
+out0() { cat "$tmp"/work-h0/job-*/attempt-*/rank-0.stdout 2> /dev/null; }
+last_step() { out0 | sed -n 's/^step=\([0-9]*\) loss=.*/\1/p' | tail -n 1; }
