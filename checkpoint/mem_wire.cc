@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -237,8 +238,45 @@ void TokenBucket::Acquire(uint64_t n) {
   }
 }
 
+namespace {
+
+// sendfile(2) has no MSG_NOSIGNAL: writing to a socket whose peer is gone
+// raises SIGPIPE, which would kill a rank (its library cannot ignore the
+// signal for the whole program). For the calling thread's sendfile calls
+// SIGPIPE is blocked; one it raised is taken off the thread's pending set
+// before the mask is restored, so the call only fails with EPIPE (the
+// idiom of signal(7) "Signal mask and pending signals").
+class ScopedNoSigpipe {
+ public:
+  ScopedNoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigpending(&pending_);
+    was_pending_ = sigismember(&pending_, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~ScopedNoSigpipe() {
+    if (!was_pending_) {
+      sigset_t now;
+      sigpending(&now);
+      const timespec zero{};
+      if (sigismember(&now, SIGPIPE) == 1) (void)sigtimedwait(&pipe_, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedNoSigpipe(const ScopedNoSigpipe&) = delete;
+  ScopedNoSigpipe& operator=(const ScopedNoSigpipe&) = delete;
+
+ private:
+  sigset_t pipe_, old_, pending_;
+  bool was_pending_ = false;
+};
+
+}  // namespace
+
 Status SendFileRange(int sock, int file_fd, uint64_t offset, uint64_t n,
                      TokenBucket* bucket, const std::string& what) {
+  const ScopedNoSigpipe no_sigpipe;
   constexpr size_t kPiece = 1 << 20;
   bool use_sendfile = true;
   std::vector<char> buf;

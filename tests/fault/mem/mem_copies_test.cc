@@ -5,6 +5,8 @@
 //  - a peer's copy of a step being restored is pinned: retention (a drop
 //    from another rank's storage) is refused until the reader lets go.
 // Multi-host behaviour is the simhost tests beside this one.
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -131,6 +133,28 @@ TEST_F(MemCopiesTest, APeersCopyBeingRestoredIsPinned) {
     if (fs::exists(peer_copy)) usleep(20000);
   }
   EXPECT_FALSE(fs::exists(peer_copy));
+}
+
+// A replica sent to a buddy that died: sendfile on a socket whose peer is
+// gone raises SIGPIPE, which kills the sending rank unless the send blocks
+// it (this test process keeps SIGPIPE's default action: it would die).
+TEST(MemWireTest, SendingToADeadPeerFailsWithoutSigpipe) {
+  const std::string path = testing::TempDir() + "/sendfile-src";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << std::string(4 << 20, 'x');
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  close(sv[1]);  // the peer is gone
+  const Status st = checkpoint::mem::SendFileRange(sv[0], fd, 0, 4 << 20, nullptr, "dead buddy");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("dead buddy"), std::string::npos) << st;
+  close(sv[0]);
+  close(fd);
+  std::remove(path.c_str());
 }
 
 }  // namespace
