@@ -251,8 +251,9 @@ class ScopedNoSigpipe {
   ScopedNoSigpipe() {
     sigemptyset(&pipe_);
     sigaddset(&pipe_, SIGPIPE);
-    sigpending(&pending_);
-    was_pending_ = sigismember(&pending_, SIGPIPE) == 1;
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
     pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
   }
   ~ScopedNoSigpipe() {
@@ -268,7 +269,7 @@ class ScopedNoSigpipe {
   ScopedNoSigpipe& operator=(const ScopedNoSigpipe&) = delete;
 
  private:
-  sigset_t pipe_, old_, pending_;
+  sigset_t pipe_, old_;
   bool was_pending_ = false;
 };
 

@@ -94,7 +94,7 @@ done
 [ "$killed" -eq 1 ] || die "the job never reached step $KILL_AT: $(tail -n 5 "$tmp/job.out")"
 recovered=""
 for _ in $(seq 1 4000); do  # at most ~80 s
-  if [ "$(out0 | awk '/^in-place restart/ {on = 1; n = 0; next} on && /^step=/ {n++} END {print n + 0}')" -gt 0 ]; then
+  if [ "$(steps_in_place)" -gt 0 ]; then
     recovered=$(echo "$(date +%s.%N) - $t0" | bc)
     break
   fi

@@ -91,7 +91,7 @@ recovered_steps() {
   if [ "$MODE" = full ]; then
     cat "$tmp"/work-h0/job-*/attempt-1/rank-0.stdout 2> /dev/null | grep -c '^step='
   else
-    out0 | awk '/^in-place restart/ {on = 1; n = 0; next} on && /^step=/ {n++} END {print n + 0}'
+    steps_in_place
   fi
 }
 recovered=""

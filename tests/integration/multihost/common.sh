@@ -140,3 +140,5 @@ rank_pid() {
 # last_step: the newest step in it.
 out0() { cat "$tmp"/work-h0/job-*/attempt-*/rank-0.stdout 2> /dev/null; }
 last_step() { out0 | sed -n 's/^step=\([0-9]*\) loss=.*/\1/p' | tail -n 1; }
+# steps_in_place: the steps rank 0 printed after its newest "in-place restart".
+steps_in_place() { out0 | awk '/^in-place restart/ {on = 1; n = 0; next} on && /^step=/ {n++} END {print n + 0}'; }
